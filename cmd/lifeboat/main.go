@@ -1,0 +1,17 @@
+// Command lifeboat keeps multi-region vLLM serving recoverable: it captures everything a replica
+// needs in one DR manifest, lints it, and (in later releases) verifies, boots and fails over.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/spf13/cobra"
+
+	"lifeboat/manifest"
+	"lifeboat/manifest/lint"
+)
+
+func (a *app) manifestCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "manifest",
+		Short: "Build, inspect, compare and lint DR manifests",
+		Long: `A DR manifest is one JSON file — a valid OCI image manifest with ModelPack media types —
+listing every file a vLLM replica needs, in three parts of the DR bundle:
+
+  model/…   the model repository as-is (weights, tokenizer, configs, chat template, LoRA adapters)
+  engine/…  the vLLM engine config (vllm serve --config)
+  deploy/…  deployment files (Kubernetes YAML, Dockerfile, lock files)
+
+Each file carries its sha256 digest, size, role, and the checksums object stores report
+natively (CRC32C, CRC64NVME, CRC32, MD5), so replicas can be verified without a download.`,
+	}
+	c.AddCommand(a.manifestBuildCmd(), a.manifestShowCmd(), a.manifestDiffCmd(), a.manifestLintCmd())
+	return c
+}
+
+func (a *app) manifestBuildCmd() *cobra.Command {
+	var o manifest.BuildOptions
+	var out string
+	var timestamp bool
+	c := &cobra.Command{
+		Use:   "build --model DIR [--engine FILE] [--deploy PATH]... [--name NAME] --out FILE",
+		Short: "Hash a model repository, engine config and deployment files into a DR manifest",
+		Long: `Build walks the model directory, the engine config and the deployment paths, hashes every
+file once (sha256, MD5, CRC32C, CRC64NVME, CRC32 in one read pass, files in parallel across
+cores, constant memory) and writes the manifest. The same inputs always give a byte-identical
+manifest: layers are sorted by path and no timestamp is written unless --timestamp is given.
+
+Refused, with the file named: symlinks that leave the model root, symlinked directories,
+special files (devices, sockets, pipes), paths that are not valid UTF-8. The .git and .cache
+directories at the model root are tool metadata and are skipped.
+
+Engine and deployment files up to 1 MiB are embedded in the manifest, so 'manifest lint'
+can check them from the manifest alone.`,
+		Example: `  lifeboat manifest build --model ./llama --engine engine.yaml --deploy k8s/ --deploy Dockerfile \
+      --name llama-3.1-8b-instruct --out dr/manifest.json
+  lifeboat manifest build --model ./llama --out - | jq '.layers | length'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			if o.ModelDir == "" || out == "" {
+				return usageErr("manifest build needs --model DIR and --out FILE (see --help)")
+			}
+			if timestamp {
+				o.Created = time.Now()
+			}
+			bar := newProgress(a.stderr, "hashing")
+			o.Progress, o.Total, o.Log = bar.Add, bar.SetTotal, a.log
+			start := time.Now()
+			m, err := manifest.Build(cmd.Context(), o)
+			bar.Done()
+			if err != nil {
+				return withCode(buildErrCode(err), err)
+			}
+			el := time.Since(start)
+			data, err := m.Marshal()
+			if err != nil {
+				return err
+			}
+			if err := writeOut(out, data, a); err != nil {
+				return usageErr("write manifest: %v", err)
+			}
+			sum := m.Summarize()
+			rate := float64(sum.Bytes) / el.Seconds()
+			res := map[string]any{
+				"manifest": out, "digest": digest.FromBytes(data).String(), "files": sum.Files, "bytes": sum.Bytes,
+				"seconds": el.Seconds(), "bytes_per_second": rate, "model": sum.Model,
+			}
+			if a.output == "json" {
+				if out == "-" {
+					return nil // stdout holds the manifest itself
+				}
+				return a.writeJSON(res)
+			}
+			w := a.stdout
+			if out == "-" {
+				w = a.stderr
+			}
+			fmt.Fprintf(w, "wrote %s: %d files, %s hashed in %.2fs (%s/s)\nmanifest digest %s\n",
+				out, sum.Files, humanBytes(sum.Bytes), el.Seconds(), humanBytes(int64(rate)), res["digest"])
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.ModelDir, "model", "", "model repository directory (required)")
+	f.StringVar(&o.EngineFile, "engine", "", "vLLM engine config YAML (vllm serve --config)")
+	f.StringArrayVar(&o.DeployPaths, "deploy", nil, "deployment file or directory (repeatable); directory contents go under deploy/ as-is")
+	f.StringVar(&o.Name, "name", "", "manifest title (default: config.json _name_or_path)")
+	f.StringVar(&out, "out", "", "where to write the manifest (required; - for stdout)")
+	f.IntVarP(&o.Jobs, "jobs", "j", 0, "files hashed at once (default: number of CPUs)")
+	f.BoolVar(&timestamp, "timestamp", false, "record the build time (makes the output differ run to run)")
+	_ = c.MarkFlagDirname("model")
+	_ = c.MarkFlagFilename("engine", "yaml", "yml")
+	return c
+}
+
+// buildErrCode: missing, unreadable or unsafe inputs are bad input (2); an interrupted build
+// found nothing wrong with the inputs but did not finish (1).
+func buildErrCode(err error) int {
+	if errors.Is(err, context.Canceled) {
+		return exitProblem
+	}
+	return exitUsage
+}
+
+// writeOut writes data to name atomically (temp file + rename), or to stdout for "-".
+func writeOut(name string, data []byte, a *app) error {
+	if name == "-" {
+		_, err := a.stdout.Write(data)
+		return err
+	}
+	dir := filepath.Dir(name)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+func (a *app) readManifest(name string) (*manifest.Manifest, error) {
+	m, err := manifest.ReadFile(name)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	return m, nil
+}
+
+func (a *app) manifestShowCmd() *cobra.Command {
+	var files bool
+	c := &cobra.Command{
+		Use:   "show FILE",
+		Short: "Summarise a manifest by part and role",
+		Example: `  lifeboat manifest show dr/manifest.json
+  lifeboat manifest show dr/manifest.json --files -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			m, err := a.readManifest(args[0])
+			if err != nil {
+				return err
+			}
+			s := m.Summarize()
+			if a.output == "json" {
+				v := struct {
+					manifest.Summary
+					FileList []fileRow `json:"file_list,omitempty"`
+				}{Summary: s}
+				if files {
+					v.FileList = fileRows(m)
+				}
+				return a.writeJSON(v)
+			}
+			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "Manifest\t%s\n", args[0])
+			fmt.Fprintf(w, "Model\t%s\n", orDash(s.Name))
+			fmt.Fprintf(w, "\tfamily %s · format %s · params %s · precision %s · quantization %s\n",
+				orDash(s.Family), orDash(s.Model.Format), orDash(s.Model.ParamSize), orDash(s.Model.Precision), orDash(s.Model.Quantization))
+			fmt.Fprintf(w, "Files\t%d files, %s\n\n", s.Files, humanBytes(s.Bytes))
+			fmt.Fprintln(w, "PART\tROLE\tFILES\tSIZE\t")
+			for _, g := range s.Groups {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t\n", g.Part, g.Role, g.Files, humanBytes(g.Bytes))
+			}
+			for _, p := range []manifest.Part{manifest.PartEngine, manifest.PartDeployment} {
+				if len(m.PartFiles(p)) == 0 {
+					fmt.Fprintf(w, "%s\t(none)\t0\t-\t\n", p)
+				}
+			}
+			if files {
+				fmt.Fprintln(w, "\nPATH\tROLE\tSIZE\tSHA256\t")
+				for _, f := range m.Files {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t\n", f.Path, f.Role, humanBytes(f.Size), f.Sums.SHA256[:16])
+				}
+			}
+			return w.Flush()
+		},
+	}
+	c.Flags().BoolVar(&files, "files", false, "also list every file")
+	return c
+}
+
+type fileRow struct {
+	Path      string `json:"path"`
+	Part      string `json:"part"`
+	Role      string `json:"role"`
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256"`
+	MD5       string `json:"md5"`
+	CRC32C    string `json:"crc32c"`
+	CRC64NVME string `json:"crc64nvme"`
+	Embedded  bool   `json:"embedded"`
+}
+
+func fileRows(m *manifest.Manifest) []fileRow {
+	out := make([]fileRow, 0, len(m.Files))
+	for _, f := range m.Files {
+		out = append(out, fileRow{f.Path, string(f.Part), string(f.Role), f.Size, f.Sums.SHA256, f.Sums.MD5, f.Sums.CRC32C, f.Sums.CRC64NVME, f.Data != nil})
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (a *app) manifestDiffCmd() *cobra.Command {
+	var exitCode bool
+	c := &cobra.Command{
+		Use:   "diff OLD NEW",
+		Short: "List files added, removed and changed between two manifests (for release reviews)",
+		Long: `Diff compares two manifests by bundle path: added, removed and changed files (size, digest or
+role), and changes to the model config (precision, quantization, parameter count…).
+Exit status is 0 whether or not they differ, unless --exit-code is given (then 1 if they differ).`,
+		Example: `  lifeboat manifest diff dr/manifest-v1.json dr/manifest-v2.json`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			oldM, err := a.readManifest(args[0])
+			if err != nil {
+				return err
+			}
+			newM, err := a.readManifest(args[1])
+			if err != nil {
+				return err
+			}
+			d := manifest.Diff(oldM, newM)
+			if a.output == "json" {
+				if err := a.writeJSON(d); err != nil {
+					return err
+				}
+			} else {
+				w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				for _, c := range d.Changes {
+					switch c.Kind {
+					case "added":
+						fmt.Fprintf(w, "+ %s\t%s\t%s\t%s\n", c.Path, c.Role, humanBytes(c.New.Size), short(c.New.Digest))
+					case "removed":
+						fmt.Fprintf(w, "- %s\t%s\t%s\t%s\n", c.Path, c.Role, humanBytes(c.Old.Size), short(c.Old.Digest))
+					default:
+						fmt.Fprintf(w, "~ %s\t%s\t%s → %s\t%s → %s\n", c.Path, c.Role, humanBytes(c.Old.Size), humanBytes(c.New.Size), short(c.Old.Digest), short(c.New.Digest))
+					}
+				}
+				for _, md := range d.Model {
+					fmt.Fprintf(w, "~ model config %s\t%s → %s\n", md.Field, orDash(md.Old), orDash(md.New))
+				}
+				w.Flush()
+				fmt.Fprintf(a.stdout, "%d added, %d removed, %d changed, %d unchanged\n", d.Added, d.Removed, d.Changed, d.Unchanged)
+			}
+			if exitCode && !d.Empty() {
+				return &exitError{code: exitProblem}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&exitCode, "exit-code", false, "exit 1 when the manifests differ")
+	return c
+}
+
+func short(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+func (a *app) manifestLintCmd() *cobra.Command {
+	var src lint.DirSource
+	var listRules, strict bool
+	c := &cobra.Command{
+		Use:   "lint FILE --model DIR [-o text|json|junit]",
+		Short: "Check a manifest and the repository it describes for DR gaps",
+		Long: `Lint checks the manifest together with the model repository files it describes: config,
+tokenizer, chat template, generation config, safetensors headers and index, quantization,
+context length and RoPE, LoRA adapters, engine config and deployment files. Engine and
+deployment files are read from the manifest itself (they are embedded at build time).
+
+Every finding has a stable rule id, a severity, the file and field, and a hint to fix it.
+Exit 1 if any error (with --strict, also on warnings). Run --list-rules for every rule.`,
+		Example: `  lifeboat manifest lint dr/manifest.json --model ./llama
+  lifeboat manifest lint dr/manifest.json --model ./llama -o junit > lint.xml
+  lifeboat manifest lint dr/manifest.json --bundle /restore/llama   # a restored bundle
+  lifeboat manifest lint --list-rules`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput("text", "json", "junit"); err != nil {
+				return err
+			}
+			if listRules {
+				return a.printRules()
+			}
+			if len(args) != 1 {
+				return usageErr("manifest lint needs the manifest FILE (see --help)")
+			}
+			if src.Model == "" && src.Bundle == "" {
+				return usageErr("manifest lint needs --model DIR (or --bundle DIR)")
+			}
+			for _, d := range []string{src.Model, src.Bundle} {
+				if d == "" {
+					continue
+				}
+				if st, err := os.Stat(d); err != nil || !st.IsDir() {
+					return usageErr("%s is not a directory", d)
+				}
+			}
+			m, err := a.readManifest(args[0])
+			if err != nil {
+				return err
+			}
+			rep := lint.Run(cmd.Context(), m, src, a.log)
+			if err := a.renderLint(args[0], rep); err != nil {
+				return err
+			}
+			if rep.Errors > 0 || (strict && rep.Warnings > 0) {
+				return &exitError{code: exitProblem}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&src.Model, "model", "", "the model repository the manifest describes")
+	f.StringVar(&src.Bundle, "bundle", "", "a DR bundle directory (model/, engine/, deploy/), e.g. a restored replica")
+	f.BoolVar(&listRules, "list-rules", false, "print every rule id, severity and summary, then exit")
+	f.BoolVar(&strict, "strict", false, "exit 1 on warnings too")
+	_ = c.MarkFlagDirname("model")
+	_ = c.MarkFlagDirname("bundle")
+	return c
+}
+
+func (a *app) printRules() error {
+	rules := lint.Rules()
+	if a.output == "json" {
+		type row struct {
+			ID       string `json:"id"`
+			Severity string `json:"severity"`
+			Summary  string `json:"summary"`
+			Hint     string `json:"hint"`
+		}
+		out := make([]row, 0, len(rules))
+		for _, r := range rules {
+			out = append(out, row{r.ID, string(r.Severity), r.Summary, r.Hint})
+		}
+		return a.writeJSON(out)
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "RULE\tSEVERITY\tCHECKS")
+	for _, r := range rules {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", r.ID, r.Severity, r.Summary)
+	}
+	return w.Flush()
+}
+
+func (a *app) renderLint(name string, rep *lint.Report) error {
+	switch a.output {
+	case "json":
+		return a.writeJSON(rep)
+	case "junit":
+		return writeJUnit(a.stdout, lintSuites(name, rep))
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintf(a.stdout, "%s[%s] %s: %s\n", f.Severity, f.Rule, orDash(f.Path), f.Message)
+		if f.Hint != "" {
+			fmt.Fprintf(a.stdout, "    hint: %s\n", f.Hint)
+		}
+	}
+	verdict := "PASS"
+	if rep.Errors > 0 {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(a.stdout, "%s %s: %d error(s), %d warning(s), %d rules checked\n", verdict, name, rep.Errors, rep.Warnings, len(lint.Rules()))
+	return nil
+}

@@ -94,8 +94,8 @@ func TestLintCleanAndBrokenThroughCLI(t *testing.T) {
 	}
 	var rep struct {
 		Findings []struct{ Rule, Severity, Path, Message, Hint string } `json:"findings"`
-		Errors   int                                                      `json:"errors"`
-		Warnings int                                                      `json:"warnings"`
+		Errors   int                                                    `json:"errors"`
+		Warnings int                                                    `json:"warnings"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)

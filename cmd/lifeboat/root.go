@@ -116,7 +116,14 @@ Results go to stdout (-o text|json, and junit where CI consumes it); progress an
 			if a.verbose {
 				level = slog.LevelDebug
 			}
-			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			// No timestamps: these lines are read by a person at a terminal or in a CI log
+			// that already has its own.
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
+				if at.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return at
+			}}))
 			return nil
 		},
 	}

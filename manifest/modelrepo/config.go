@@ -1,7 +1,6 @@
 package modelrepo
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -35,14 +34,9 @@ var LengthKeys = []string{"max_position_embeddings", "n_positions", "max_seq_len
 
 // ParseModelConfig parses config.json. name is used in error messages.
 func ParseModelConfig(data []byte, name string) (*ModelConfig, error) {
-	var raw map[string]any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON object: %v", name, err)
-	}
-	if raw == nil {
-		return nil, fmt.Errorf("%s: not a JSON object", name)
+	raw, err := decodeObject(data, name)
+	if err != nil {
+		return nil, err
 	}
 	c := &ModelConfig{Raw: raw, Text: raw}
 	if tc, ok := raw["text_config"].(map[string]any); ok {
@@ -61,7 +55,6 @@ func ParseModelConfig(data []byte, name string) (*ModelConfig, error) {
 			c.Architectures = append(c.Architectures, s)
 		}
 	}
-	var err error
 	if c.ModelType, err = optString(raw, "model_type"); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -102,11 +95,9 @@ func ParseModelConfig(data []byte, name string) (*ModelConfig, error) {
 // quant_config.json, hf_quant_config.json). ModelOpt's hf_quant_config nests its block under
 // "quantization" and names the algorithm "quant_algo".
 func ParseQuantConfig(data []byte, name string) (*QuantConfig, error) {
-	var raw map[string]any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil || raw == nil {
-		return nil, fmt.Errorf("%s: not a JSON object", name)
+	raw, err := decodeObject(data, name)
+	if err != nil {
+		return nil, err
 	}
 	if inner, ok := raw["quantization"].(map[string]any); ok {
 		q, err := quantFrom(inner, name)
@@ -178,6 +169,9 @@ func (c *ModelConfig) MaxModelLen() (DerivedMaxLen, error) {
 		if err != nil {
 			return d, err
 		}
+		if ok && v <= 0 {
+			return d, fmt.Errorf("field %s: %d is not a positive length", k, v)
+		}
 		if ok && v < d.Len {
 			d.Len, d.Key = v, k
 		}
@@ -206,17 +200,28 @@ func (c *ModelConfig) MaxModelLen() (DerivedMaxLen, error) {
 		d.Rope = rt
 		return d, nil
 	}
+	if !(f > 0) || math.IsInf(f, 0) {
+		return d, fmt.Errorf("rope_scaling: field factor: %v is not a positive number", f)
+	}
 	if rt == "yarn" {
 		o, ok, err := Int(rs, "original_max_position_embeddings")
 		if err != nil {
 			return d, fmt.Errorf("rope_scaling: %w", err)
 		}
+		if ok && o <= 0 {
+			return d, fmt.Errorf("rope_scaling: field original_max_position_embeddings: %d is not a positive length", o)
+		}
 		if ok {
 			d.Len = o
 		}
 	}
+	// Converting an out-of-range float to int64 is implementation-defined in Go; bound it first.
+	scaled := float64(d.Len) * f
+	if scaled >= 1<<62 {
+		return d, fmt.Errorf("rope_scaling: field factor: %v × %d overflows the context length", f, d.Len)
+	}
 	d.Rope, d.Factor = rt, f
-	d.Len = int64(float64(d.Len) * f)
+	d.Len = max(int64(scaled), 1)
 	return d, nil
 }
 

@@ -61,7 +61,17 @@ func (h *SafetensorsHeader) Tensor(name string) (Tensor, bool) {
 }
 
 // ErrTruncated marks a file whose size disagrees with its own header — a partial download.
+// Test for it with errors.Is; the error's text describes the sizes.
 var ErrTruncated = errors.New("truncated")
+
+type truncatedError struct{ msg string }
+
+func (e *truncatedError) Error() string        { return e.msg }
+func (e *truncatedError) Is(target error) bool { return target == ErrTruncated }
+
+func truncated(format string, args ...any) error {
+	return &truncatedError{fmt.Sprintf(format, args...)}
+}
 
 // ReadSafetensorsHeader reads and validates the header of a safetensors file of the given size,
 // reading only the header bytes. It applies the reference parser's checks: header length bounds,
@@ -69,7 +79,7 @@ var ErrTruncated = errors.New("truncated")
 // truncated file is caught without reading its data), no duplicate names.
 func ReadSafetensorsHeader(r io.ReaderAt, size int64) (*SafetensorsHeader, error) {
 	if size < 8 {
-		return nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length: %w", size, ErrTruncated)
+		return nil, truncated("file is %d bytes, shorter than the 8-byte header length", size)
 	}
 	var lenBuf [8]byte
 	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
@@ -80,7 +90,7 @@ func ReadSafetensorsHeader(r io.ReaderAt, size int64) (*SafetensorsHeader, error
 		return nil, fmt.Errorf("header length %d exceeds the %d-byte limit (corrupt file or header-length bomb)", n, MaxSafetensorsHeader)
 	}
 	if int64(n) > size-8 {
-		return nil, fmt.Errorf("header length %d runs past the end of the %d-byte file: %w", n, size, ErrTruncated)
+		return nil, truncated("header length %d runs past the end of the %d-byte file", n, size)
 	}
 	hdr := make([]byte, n)
 	if _, err := r.ReadAt(hdr, 8); err != nil {
@@ -94,7 +104,7 @@ func ReadSafetensorsHeader(r io.ReaderAt, size int64) (*SafetensorsHeader, error
 	want := size - 8 - int64(n)
 	if h.DataSize != want {
 		if h.DataSize > want {
-			return nil, fmt.Errorf("tensors end at byte %d of the data buffer but the file holds only %d: %w", h.DataSize, want, ErrTruncated)
+			return nil, truncated("tensors end at byte %d of the data buffer but the file holds only %d", h.DataSize, want)
 		}
 		return nil, fmt.Errorf("tensors end at byte %d of the data buffer but the file holds %d: %d trailing bytes not covered by any tensor", h.DataSize, want, want-h.DataSize)
 	}

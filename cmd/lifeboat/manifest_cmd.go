@@ -402,7 +402,12 @@ func (a *app) renderLint(name string, rep *lint.Report) error {
 		return writeJUnit(a.stdout, lintSuites(name, rep))
 	}
 	for _, f := range rep.Findings {
-		fmt.Fprintf(a.stdout, "%s[%s] %s: %s\n", f.Severity, f.Rule, orDash(f.Path), f.Message)
+		if f.Path != "" && strings.HasPrefix(f.Message, f.Path) {
+			// The message already starts with the file (often file:line); don't say it twice.
+			fmt.Fprintf(a.stdout, "%s[%s] %s\n", f.Severity, f.Rule, f.Message)
+		} else {
+			fmt.Fprintf(a.stdout, "%s[%s] %s: %s\n", f.Severity, f.Rule, orDash(f.Path), f.Message)
+		}
 		if f.Hint != "" {
 			fmt.Fprintf(a.stdout, "    hint: %s\n", f.Hint)
 		}

@@ -8,6 +8,7 @@ import (
 // FuzzModelConfig checks ParseModelConfig and MaxModelLen never panic, that errors name the file,
 // and that a derived context length is positive.
 func FuzzModelConfig(f *testing.F) {
+	addFileSeed(f, "testdata/seeds/config.json") // a real file written by the sample generator
 	for _, s := range []string{
 		`{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 128256, "max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}`,
 		`{"max_position_embeddings": 32768, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}`,

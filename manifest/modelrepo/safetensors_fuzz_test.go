@@ -9,6 +9,7 @@ import (
 // FuzzSafetensorsHeader feeds arbitrary bytes to the header parsers: they must never panic, and a
 // header they accept must be self-consistent (tensors tile the buffer, the file size adds up).
 func FuzzSafetensorsHeader(f *testing.F) {
+	addFileSeed(f, "testdata/seeds/adapter_model.safetensors") // a real file written by the sample generator
 	f.Add(stFile(stHeader, 28))
 	f.Add(stFile(`{"a": {"dtype": "F8_E4M3", "shape": [2, 2], "data_offsets": [0, 4]}}`, 4))
 	f.Add(stFile(`{"__metadata__": {}}`, 0))

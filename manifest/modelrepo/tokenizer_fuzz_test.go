@@ -8,6 +8,7 @@ import (
 // FuzzTokenizerJSON checks the tokenizer.json parser never panics, names the file in errors, and
 // reports a positive vocabulary size when it accepts.
 func FuzzTokenizerJSON(f *testing.F) {
+	addFileSeed(f, "testdata/seeds/tokenizer.json") // a real file written by the sample generator
 	for _, s := range []string{
 		`{"added_tokens": [{"id": 5, "content": "<s>"}], "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "c": 3, "abc": 4}, "merges": ["a b", ["ab", "c"]]}}`,
 		`{"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["a", -1.5]]}}`,

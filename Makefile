@@ -9,13 +9,17 @@ export PATH := $(BIN):$(PATH)
 
 .PHONY: all build test vet lint fmt-check fuzz bench demo clean
 
+# `emulators`: versitygw (S3) into ./bin, Azurite into ./.tools; each only when missing.
+include mk/emulators.mk
+
 all: build
 
 build:
 	$(GO) build -o $(LIFEBOAT) ./cmd/lifeboat
 
-## test: everything CI runs: formatting, vet, unit, property, fuzz-seed and integration tests.
-test: fmt-check vet
+## test: everything CI runs: formatting, vet, unit, property, fuzz-seed and integration tests
+## against real S3 (versitygw), GCS (fake-gcs-server) and Azure (Azurite) servers on loopback.
+test: fmt-check vet emulators
 	$(GO) test -count=1 ./...
 
 vet:

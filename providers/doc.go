@@ -1,4 +1,4 @@
-// Package providers is the one small interface Lifeboat uses to read and write replicas in object
-// stores and on local disk (file://, s3://, gs://, az://). Its implementations arrive with the
-// cross-cloud verification work (issue 3); nothing in the manifest path depends on it yet.
+// Package providers is Lifeboat's one small interface over object stores and local disk — list, stat
+// with native checksums, ranged read, streaming write, conditional create/compare-and-swap, delete —
+// with implementations for file://, s3://, gs:// and az:// URLs (see Open and Store).
 package providers

@@ -1,0 +1,274 @@
+package providers_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"lifeboat/internal/emulators"
+	"lifeboat/providers"
+	"lifeboat/providers/providertest"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+)
+
+func TestMain(m *testing.M) {
+	// No test may reach for cloud metadata servers: AWS IMDS off, and GCS pointed at the
+	// in-process emulator before any client exists.
+	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	if _, err := emulators.InitFakeGCS(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(emulators.Main(m))
+}
+
+const testBucket = "lifeboat-test"
+
+var prefixSeq atomic.Int64
+
+func freshPrefix() string { return fmt.Sprintf("suite/p%05d", prefixSeq.Add(1)) }
+
+// testOptions are small enough that listings cross pages and large objects span several parts,
+// with quick, bounded retries.
+func testOptions() providers.Options {
+	return providers.Options{
+		PageSize: 100, PartSize: 5 << 20, Concurrency: 4,
+		Retry: providers.RetryOptions{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
+	}
+}
+
+func open(t *testing.T, rawURL string, opts providers.Options) providers.Store {
+	t.Helper()
+	s, err := providers.Open(t.Context(), rawURL, opts)
+	if err != nil {
+		t.Fatalf("open %s: %v", rawURL, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// subURL is the URL of a store one prefix level below s (its String() is its URL).
+func subURL(t *testing.T, s providers.Store, sub string) string {
+	u, err := url.Parse(s.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + sub
+	return u.String()
+}
+
+func TestFile(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	newStore := func(t *testing.T) providers.Store {
+		dir := filepath.Join(root, freshPrefix()) // the directory plays the bucket: it must exist
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return open(t, "file://"+dir, testOptions())
+	}
+	providertest.Run(t, newStore,
+		providertest.WithSub(func(t *testing.T, s providers.Store, sub string) providers.Store {
+			return open(t, subURL(t, s, sub), testOptions())
+		}),
+		providertest.WithPlant(func(t *testing.T, s providers.Store, raw string, data []byte) error {
+			if strings.Contains(raw, "//") || strings.Contains(raw, "/./") || strings.Contains(raw, "/../") {
+				return errors.New("a file system cannot hold that name")
+			}
+			u, _ := url.Parse(s.String())
+			p := filepath.Join(u.Path, raw)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(p, data, 0o644)
+		}),
+	)
+}
+
+func s3URL(gw *emulators.S3, bucket, prefix string) string {
+	return fmt.Sprintf("s3://%s/%s?region=%s&endpoint=%s", bucket, prefix, gw.Region, url.QueryEscape(gw.Endpoint))
+}
+
+func s3Options(gw *emulators.S3, secret string) providers.Options {
+	o := testOptions()
+	o.S3Credentials = credentials.NewStaticCredentialsProvider(gw.AccessKey, secret, "")
+	return o
+}
+
+func rawS3(gw *emulators.S3) *s3.Client {
+	return s3.New(s3.Options{
+		Region: gw.Region, BaseEndpoint: aws.String(gw.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, ""),
+	})
+}
+
+// sharedS3 is the binary's versitygw with the test bucket created.
+func sharedS3(t *testing.T) *emulators.S3 {
+	t.Helper()
+	gw := emulators.SharedVersityGW(t)
+	_, err := rawS3(gw).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(testBucket)})
+	if err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") && !strings.Contains(err.Error(), "BucketAlreadyExists") {
+		t.Fatalf("create bucket: %v", err)
+	}
+	return gw
+}
+
+func TestS3(t *testing.T) {
+	t.Parallel()
+	gw := sharedS3(t)
+	newStore := func(t *testing.T) providers.Store {
+		return open(t, s3URL(gw, testBucket, freshPrefix()), s3Options(gw, gw.SecretKey))
+	}
+	providertest.Run(t, newStore,
+		providertest.WithDenied(func(t *testing.T) providers.Store {
+			return open(t, s3URL(gw, testBucket, freshPrefix()), s3Options(gw, "wrong-"+gw.SecretKey))
+		}),
+		providertest.WithSub(func(t *testing.T, s providers.Store, sub string) providers.Store {
+			return open(t, subURL(t, s, sub), s3Options(gw, gw.SecretKey))
+		}),
+		providertest.WithPlant(func(t *testing.T, s providers.Store, raw string, data []byte) error {
+			u, _ := url.Parse(s.String())
+			_, err := rawS3(gw).PutObject(t.Context(), &s3.PutObjectInput{
+				Bucket: aws.String(testBucket), Key: aws.String(strings.TrimPrefix(u.Path, "/") + raw), Body: bytes.NewReader(data),
+			})
+			return err
+		}),
+	)
+}
+
+func sharedGCS(t *testing.T) *emulators.GCS {
+	t.Helper()
+	g := emulators.SharedFakeGCS(t)
+	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: testBucket})
+	return g
+}
+
+func TestGCS(t *testing.T) {
+	t.Parallel()
+	g := sharedGCS(t)
+	newStore := func(t *testing.T) providers.Store {
+		return open(t, "gs://"+testBucket+"/"+freshPrefix(), testOptions())
+	}
+	providertest.Run(t, newStore,
+		providertest.WithDenied(func(t *testing.T) providers.Store {
+			return open(t, "gs://"+emulators.DeniedGCSBucket+"/x", testOptions())
+		}),
+		providertest.WithSub(func(t *testing.T, s providers.Store, sub string) providers.Store {
+			return open(t, subURL(t, s, sub), testOptions())
+		}),
+		providertest.WithPlant(func(t *testing.T, s providers.Store, raw string, data []byte) error {
+			u, _ := url.Parse(s.String())
+			g.Server.CreateObject(fakestorage.Object{
+				ObjectAttrs: fakestorage.ObjectAttrs{BucketName: testBucket, Name: strings.TrimPrefix(u.Path, "/") + raw},
+				Content:     data,
+			})
+			return nil
+		}),
+	)
+}
+
+func azURL(container, prefix string) string {
+	return "az://" + emulators.AzuriteAccount + "/" + container + "/" + prefix
+}
+
+func azOptions(a *emulators.Azurite, key string) providers.Options {
+	o := testOptions()
+	o.AzureConnectionString = a.ConnectionString(key)
+	return o
+}
+
+func sharedAzure(t *testing.T) *emulators.Azurite {
+	t.Helper()
+	a := emulators.SharedAzurite(t)
+	c, err := azblob.NewClientFromConnectionString(a.ConnectionString(a.Key), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateContainer(t.Context(), testBucket, nil); err != nil && !strings.Contains(err.Error(), "ContainerAlreadyExists") {
+		t.Fatalf("create container: %v", err)
+	}
+	return a
+}
+
+// wrongAzureKey is a well-formed account key the emulator does not accept.
+const wrongAzureKey = "d3JvbmdrZXl3cm9uZ2tleXdyb25na2V5d3JvbmdrZXl3cm9uZ2tleXdyb25na2V5d3Jvbmc="
+
+func TestAzure(t *testing.T) {
+	t.Parallel()
+	a := sharedAzure(t)
+	newStore := func(t *testing.T) providers.Store {
+		return open(t, azURL(testBucket, freshPrefix()), azOptions(a, a.Key))
+	}
+	providertest.Run(t, newStore,
+		providertest.WithDenied(func(t *testing.T) providers.Store {
+			return open(t, azURL(testBucket, freshPrefix()), azOptions(a, wrongAzureKey))
+		}),
+		providertest.WithSub(func(t *testing.T, s providers.Store, sub string) providers.Store {
+			return open(t, subURL(t, s, sub), azOptions(a, a.Key))
+		}),
+		providertest.WithPlant(func(t *testing.T, s providers.Store, raw string, data []byte) error {
+			if strings.ContainsAny(raw, "\x01") {
+				// Azurite stores such a name but then fails every listing with HTTP 500 (Azure
+				// itself returns it percent-encoded with Encoded="true").
+				return errors.New("Azurite cannot list names with control characters")
+			}
+			c, err := azblob.NewClientFromConnectionString(a.ConnectionString(a.Key), nil)
+			if err != nil {
+				return err
+			}
+			u, _ := url.Parse(s.String())
+			name := strings.TrimPrefix(strings.TrimPrefix(u.Path, "/"+testBucket), "/") + raw
+			_, err = c.UploadBuffer(t.Context(), testBucket, name, data, nil)
+			return err
+		}),
+	)
+}
+
+// A missing bucket or container is ErrNotFound on every provider, with the store named.
+func TestMissingBucket(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	stores := map[string]func(t *testing.T) providers.Store{
+		"file": func(t *testing.T) providers.Store {
+			return open(t, filepath.Join(t.TempDir(), "does-not-exist"), testOptions())
+		},
+		"s3": func(t *testing.T) providers.Store {
+			gw := sharedS3(t)
+			return open(t, s3URL(gw, "no-such-bucket", "x"), s3Options(gw, gw.SecretKey))
+		},
+		"gs": func(t *testing.T) providers.Store {
+			sharedGCS(t)
+			return open(t, "gs://no-such-bucket/x", testOptions())
+		},
+		"az": func(t *testing.T) providers.Store {
+			a := sharedAzure(t)
+			return open(t, azURL("no-such-container", "x"), azOptions(a, a.Key))
+		},
+	}
+	for name, mk := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := mk(t)
+			err := s.List(ctx, "", func(providers.Object) error { return nil })
+			if !errors.Is(err, providers.ErrNotFound) {
+				t.Fatalf("list of a missing bucket: %v", err)
+			}
+			if !strings.Contains(err.Error(), strings.SplitN(s.String(), "?", 2)[0]) {
+				t.Errorf("error %q does not name the store %q", err, s.String())
+			}
+		})
+	}
+}

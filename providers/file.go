@@ -1,0 +1,383 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// tmpPrefix marks the file store's temporary files; they are never listed, and keys whose last
+// element starts with it are refused.
+const tmpPrefix = ".lifeboat-tmp-"
+
+// fileStore keeps objects as files under a root directory. It has no native checksums (local
+// reads are fast enough to re-hash), so its Capabilities are empty and quick verification of a
+// local copy reports UNVERIFIED. Writes go to a temporary file in the target directory, are fsynced
+// and renamed into place; conditional writes and deletes are serialised by an flock on the root
+// directory, so they are atomic across processes on one machine (not across NFS clients).
+type fileStore struct {
+	root string
+	opts Options
+}
+
+// NewFileStore opens a directory as a store. The directory must exist.
+func NewFileStore(root string, opts Options) (Store, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("file store %q: %w", root, err)
+	}
+	return &fileStore{root: filepath.Clean(abs), opts: opts.withoutSecrets()}, nil
+}
+
+func (s *fileStore) String() string {
+	return (&url.URL{Scheme: "file", Path: s.root}).String()
+}
+
+func (s *fileStore) GoString() string { return "providers.Store(" + s.String() + ")" }
+func (s *fileStore) Close() error     { return nil }
+
+func (s *fileStore) Capabilities() Capabilities { return Capabilities{} }
+
+func (s *fileStore) fail(op, key string, err error) error {
+	kind, ok := classifyCommon(err)
+	if !ok {
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+			kind = ErrNotFound
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+			kind = ErrPermission
+		case errors.Is(err, fs.ErrExist):
+			kind = ErrPreconditionFailed
+		}
+	}
+	return &Error{Op: op, Store: s.String(), Key: key, Kind: kind, Err: err}
+}
+
+func (s *fileStore) path(key string) string {
+	return filepath.Join(s.root, filepath.FromSlash(key))
+}
+
+func checkKey(key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if strings.HasPrefix(key[strings.LastIndexByte(key, '/')+1:], tmpPrefix) {
+		return fmt.Errorf("%w %q: names starting with %s are reserved", ErrInvalidKey, key, tmpPrefix)
+	}
+	return nil
+}
+
+// revision is the file's change token: a rename-based write always makes a new inode, an in-place
+// change moves the mtime or size.
+func revision(fi fs.FileInfo) string {
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	return fmt.Sprintf("%x-%x-%x", ino, fi.ModTime().UnixNano(), fi.Size())
+}
+
+func (s *fileStore) object(key string, fi fs.FileInfo) Object {
+	rev := revision(fi)
+	return Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime(), ETag: rev, Revision: rev, Encryption: EncryptionUnknown}
+}
+
+// List walks the directory tree below dir. Symbolic links to files are followed (Hugging Face
+// caches link snapshot files to blobs), and so is a root or dir that is itself a link; linked
+// sub-directories are not (no loops, no escaping the tree).
+func (s *fileStore) List(ctx context.Context, dir string, fn func(Object) error) error {
+	dir, err := validateDir(dir)
+	if err != nil {
+		return &Error{Op: "list", Store: s.String(), Key: dir, Kind: ErrInvalidKey, Err: err}
+	}
+	if _, err := os.Stat(s.root); err != nil {
+		return s.fail("list", "", err)
+	}
+	start := s.root
+	if dir != "" {
+		start = s.path(dir)
+	}
+	start, err = filepath.EvalSymlinks(start)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil // nothing below dir
+	}
+	if err != nil {
+		return s.fail("list", dir, err)
+	}
+	var bad invalidKeys
+	err = filepath.WalkDir(start, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return &callerError{cerr}
+		}
+		if p == start && !de.IsDir() {
+			return fs.SkipAll // dir names a file: nothing below it
+		}
+		if de.IsDir() || strings.HasPrefix(de.Name(), tmpPrefix) {
+			return nil
+		}
+		rel, err := filepath.Rel(start, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if dir != "" {
+			key = dir + "/" + key
+		}
+		if checkKey(key) != nil {
+			bad.add(key)
+			return nil
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // deleted meanwhile, or a dangling link
+			}
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		if err := fn(s.object(key, fi)); err != nil {
+			return &callerError{err}
+		}
+		return nil
+	})
+	if err != nil {
+		var ce *callerError
+		if errors.As(err, &ce) {
+			return ce.err // fn's error or the context's, unchanged
+		}
+		return s.fail("list", dir, err)
+	}
+	if err := bad.result(); err != nil {
+		return &Error{Op: "list", Store: s.String(), Key: dir, Err: err}
+	}
+	return nil
+}
+
+// callerError carries an error of the List callback (or the context) through WalkDir untouched.
+type callerError struct{ err error }
+
+func (e *callerError) Error() string { return e.err.Error() }
+
+func (s *fileStore) Stat(ctx context.Context, key string) (Object, error) {
+	if err := checkKey(key); err != nil {
+		return Object{}, &Error{Op: "stat", Store: s.String(), Key: key, Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return Object{}, &Error{Op: "stat", Store: s.String(), Key: key, Err: err}
+	}
+	fi, err := os.Stat(s.path(key))
+	if err != nil {
+		return Object{}, s.fail("stat", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Object{}, s.fail("stat", key, fs.ErrNotExist)
+	}
+	return s.object(key, fi), nil
+}
+
+func (s *fileStore) Read(ctx context.Context, key string, opts ReadOptions, fn func(io.Reader) error) error {
+	if err := checkKey(key); err != nil {
+		return &Error{Op: "read", Store: s.String(), Key: key, Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return &Error{Op: "read", Store: s.String(), Key: key, Err: err}
+	}
+	if opts.Offset < 0 || opts.Length < 0 {
+		return &Error{Op: "read", Store: s.String(), Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
+	}
+	f, err := os.Open(s.path(key))
+	if err != nil {
+		return s.fail("read", key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return s.fail("read", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return s.fail("read", key, fs.ErrNotExist)
+	}
+	if opts.IfMatch != "" && revision(fi) != opts.IfMatch {
+		return &Error{Op: "read", Store: s.String(), Key: key, Kind: ErrPreconditionFailed, Err: errors.New("revision changed")}
+	}
+	n := fi.Size() - opts.Offset
+	if n < 0 {
+		n = 0
+	}
+	if opts.Length > 0 && opts.Length < n {
+		n = opts.Length
+	}
+	r := io.NewSectionReader(f, opts.Offset, n)
+	if err := fn(&exactReader{r: r, left: n}); err != nil {
+		var ee *exactError
+		if errors.As(err, &ee) {
+			return s.fail("read", key, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// exactReader turns a short read of a file that shrank underneath into io.ErrUnexpectedEOF.
+type exactReader struct {
+	r    io.Reader
+	left int64
+}
+
+type exactError struct{}
+
+func (exactError) Error() string { return "file shrank while being read" }
+func (exactError) Unwrap() error { return io.ErrUnexpectedEOF }
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		return n, &exactError{}
+	}
+	return n, err
+}
+
+func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts WriteOptions) (Object, error) {
+	if err := checkKey(key); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Err: err}
+	}
+	if err := opts.Checksums.validate(); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Err: err}
+	}
+	final := s.path(key) // the root and parent directories are created as needed
+
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(final), tmpPrefix+"*")
+	if err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	d := newDigester(opts.Checksums)
+	if _, err := io.Copy(tmp, io.TeeReader(sourceReader{ctx: ctx, r: r}, d)); err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
+	if err := d.check(opts.Size); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Err: err}
+	}
+	if err := tmp.Sync(); err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
+
+	unlock, err := s.lock()
+	if err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
+	defer unlock()
+	switch {
+	case opts.IfNotExists:
+		if err := os.Link(tmp.Name(), final); err != nil {
+			return Object{}, s.fail("write", key, err)
+		}
+		os.Remove(tmp.Name())
+	case opts.IfMatch != "":
+		fi, err := os.Stat(final)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && revision(fi) != opts.IfMatch) {
+			return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrPreconditionFailed, Err: errors.New("revision changed")}
+		}
+		if err != nil {
+			return Object{}, s.fail("write", key, err)
+		}
+		fallthrough
+	default:
+		if err := os.Rename(tmp.Name(), final); err != nil {
+			return Object{}, s.fail("write", key, err)
+		}
+	}
+	committed = true
+	syncDir(filepath.Dir(final))
+	fi, err := os.Stat(final)
+	if err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
+	return s.object(key, fi), nil
+}
+
+func (s *fileStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {
+	if err := checkKey(key); err != nil {
+		return &Error{Op: "delete", Store: s.String(), Key: key, Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return &Error{Op: "delete", Store: s.String(), Key: key, Err: err}
+	}
+	unlock, err := s.lock()
+	if errors.Is(err, fs.ErrNotExist) && opts.IfMatch == "" {
+		return nil
+	}
+	if err != nil {
+		return s.fail("delete", key, err)
+	}
+	defer unlock()
+	p := s.path(key)
+	if opts.IfMatch != "" {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return s.fail("delete", key, err)
+		}
+		if revision(fi) != opts.IfMatch {
+			return &Error{Op: "delete", Store: s.String(), Key: key, Kind: ErrPreconditionFailed, Err: errors.New("revision changed")}
+		}
+	}
+	if err := os.Remove(p); err != nil {
+		if errors.Is(err, fs.ErrNotExist) && opts.IfMatch == "" {
+			return nil
+		}
+		return s.fail("delete", key, err)
+	}
+	syncDir(filepath.Dir(p))
+	return nil
+}
+
+// lock takes an exclusive flock on the root directory.
+func (s *fileStore) lock() (func(), error) {
+	f, err := os.Open(s.root)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+func syncDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		f.Sync()
+		f.Close()
+	}
+}

@@ -1,0 +1,352 @@
+package providers
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+)
+
+// gcsStore is a bucket and prefix in Google Cloud Storage (or an emulator named by
+// STORAGE_EMULATOR_HOST, which the SDK honours by itself).
+//
+// Native checksums: every GCS object has a full-object CRC32C (composite objects included) and,
+// unless it is composite, an MD5; listings carry both, so quick verification needs no per-object
+// call. Writes send the caller's CRC32C (Writer.CRC32C + SendCRC32C) when given — otherwise the
+// SDK's automatic CRC32C — and the caller's MD5, so the service rejects bytes that do not match
+// before the object is finalised.
+//
+// Retries: the SDK retries idempotent calls WITHOUT LIMIT until the context ends by default; this
+// store bounds it to Options.Retry.MaxAttempts (DefaultGCSMaxAttempts when 0) with the SDK's
+// backoff (1 s initial, 30 s cap, ×2) unless Options.Retry changes it. Writes are retried too:
+// conditional ones are idempotent by nature, and an unconditional overwrite with the same bytes is.
+type gcsStore struct {
+	client   *storage.Client
+	bucket   *storage.BucketHandle
+	name     string
+	ks       keyspace
+	url      string
+	opts     Options
+	pageSize int
+}
+
+func newGCSStore(ctx context.Context, bucket, prefix string, opts Options) (*gcsStore, error) {
+	ks, err := newKeyspace(prefix)
+	if err != nil {
+		return nil, err
+	}
+	var copts []option.ClientOption
+	if opts.HTTPClient != nil {
+		copts = append(copts, option.WithHTTPClient(opts.HTTPClient))
+	}
+	client, err := storage.NewClient(ctx, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating GCS client: %s", describe(err))
+	}
+	attempts := opts.Retry.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultGCSMaxAttempts
+	}
+	bo := gax.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}
+	if opts.Retry.InitialBackoff > 0 {
+		bo.Initial = opts.Retry.InitialBackoff
+	}
+	if opts.Retry.MaxBackoff > 0 {
+		bo.Max = opts.Retry.MaxBackoff
+	}
+	client.SetRetry(storage.WithMaxAttempts(attempts), storage.WithBackoff(bo))
+	u := &url.URL{Scheme: "gs", Host: bucket, Path: "/" + ks.prefix}
+	return &gcsStore{client: client, bucket: client.Bucket(bucket), name: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets(), pageSize: opts.PageSize}, nil
+}
+
+func (s *gcsStore) String() string   { return s.url }
+func (s *gcsStore) GoString() string { return "providers.Store(" + s.String() + ")" }
+func (s *gcsStore) Close() error     { return s.client.Close() }
+
+func (s *gcsStore) Capabilities() Capabilities {
+	return Capabilities{WriteChecksums: []Algorithm{CRC32C}, ListChecksums: []Algorithm{CRC32C, MD5}}
+}
+
+func init() {
+	describers = append(describers, func(err error) (string, bool) {
+		var ge *googleapi.Error
+		if errors.As(err, &ge) {
+			msg := ge.Message
+			if msg == "" && len(ge.Errors) > 0 {
+				msg = ge.Errors[0].Message
+			}
+			if msg == "" {
+				msg = http.StatusText(ge.Code)
+			}
+			return fmt.Sprintf("HTTP %d: %s", ge.Code, msg), true
+		}
+		return "", false
+	})
+}
+
+func classifyGCS(err error) error {
+	if kind, ok := classifyCommon(err); ok {
+		return kind
+	}
+	if errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist) {
+		return ErrNotFound
+	}
+	if strings.Contains(err.Error(), "could not find default credentials") {
+		return ErrPermission // no ADC: nothing was sent
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		switch c := ge.Code; {
+		case c == 404:
+			return ErrNotFound
+		case c == 412:
+			return ErrPreconditionFailed
+		case c == 401 || c == 403:
+			return ErrPermission
+		case c == 400 && isChecksumMessage(ge):
+			return ErrContentMismatch
+		case c == 429 || c >= 500:
+			return ErrUnreachable
+		}
+	}
+	return nil
+}
+
+func isChecksumMessage(ge *googleapi.Error) bool {
+	s := strings.ToLower(ge.Message + " " + ge.Body)
+	return strings.Contains(s, "checksum") || strings.Contains(s, "crc32c") || strings.Contains(s, "md5")
+}
+
+func (s *gcsStore) fail(op, key string, err error) error {
+	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyGCS(err), Err: err}
+}
+
+func gcsObject(key string, a *storage.ObjectAttrs) Object {
+	obj := Object{
+		Key: key, Size: a.Size, ModTime: a.Updated, ETag: a.Etag,
+		Generation: strconv.FormatInt(a.Generation, 10),
+		Encryption: EncryptionServerManaged,
+	}
+	obj.Revision = obj.Generation
+	switch {
+	case a.CustomerKeySHA256 != "":
+		obj.Encryption = EncryptionCustomerKey
+	case a.KMSKeyName != "":
+		obj.Encryption = EncryptionKMS
+	}
+	// CRC32C is always a full-object value, for composite objects too. The SDK cannot tell a
+	// missing CRC32C from zero; zero is the empty object's CRC32C, so it is trusted only there
+	// (a non-empty object with a true CRC32C of 0 — one in 2^32 — is merely left unverified).
+	if a.CRC32C != 0 || a.Size == 0 {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], a.CRC32C)
+		obj.Checksums = append(obj.Checksums, Checksum{Algorithm: CRC32C, Value: base64.StdEncoding.EncodeToString(b[:])})
+	}
+	// Composite objects have no MD5 on GCS; an emulator may still report one, which is dropped.
+	if len(a.MD5) == 16 && a.ComponentCount == 0 {
+		obj.Checksums = append(obj.Checksums, Checksum{Algorithm: MD5, Value: base64.StdEncoding.EncodeToString(a.MD5)})
+	}
+	return obj
+}
+
+func (s *gcsStore) List(ctx context.Context, dir string, fn func(Object) error) error {
+	dir, err := validateDir(dir)
+	if err != nil {
+		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
+	}
+	q := &storage.Query{Prefix: s.ks.listPrefix(dir)}
+	_ = q.SetAttrSelection([]string{"Name", "Size", "CRC32C", "MD5", "Etag", "Generation", "Updated",
+		"ComponentCount", "KMSKeyName", "CustomerKeySHA256"})
+	it := s.bucket.Objects(ctx, q)
+	if s.pageSize > 0 {
+		it.PageInfo().MaxSize = s.pageSize
+	}
+	var bad invalidKeys
+	for {
+		a, err := it.Next()
+		if err == iterator.Done {
+			break
+		}
+		if err != nil {
+			return s.fail("list", dir, err)
+		}
+		key, skip, err := s.ks.relative(a.Name, a.Size)
+		if skip {
+			continue
+		}
+		if err != nil {
+			bad.add(a.Name)
+			continue
+		}
+		if err := fn(gcsObject(key, a)); err != nil {
+			return err
+		}
+	}
+	if err := bad.result(); err != nil {
+		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
+	}
+	return nil
+}
+
+func (s *gcsStore) Stat(ctx context.Context, key string) (Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return Object{}, &Error{Op: "stat", Store: s.url, Key: key, Err: err}
+	}
+	a, err := s.bucket.Object(s.ks.full(key)).Attrs(ctx)
+	if err != nil {
+		return Object{}, s.fail("stat", key, err)
+	}
+	return gcsObject(key, a), nil
+}
+
+func (s *gcsStore) Read(ctx context.Context, key string, opts ReadOptions, fn func(io.Reader) error) error {
+	if err := ValidateKey(key); err != nil {
+		return &Error{Op: "read", Store: s.url, Key: key, Err: err}
+	}
+	if opts.Offset < 0 || opts.Length < 0 {
+		return &Error{Op: "read", Store: s.url, Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
+	}
+	// ReadCompressed: always the stored bytes, never gzip-transcoded ones, so sizes and checksums
+	// match what was written.
+	o := s.bucket.Object(s.ks.full(key)).ReadCompressed(true)
+	if opts.IfMatch != "" {
+		gen, err := strconv.ParseInt(opts.IfMatch, 10, 64)
+		if err != nil {
+			return &Error{Op: "read", Store: s.url, Key: key, Kind: ErrPreconditionFailed, Err: fmt.Errorf("revision %q is not a GCS generation", opts.IfMatch)}
+		}
+		// Read that very generation, and only while it is live: GCS answers 412 when it was
+		// replaced, fake-gcs-server (which ignores read preconditions) 404 for the lost generation.
+		o = o.Generation(gen).If(storage.Conditions{GenerationMatch: gen})
+	}
+	length := opts.Length
+	if length == 0 {
+		length = -1
+	}
+	r, err := o.NewRangeReader(ctx, opts.Offset, length)
+	if err != nil {
+		var ge *googleapi.Error
+		if errors.As(err, &ge) && ge.Code == 416 {
+			return fn(bytes.NewReader(nil))
+		}
+		e := s.fail("read", key, err).(*Error)
+		if opts.IfMatch != "" && e.Kind == ErrNotFound {
+			if _, serr := s.bucket.Object(s.ks.full(key)).Attrs(ctx); serr == nil {
+				e.Kind = ErrPreconditionFailed // the object lives on at another generation
+			}
+		}
+		return e
+	}
+	defer r.Close()
+	return readBody(r, fn, func(err error) error { return s.fail("read", key, err) })
+}
+
+func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts WriteOptions) (Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+	}
+	if err := opts.Checksums.validate(); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+	}
+	o := s.bucket.Object(s.ks.full(key))
+	switch {
+	case opts.IfNotExists && opts.IfMatch != "":
+		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: errors.New("IfNotExists and IfMatch are exclusive")}
+	case opts.IfNotExists:
+		o = o.If(storage.Conditions{DoesNotExist: true})
+	case opts.IfMatch != "":
+		gen, err := strconv.ParseInt(opts.IfMatch, 10, 64)
+		if err != nil {
+			return Object{}, &Error{Op: "write", Store: s.url, Key: key, Kind: ErrPreconditionFailed, Err: fmt.Errorf("revision %q is not a GCS generation", opts.IfMatch)}
+		}
+		o = o.If(storage.Conditions{GenerationMatch: gen})
+	default:
+		o = o.Retryer(storage.WithPolicy(storage.RetryAlways))
+	}
+
+	// The writer is cancelled, not closed, when anything goes wrong (or the bytes do not match
+	// opts), and a cancelled resumable upload is never finalised: no partial object appears.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := o.NewWriter(wctx)
+	w.ChunkSize = int(min(s.opts.partSize(), 1<<30))
+	w.ContentType = opts.ContentType
+	if w.ContentType == "" {
+		w.ContentType = "application/octet-stream"
+	}
+	if opts.Checksums.CRC32C != "" {
+		raw, _ := base64.StdEncoding.DecodeString(opts.Checksums.CRC32C)
+		w.CRC32C = binary.BigEndian.Uint32(raw)
+		w.SendCRC32C = true
+	}
+	if opts.Checksums.MD5 != "" {
+		w.MD5, _ = base64.StdEncoding.DecodeString(opts.Checksums.MD5)
+	}
+	d := newDigester(opts.Checksums)
+	if _, err := io.Copy(w, io.TeeReader(sourceReader{ctx: ctx, r: r}, d)); err != nil {
+		cancel()
+		_ = w.Close()
+		return Object{}, s.writeFail(key, opts, err)
+	}
+	if err := d.check(opts.Size); err != nil {
+		cancel()
+		_ = w.Close()
+		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+	}
+	if err := w.Close(); err != nil {
+		return Object{}, s.writeFail(key, opts, err)
+	}
+	return gcsObject(key, w.Attrs()), nil
+}
+
+func (s *gcsStore) writeFail(key string, opts WriteOptions, err error) error {
+	e := s.fail("write", key, err).(*Error)
+	if opts.IfMatch != "" && e.Kind == ErrNotFound {
+		e.Kind = ErrPreconditionFailed
+	}
+	return e
+}
+
+func (s *gcsStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {
+	if err := ValidateKey(key); err != nil {
+		return &Error{Op: "delete", Store: s.url, Key: key, Err: err}
+	}
+	o := s.bucket.Object(s.ks.full(key))
+	if opts.IfMatch != "" {
+		gen, err := strconv.ParseInt(opts.IfMatch, 10, 64)
+		if err != nil {
+			return &Error{Op: "delete", Store: s.url, Key: key, Kind: ErrPreconditionFailed, Err: fmt.Errorf("revision %q is not a GCS generation", opts.IfMatch)}
+		}
+		// Look first: a missing object is ErrNotFound, another generation ErrPreconditionFailed
+		// (also where an emulator ignores delete preconditions); the condition still guards the
+		// delete itself against a racing writer.
+		a, err := o.Attrs(ctx)
+		if err != nil {
+			return s.fail("delete", key, err)
+		}
+		if a.Generation != gen {
+			return &Error{Op: "delete", Store: s.url, Key: key, Kind: ErrPreconditionFailed, Err: errors.New("generation changed")}
+		}
+		o = o.If(storage.Conditions{GenerationMatch: gen})
+	}
+	if err := o.Delete(ctx); err != nil {
+		if errors.Is(err, storage.ErrObjectNotExist) && opts.IfMatch == "" {
+			return nil
+		}
+		return s.fail("delete", key, err)
+	}
+	return nil
+}

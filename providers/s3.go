@@ -1,0 +1,556 @@
+package providers
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/minio/crc64nvme"
+)
+
+// S3 limits.
+const s3MaxParts = 10000
+
+// s3Store is a bucket and prefix in S3 or an S3-compatible store.
+//
+// Native checksums: Stat asks HeadObject for checksums (ChecksumMode ENABLED) and reports every one
+// it returns with its FULL_OBJECT/COMPOSITE type; an ETag of 32 hex digits is also reported as an
+// MD5 (FromETag) unless the object is SSE-KMS or SSE-C. Listings carry only the ETag and size.
+// Writes always send a full-object CRC64NVME, computed while streaming: on a single PutObject, and
+// on multipart uploads created with ChecksumType FULL_OBJECT (each part carries its own CRC64NVME,
+// the completion the whole-object value and MpuObjectSize), so every object Lifeboat writes is
+// quick-verifiable by CRC64NVME forever after. CRC64NVME rather than SHA-256 on single PUTs: a
+// request carries one checksum algorithm, SHA-256 can only be COMPOSITE on multipart objects, and
+// one algorithm for all sizes gives quick verification a single value to compare. The service
+// checks it (BadDigest otherwise); the caller's other checksums are checked locally before the
+// PUT or the CompleteMultipartUpload, so a mismatch never becomes visible.
+//
+// Retries: the SDK's standard retryer (3 attempts, jittered exponential backoff capped at 20 s),
+// with attempts and cap taken from Options.Retry, and without the client-side retry quota, which
+// under a burst of 503s would fail requests that a retry would have carried.
+type s3Store struct {
+	client   *s3.Client
+	bucket   string
+	ks       keyspace
+	url      string
+	opts     Options
+	pageSize int32
+}
+
+func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, opts Options) (*s3Store, error) {
+	ks, err := newKeyspace(prefix)
+	if err != nil {
+		return nil, err
+	}
+	load := []func(*config.LoadOptions) error{
+		config.WithLogger(logging.Nop{}),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				if opts.Retry.MaxAttempts > 0 {
+					o.MaxAttempts = opts.Retry.MaxAttempts
+				}
+				if opts.Retry.MaxBackoff > 0 {
+					o.MaxBackoff = opts.Retry.MaxBackoff
+					o.Backoff = retry.NewExponentialJitterBackoff(opts.Retry.MaxBackoff)
+				}
+				o.RateLimiter = ratelimit.None
+			})
+		}),
+	}
+	if region != "" {
+		load = append(load, config.WithRegion(region))
+	}
+	if opts.S3Credentials != nil {
+		load = append(load, config.WithCredentialsProvider(opts.S3Credentials))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, load...)
+	if err != nil {
+		return nil, fmt.Errorf("loading AWS configuration: %s", describe(err))
+	}
+	if cfg.Region == "" {
+		if endpoint == "" {
+			return nil, fmt.Errorf("no AWS region: add ?region= to the URL or set AWS_REGION")
+		}
+		cfg.Region = "us-east-1" // S3-compatible stores mostly ignore it
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+			o.UsePathStyle = true
+		}
+		o.DisableLogOutputChecksumValidationSkipped = true
+		if opts.HTTPClient != nil {
+			// Set here, not through config.WithHTTPClient, which refuses a plain *http.Client
+			// when AWS_CA_BUNDLE is set.
+			o.HTTPClient = opts.HTTPClient
+		}
+	})
+	u := &url.URL{Scheme: "s3", Host: bucket, Path: "/" + ks.prefix}
+	q := url.Values{}
+	if region != "" {
+		q.Set("region", region)
+	}
+	if endpoint != "" {
+		q.Set("endpoint", endpoint)
+	}
+	u.RawQuery = q.Encode()
+	s := &s3Store{client: client, bucket: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets()}
+	if opts.PageSize > 0 {
+		s.pageSize = int32(min(opts.PageSize, 1000))
+	}
+	return s, nil
+}
+
+func (s *s3Store) String() string   { return s.url }
+func (s *s3Store) GoString() string { return "providers.Store(" + s.String() + ")" }
+func (s *s3Store) Close() error     { return nil }
+
+func (s *s3Store) Capabilities() Capabilities {
+	return Capabilities{WriteChecksums: []Algorithm{CRC64NVME}, ListChecksums: []Algorithm{MD5}}
+}
+
+func init() {
+	describers = append(describers, describeS3)
+}
+
+func describeS3(err error) (string, bool) {
+	var mae *retry.MaxAttemptsError
+	if errors.As(err, &mae) {
+		return fmt.Sprintf("gave up after %d attempts: %s", mae.Attempt, describe(mae.Err)), true
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		status := 0
+		var re *smithyhttp.ResponseError
+		if errors.As(err, &re) {
+			status = re.HTTPStatusCode()
+		}
+		msg := ae.ErrorCode()
+		if m := ae.ErrorMessage(); m != "" {
+			msg += ": " + m
+		}
+		if status != 0 {
+			return fmt.Sprintf("HTTP %d %s", status, msg), true
+		}
+		return msg, true
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("HTTP %d: %s", re.HTTPStatusCode(), describe(re.Err)), true
+	}
+	return "", false
+}
+
+func classifyS3(err error) error {
+	if kind, ok := classifyCommon(err); ok {
+		return kind
+	}
+	code := ""
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	status := 0
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	switch {
+	case code == "NoSuchKey", code == "NoSuchBucket", code == "NotFound", status == 404:
+		return ErrNotFound
+	case code == "PreconditionFailed", code == "ConditionalRequestConflict", status == 412:
+		return ErrPreconditionFailed
+	case code == "BadDigest", code == "InvalidDigest", strings.Contains(code, "Checksum"),
+		strings.Contains(err.Error(), "checksum did not match"):
+		return ErrContentMismatch
+	case status == 401, status == 403, code == "AccessDenied", code == "InvalidAccessKeyId",
+		code == "SignatureDoesNotMatch", code == "ExpiredToken", code == "InvalidToken":
+		return ErrPermission
+	case status >= 500, status == 429, code == "SlowDown", code == "Throttling",
+		code == "ThrottlingException", code == "RequestTimeout":
+		return ErrUnreachable
+	}
+	// No credentials anywhere in the default chain (env, profile, SSO, IMDS): the signer fails
+	// before any request is sent.
+	var se *v4.SigningError
+	if errors.As(err, &se) {
+		return ErrPermission
+	}
+	var qe ratelimit.QuotaExceededError
+	var mae *retry.MaxAttemptsError
+	if errors.As(err, &qe) || errors.As(err, &mae) {
+		return ErrUnreachable
+	}
+	return nil
+}
+
+func (s *s3Store) fail(op, key string, err error) error {
+	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyS3(err), Err: err}
+}
+
+func (s *s3Store) List(ctx context.Context, dir string, fn func(Object) error) error {
+	dir, err := validateDir(dir)
+	if err != nil {
+		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
+	}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(s.ks.listPrefix(dir))}
+	if s.pageSize > 0 {
+		in.MaxKeys = aws.Int32(s.pageSize)
+	}
+	var bad invalidKeys
+	p := s3.NewListObjectsV2Paginator(s.client, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return s.fail("list", dir, err)
+		}
+		for _, o := range page.Contents {
+			name, size := aws.ToString(o.Key), aws.ToInt64(o.Size)
+			key, skip, err := s.ks.relative(name, size)
+			if skip {
+				continue
+			}
+			if err != nil {
+				bad.add(name)
+				continue
+			}
+			obj := Object{Key: key, Size: size, ModTime: aws.ToTime(o.LastModified), ETag: aws.ToString(o.ETag)}
+			obj.Revision = obj.ETag
+			if md5, ok := etagMD5(obj.ETag); ok {
+				obj.Checksums = append(obj.Checksums, Checksum{Algorithm: MD5, Value: md5, FromETag: true})
+			}
+			if err := fn(obj); err != nil {
+				return err
+			}
+		}
+	}
+	if err := bad.result(); err != nil {
+		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
+	}
+	return nil
+}
+
+func s3Encryption(sse types.ServerSideEncryption, customerAlg *string) Encryption {
+	switch {
+	case aws.ToString(customerAlg) != "":
+		return EncryptionCustomerKey
+	case sse == types.ServerSideEncryptionAwsKms, sse == types.ServerSideEncryptionAwsKmsDsse:
+		return EncryptionKMS
+	case sse != "":
+		return EncryptionServerManaged
+	}
+	return EncryptionNone
+}
+
+type s3Sums struct {
+	typ                                    types.ChecksumType
+	crc32, crc32c, crc64nvme, sha1, sha256 *string
+}
+
+func (c s3Sums) checksums() []Checksum {
+	composite := c.typ == types.ChecksumTypeComposite
+	var out []Checksum
+	for _, x := range []struct {
+		alg Algorithm
+		v   *string
+	}{{CRC64NVME, c.crc64nvme}, {CRC32C, c.crc32c}, {CRC32, c.crc32}, {SHA256, c.sha256}, {SHA1, c.sha1}} {
+		// CRC64NVME exists only as a full-object checksum.
+		if c, ok := nativeChecksum(x.alg, aws.ToString(x.v), composite && x.alg != CRC64NVME); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (s *s3Store) Stat(ctx context.Context, key string) (Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return Object{}, &Error{Op: "stat", Store: s.url, Key: key, Err: err}
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(s.ks.full(key)), ChecksumMode: types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		return Object{}, s.fail("stat", key, err)
+	}
+	obj := Object{
+		Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified),
+		ETag: aws.ToString(out.ETag), Generation: aws.ToString(out.VersionId),
+		Encryption: s3Encryption(out.ServerSideEncryption, out.SSECustomerAlgorithm),
+	}
+	obj.Revision = obj.ETag
+	obj.Checksums = s3Sums{out.ChecksumType, out.ChecksumCRC32, out.ChecksumCRC32C, out.ChecksumCRC64NVME, out.ChecksumSHA1, out.ChecksumSHA256}.checksums()
+	if obj.Encryption != EncryptionKMS && obj.Encryption != EncryptionCustomerKey {
+		if md5, ok := etagMD5(obj.ETag); ok {
+			obj.Checksums = append(obj.Checksums, Checksum{Algorithm: MD5, Value: md5, FromETag: true})
+		}
+	}
+	return obj, nil
+}
+
+func (s *s3Store) Read(ctx context.Context, key string, opts ReadOptions, fn func(io.Reader) error) error {
+	if err := ValidateKey(key); err != nil {
+		return &Error{Op: "read", Store: s.url, Key: key, Err: err}
+	}
+	if opts.Offset < 0 || opts.Length < 0 {
+		return &Error{Op: "read", Store: s.url, Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
+	}
+	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.ks.full(key))}
+	if r := httpRange(opts.Offset, opts.Length); r != "" {
+		in.Range = aws.String(r)
+	}
+	if opts.IfMatch != "" {
+		in.IfMatch = aws.String(opts.IfMatch)
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		var re *smithyhttp.ResponseError
+		if errors.As(err, &re) && re.HTTPStatusCode() == 416 {
+			return fn(bytes.NewReader(nil))
+		}
+		return s.fail("read", key, err)
+	}
+	defer out.Body.Close()
+	return readBody(out.Body, fn, func(err error) error { return s.fail("read", key, err) })
+}
+
+// httpRange renders an HTTP Range header value; "" for the whole object.
+func httpRange(offset, length int64) string {
+	switch {
+	case length > 0:
+		return fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)
+	case offset > 0:
+		return fmt.Sprintf("bytes=%d-", offset)
+	}
+	return ""
+}
+
+// readBody hands body to fn, then drains it so the connection can be reused. Errors of the body
+// itself (a broken connection, a truncated or checksum-failing response) go through wrap;
+// fn's own errors are returned as they are.
+func readBody(body io.Reader, fn func(io.Reader) error, wrap func(error) error) error {
+	br := &bodyReader{r: body}
+	err := fn(br)
+	if err == nil {
+		// Drain a little so a keep-alive connection is reusable; large leftovers are just closed.
+		_, _ = io.CopyN(io.Discard, body, 64<<10)
+		return nil
+	}
+	if br.err != nil && errors.Is(err, br.err) {
+		return wrap(err)
+	}
+	return err
+}
+
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
+func (s *s3Store) Write(ctx context.Context, key string, r io.Reader, opts WriteOptions) (Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+	}
+	if err := opts.Checksums.validate(); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+	}
+	if opts.IfNotExists && opts.IfMatch != "" {
+		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: errors.New("IfNotExists and IfMatch are exclusive")}
+	}
+	up := &s3Upload{s: s, key: key, name: s.ks.full(key), opts: opts}
+	d := newDigester(opts.Checksums, CRC64NVME)
+	plan := uploadPlan{partSize: max(s.opts.partSize(), 5<<20), concurrency: s.opts.concurrency(), maxParts: s3MaxParts, size: opts.Size}
+	obj, err := streamUpload(ctx, r, plan, d, up)
+	if err != nil {
+		if _, ok := err.(*Error); ok {
+			return Object{}, err
+		}
+		return Object{}, s.writeFail(key, opts, err)
+	}
+	return obj, nil
+}
+
+// writeFail classifies a write error; a CAS against a missing object is a failed precondition.
+func (s *s3Store) writeFail(key string, opts WriteOptions, err error) error {
+	e := s.fail("write", key, err).(*Error)
+	if opts.IfMatch != "" && e.Kind == ErrNotFound {
+		e.Kind = ErrPreconditionFailed
+	}
+	return e
+}
+
+type s3Upload struct {
+	s        *s3Store
+	key      string
+	name     string
+	opts     WriteOptions
+	uploadID *string
+	mu       sync.Mutex
+	parts    []types.CompletedPart
+}
+
+func (u *s3Upload) contentType() *string {
+	if u.opts.ContentType != "" {
+		return aws.String(u.opts.ContentType)
+	}
+	return aws.String("application/octet-stream")
+}
+
+func (u *s3Upload) conditions() (ifNoneMatch, ifMatch *string) {
+	if u.opts.IfNotExists {
+		ifNoneMatch = aws.String("*")
+	}
+	if u.opts.IfMatch != "" {
+		ifMatch = aws.String(u.opts.IfMatch)
+	}
+	return
+}
+
+func (u *s3Upload) written(etag, version *string, sse types.ServerSideEncryption, d *digester) Object {
+	obj := Object{
+		Key: u.key, Size: d.n, ETag: aws.ToString(etag), Generation: aws.ToString(version),
+		Encryption: s3Encryption(sse, nil),
+		Checksums:  []Checksum{{Algorithm: CRC64NVME, Value: d.sum(CRC64NVME)}},
+	}
+	obj.Revision = obj.ETag
+	if obj.Encryption != EncryptionKMS {
+		if md5, ok := etagMD5(obj.ETag); ok {
+			obj.Checksums = append(obj.Checksums, Checksum{Algorithm: MD5, Value: md5, FromETag: true})
+		}
+	}
+	return obj
+}
+
+func (u *s3Upload) single(ctx context.Context, data []byte, d *digester) (Object, error) {
+	ifNoneMatch, ifMatch := u.conditions()
+	out, err := u.s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(u.s.bucket), Key: aws.String(u.name),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+		ContentType:       u.contentType(),
+		ChecksumCRC64NVME: aws.String(d.sum(CRC64NVME)),
+		IfNoneMatch:       ifNoneMatch, IfMatch: ifMatch,
+	})
+	if err != nil {
+		return Object{}, u.s.writeFail(u.key, u.opts, err)
+	}
+	return u.written(out.ETag, out.VersionId, out.ServerSideEncryption, d), nil
+}
+
+func (u *s3Upload) begin(ctx context.Context) error {
+	out, err := u.s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+		Bucket: aws.String(u.s.bucket), Key: aws.String(u.name), ContentType: u.contentType(),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumType: types.ChecksumTypeFullObject,
+	})
+	if err != nil {
+		return u.s.writeFail(u.key, u.opts, err)
+	}
+	u.uploadID = out.UploadId
+	return nil
+}
+
+func crc64Base64(data []byte) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], crc64nvme.Checksum(data))
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+func (u *s3Upload) part(ctx context.Context, n int, data []byte) error {
+	sum := crc64Base64(data)
+	out, err := u.s.client.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: aws.String(u.s.bucket), Key: aws.String(u.name), UploadId: u.uploadID,
+		PartNumber: aws.Int32(int32(n)), Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+		ChecksumCRC64NVME: aws.String(sum),
+	})
+	if err != nil {
+		return u.s.writeFail(u.key, u.opts, err)
+	}
+	u.mu.Lock()
+	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(int32(n)), ChecksumCRC64NVME: aws.String(sum)})
+	u.mu.Unlock()
+	return nil
+}
+
+func (u *s3Upload) commit(ctx context.Context, n int, d *digester) (Object, error) {
+	sort.Slice(u.parts, func(i, j int) bool { return *u.parts[i].PartNumber < *u.parts[j].PartNumber })
+	if len(u.parts) != n {
+		return Object{}, fmt.Errorf("uploaded %d parts, expected %d", len(u.parts), n)
+	}
+	ifNoneMatch, ifMatch := u.conditions()
+	out, err := u.s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(u.s.bucket), Key: aws.String(u.name), UploadId: u.uploadID,
+		MultipartUpload:   &types.CompletedMultipartUpload{Parts: u.parts},
+		ChecksumCRC64NVME: aws.String(d.sum(CRC64NVME)), ChecksumType: types.ChecksumTypeFullObject,
+		MpuObjectSize: aws.Int64(d.n),
+		IfNoneMatch:   ifNoneMatch, IfMatch: ifMatch,
+	})
+	if err != nil {
+		return Object{}, u.s.writeFail(u.key, u.opts, err)
+	}
+	return u.written(out.ETag, out.VersionId, out.ServerSideEncryption, d), nil
+}
+
+func (u *s3Upload) abort(ctx context.Context) {
+	if u.uploadID == nil {
+		return
+	}
+	_, _ = u.s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+		Bucket: aws.String(u.s.bucket), Key: aws.String(u.name), UploadId: u.uploadID,
+	})
+}
+
+func (s *s3Store) Delete(ctx context.Context, key string, opts DeleteOptions) error {
+	if err := ValidateKey(key); err != nil {
+		return &Error{Op: "delete", Store: s.url, Key: key, Err: err}
+	}
+	in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.ks.full(key))}
+	if opts.IfMatch != "" {
+		// DeleteObject answers 204 for a missing object even with If-Match (S3 and versitygw alike),
+		// so look first to report ErrNotFound; If-Match still guards the delete itself.
+		head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.ks.full(key))})
+		if err != nil {
+			return s.fail("delete", key, err)
+		}
+		if aws.ToString(head.ETag) != opts.IfMatch {
+			return &Error{Op: "delete", Store: s.url, Key: key, Kind: ErrPreconditionFailed, Err: errors.New("revision changed")}
+		}
+		in.IfMatch = aws.String(opts.IfMatch)
+	}
+	if _, err := s.client.DeleteObject(ctx, in); err != nil {
+		e := s.fail("delete", key, err).(*Error)
+		if e.Kind == ErrNotFound && opts.IfMatch == "" && !isNoSuchBucket(err) {
+			return nil
+		}
+		return e
+	}
+	return nil
+}
+
+func isNoSuchBucket(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket"
+}

@@ -1,0 +1,250 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// ErrInvalidURL: a store URL is malformed or names an unknown scheme. The message says which part.
+var ErrInvalidURL = errors.New("invalid store URL")
+
+var lookupEnv = os.Getenv
+
+// Open returns the Store a URL names:
+//
+//	/abs/path, ./rel/path, file:///abs/path, file://./rel/path   a local directory
+//	s3://BUCKET[/PREFIX][?region=R][&endpoint=URL]                S3 or, with endpoint, an S3-compatible store (path-style)
+//	gs://BUCKET[/PREFIX]                                         Google Cloud Storage (honours STORAGE_EMULATOR_HOST)
+//	az://ACCOUNT/CONTAINER[/PREFIX]                              Azure Blob Storage
+//
+// Credentials come only from each SDK's default chain and its standard environment variables
+// (AWS_ACCESS_KEY_ID…/AWS_PROFILE/IMDS; GOOGLE_APPLICATION_CREDENTIALS/ADC;
+// AZURE_STORAGE_CONNECTION_STRING, else azidentity's DefaultAzureCredential against
+// https://ACCOUNT.blob.core.windows.net) — never from the URL, which is refused if it carries any.
+// Open does not contact the store; the first call does. Errors for bad URLs wrap ErrInvalidURL.
+func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
+	loc, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var s Store
+	switch loc.Scheme {
+	case "file":
+		s, err = NewFileStore(loc.Path, opts)
+	case "s3":
+		s, err = newS3Store(ctx, loc.Bucket, loc.Prefix, loc.Region, loc.Endpoint, opts)
+	case "gs":
+		s, err = newGCSStore(ctx, loc.Bucket, loc.Prefix, opts)
+	case "az":
+		s, err = newAzureStore(ctx, loc.Account, loc.Bucket, loc.Prefix, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", loc, err)
+	}
+	return s, nil
+}
+
+// Location is a parsed store URL.
+type Location struct {
+	Scheme   string // file, s3, gs, az
+	Path     string // file: the directory
+	Account  string // az: the storage account
+	Bucket   string // s3/gs: the bucket; az: the container
+	Prefix   string // key prefix without leading or trailing "/"
+	Region   string // s3
+	Endpoint string // s3
+}
+
+// String renders the location as a canonical URL.
+func (l Location) String() string {
+	switch l.Scheme {
+	case "file":
+		if !filepath.IsAbs(l.Path) {
+			return "./" + filepath.ToSlash(l.Path) // file://./rel would also do; a plain path reads better
+		}
+		return (&url.URL{Scheme: "file", Path: l.Path}).String()
+	case "az":
+		return (&url.URL{Scheme: "az", Host: l.Account, Path: "/" + joinNonEmpty(l.Bucket, l.Prefix)}).String()
+	}
+	u := &url.URL{Scheme: l.Scheme, Host: l.Bucket, Path: "/" + l.Prefix}
+	q := url.Values{}
+	if l.Region != "" {
+		q.Set("region", l.Region)
+	}
+	if l.Endpoint != "" {
+		q.Set("endpoint", l.Endpoint)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func joinNonEmpty(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "/" + b
+}
+
+var (
+	userinfoRE   = regexp.MustCompile(`//[^/?#@]*@`)
+	schemeRE     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*):`)
+	s3BucketRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$`)
+	gcsBucketRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$`)
+	azAccountRE  = regexp.MustCompile(`^[a-z0-9]{3,24}$`)
+	azContainerR = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
+)
+
+func badURL(raw, format string, args ...any) error {
+	shown := userinfoRE.ReplaceAllString(raw, "//")
+	return fmt.Errorf("%w %q: %s", ErrInvalidURL, shown, fmt.Sprintf(format, args...))
+}
+
+// ParseURL parses and checks a store URL without opening it (see Open for the forms).
+func ParseURL(raw string) (Location, error) {
+	if strings.TrimSpace(raw) == "" {
+		return Location{}, badURL(raw, "empty")
+	}
+	m := schemeRE.FindStringSubmatch(raw)
+	if m == nil || (!strings.Contains(raw, "://") && !isKnownScheme(m[1])) {
+		// A plain path (a path may contain ':' after its first element, e.g. ./a:b).
+		if strings.ContainsRune(raw, 0) {
+			return Location{}, badURL(raw, "path contains a NUL byte")
+		}
+		return Location{Scheme: "file", Path: filepath.Clean(raw)}, nil
+	}
+	scheme := strings.ToLower(m[1])
+	if !isKnownScheme(scheme) {
+		return Location{}, badURL(raw, "unknown scheme %q (want file, s3, gs or az)", scheme)
+	}
+	if !strings.HasPrefix(raw[len(m[0]):], "//") {
+		return Location{}, badURL(raw, "want %s://%s", scheme, usage[scheme])
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return Location{}, badURL(raw, "%v", err)
+	}
+	if u.User != nil {
+		return Location{}, badURL(raw, "credentials do not belong in the URL; use the SDK's environment variables or default credential chain")
+	}
+	if u.Fragment != "" {
+		return Location{}, badURL(raw, "unexpected #fragment")
+	}
+	q := u.Query()
+	allowed := map[string]bool{}
+	if scheme == "s3" {
+		allowed["region"], allowed["endpoint"] = true, true
+	}
+	for k, v := range q {
+		if !allowed[k] {
+			return Location{}, badURL(raw, "unknown query parameter %q", k)
+		}
+		if len(v) != 1 || v[0] == "" {
+			return Location{}, badURL(raw, "query parameter %q needs exactly one non-empty value", k)
+		}
+	}
+
+	switch scheme {
+	case "file":
+		p := u.Path
+		switch u.Host {
+		case "", "localhost":
+		case ".", "..":
+			p = u.Host + p // file://./rel
+		default:
+			return Location{}, badURL(raw, "file URLs name a local path: file:///abs/path or file://./rel/path, not host %q", u.Host)
+		}
+		if p == "" {
+			return Location{}, badURL(raw, "empty path")
+		}
+		return Location{Scheme: "file", Path: filepath.Clean(p)}, nil
+
+	case "s3", "gs":
+		if u.Host == "" {
+			return Location{}, badURL(raw, "missing bucket: want %s://%s", scheme, usage[scheme])
+		}
+		if u.Port() != "" || strings.Contains(u.Host, ":") {
+			return Location{}, badURL(raw, "bucket %q cannot have a port (use ?endpoint= for S3-compatible stores)", u.Host)
+		}
+		re := s3BucketRE
+		if scheme == "gs" {
+			re = gcsBucketRE
+		}
+		if !re.MatchString(u.Host) || strings.Contains(u.Host, "..") {
+			return Location{}, badURL(raw, "bucket name %q is not valid (3-63 lower-case letters, digits, '.', '-', '_')", u.Host)
+		}
+		prefix, err := checkPrefix(u.Path)
+		if err != nil {
+			return Location{}, badURL(raw, "%v", err)
+		}
+		loc := Location{Scheme: scheme, Bucket: u.Host, Prefix: prefix, Region: q.Get("region")}
+		if ep := q.Get("endpoint"); ep != "" {
+			eu, err := url.Parse(ep)
+			if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
+				return Location{}, badURL(raw, "endpoint must be an http:// or https:// URL with a host")
+			}
+			if eu.User != nil {
+				return Location{}, badURL(raw, "credentials do not belong in the endpoint URL")
+			}
+			if eu.RawQuery != "" || eu.Fragment != "" {
+				return Location{}, badURL(raw, "endpoint must not have a query or fragment")
+			}
+			loc.Endpoint = strings.TrimSuffix(eu.String(), "/")
+		}
+		return loc, nil
+
+	case "az":
+		if u.Host == "" {
+			return Location{}, badURL(raw, "missing account: want az://%s", usage["az"])
+		}
+		if !azAccountRE.MatchString(u.Host) {
+			return Location{}, badURL(raw, "storage account name %q is not valid (3-24 lower-case letters and digits)", u.Host)
+		}
+		rest := strings.TrimPrefix(u.Path, "/")
+		cont, prefix, _ := strings.Cut(rest, "/")
+		if cont == "" {
+			return Location{}, badURL(raw, "missing container: want az://%s", usage["az"])
+		}
+		if !azContainerR.MatchString(cont) || len(cont) < 3 || len(cont) > 63 {
+			return Location{}, badURL(raw, "container name %q is not valid (3-63 lower-case letters, digits and single '-')", cont)
+		}
+		prefix, err := checkPrefix(prefix)
+		if err != nil {
+			return Location{}, badURL(raw, "%v", err)
+		}
+		return Location{Scheme: "az", Account: u.Host, Bucket: cont, Prefix: prefix}, nil
+	}
+	return Location{}, badURL(raw, "unknown scheme %q", scheme)
+}
+
+var usage = map[string]string{
+	"file": "/abs/path",
+	"s3":   "BUCKET/PREFIX?region=R&endpoint=URL",
+	"gs":   "BUCKET/PREFIX",
+	"az":   "ACCOUNT/CONTAINER/PREFIX",
+}
+
+func isKnownScheme(s string) bool {
+	_, ok := usage[strings.ToLower(s)]
+	return ok
+}
+
+func checkPrefix(p string) (string, error) {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return "", nil
+	}
+	if err := validatePath(p); err != nil {
+		return "", fmt.Errorf("prefix %q: %s", p, err)
+	}
+	return p, nil
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -76,7 +75,7 @@ func HashReader(ctx context.Context, r io.Reader, progress func(int64)) (Checksu
 		}
 		c := <-free
 		var n int
-		n, err = io.ReadFull(r, c.buf)
+		n, err = fill(r, c.buf)
 		if n > 0 {
 			c.n = n
 			c.refs.Store(2)
@@ -90,7 +89,7 @@ func HashReader(ctx context.Context, r io.Reader, progress func(int64)) (Checksu
 			free <- c
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			if err == io.EOF {
 				err = nil
 			}
 			break
@@ -109,6 +108,21 @@ func HashReader(ctx context.Context, r io.Reader, progress func(int64)) (Checksu
 		CRC64NVME: b64(c64),
 		CRC32:     b64(c32),
 	}, total, nil
+}
+
+// fill reads until buf is full or the reader ends. Unlike io.ReadFull it passes every error
+// through unchanged — io.EOF only for a clean end — so a truncated body (io.ErrUnexpectedEOF from
+// a network reader) is never mistaken for the end of the content.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // b64 encodes a digest the way the providers do: base64 of the big-endian bytes.

@@ -9,8 +9,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"hash/crc32"
 	"hash/crc64"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -441,3 +443,16 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A reader that fails with io.ErrUnexpectedEOF (a truncated network body) must fail the hash,
+// not end it as if the content were complete.
+func TestHashReaderTruncatedBody(t *testing.T) {
+	r := io.MultiReader(bytes.NewReader(make([]byte, 3<<20+5)), errReader{io.ErrUnexpectedEOF})
+	if _, _, err := manifest.HashReader(context.Background(), r, nil); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

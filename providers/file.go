@@ -276,6 +276,11 @@ func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts Wri
 			os.Remove(tmp.Name())
 		}
 	}()
+	// CreateTemp makes 0600 files; a replica is read by other users too (a vLLM container
+	// running as its own uid), so give it the mode an ordinary file write would.
+	if err := tmp.Chmod(0o644); err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
 	d := newDigester(opts.Checksums)
 	if _, err := io.Copy(tmp, io.TeeReader(sourceReader{ctx: ctx, r: r}, d)); err != nil {
 		return Object{}, s.fail("write", key, err)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"lifeboat/providers"
@@ -54,5 +55,26 @@ func TestFileFollowsLinkedFilesAndRoot(t *testing.T) {
 	s.List(t.Context(), "sub", func(o providers.Object) error { sub = append(sub, o.Key); return nil })
 	if !slices.Equal(sub, []string{"sub/model.safetensors"}) {
 		t.Fatalf("listed sub: %q", sub)
+	}
+}
+
+// Written files get an ordinary file's mode: a replica on disk is read by other users too (a
+// vLLM container running as its own uid), not only by the user who replicated it.
+func TestFileWriteMode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := providers.Open(t.Context(), dir, providers.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(t.Context(), "model/config.json", strings.NewReader("{}"), providers.WriteOptions{Size: 2}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "model", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v, want 0644", fi.Mode().Perm())
 	}
 }

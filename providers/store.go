@@ -244,7 +244,14 @@ type RetryOptions struct {
 	MaxAttempts    int           // attempts per request including the first
 	InitialBackoff time.Duration // first backoff (S3: the jitter cap base; Azure: RetryDelay)
 	MaxBackoff     time.Duration // cap on one backoff
+	// StallTimeout ends a read that receives no byte for this long as ErrUnreachable; 0 means
+	// DefaultStallTimeout. It exists for GCS, whose reader re-opens a broken body by itself with no
+	// bound on how often, so a body that keeps breaking before its first byte would hang forever.
+	StallTimeout time.Duration
 }
+
+// DefaultStallTimeout is RetryOptions.StallTimeout when unset.
+const DefaultStallTimeout = 2 * time.Minute
 
 // DefaultGCSMaxAttempts bounds the GCS retryer when RetryOptions.MaxAttempts is 0.
 const DefaultGCSMaxAttempts = 4

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"lifeboat/manifest/modelrepo"
+	"lifeboat/providers"
 )
 
 // DefaultEmbedLimit is the largest engine or deployment file embedded in the manifest itself, so
@@ -24,7 +25,10 @@ const DefaultEmbedLimit = 1 << 20
 
 // BuildOptions says what goes into a manifest.
 type BuildOptions struct {
-	ModelDir    string   // the model repository (required)
+	ModelDir string // the model repository (required unless ModelStore is set)
+	// ModelStore, if set, is the model repository instead of ModelDir: a store whose prefix holds
+	// it (s3://bucket/llama/, gs://…, az://…, file://…). Each object is streamed once.
+	ModelStore  providers.Store
 	EngineFile  string   // the vLLM --config YAML, optional
 	DeployPaths []string // files or directories of deployment manifests, optional
 	Name        string   // manifest title, optional
@@ -39,10 +43,11 @@ type BuildOptions struct {
 // source is one file to put in the bundle.
 type source struct {
 	bundle string
-	abs    string
+	abs    string // the local path; for an object of store, its key
 	size   int64
 	part   Part
 	role   Role
+	store  providers.Store // nil for local files
 }
 
 // Build walks the inputs, hashes every file once with every digest, and assembles the manifest.
@@ -52,10 +57,10 @@ func Build(ctx context.Context, o BuildOptions) (*Manifest, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if o.ModelDir == "" {
+	if o.ModelDir == "" && o.ModelStore == nil {
 		return nil, fmt.Errorf("build: a model directory is required")
 	}
-	srcs, err := collect(o)
+	srcs, err := collect(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +75,7 @@ func Build(ctx context.Context, o BuildOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc := deriveModelConfig(srcs, o, log)
+	mc := deriveModelConfig(ctx, srcs, o, log)
 	created := ""
 	if !o.Created.IsZero() {
 		created = o.Created.UTC().Format(time.RFC3339)
@@ -80,13 +85,21 @@ func Build(ctx context.Context, o BuildOptions) (*Manifest, error) {
 }
 
 // collect lists every input file with its bundle path, part and role, refusing duplicates.
-func collect(o BuildOptions) ([]source, error) {
-	model, err := WalkDir(o.ModelDir)
+func collect(ctx context.Context, o BuildOptions) ([]source, error) {
+	var model []LocalFile
+	var err error
+	modelRoot := o.ModelDir
+	if o.ModelStore != nil {
+		modelRoot = o.ModelStore.String()
+		model, err = walkStore(ctx, o.ModelStore)
+	} else {
+		model, err = WalkDir(o.ModelDir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
 	if len(model) == 0 {
-		return nil, fmt.Errorf("build: model directory %s has no files", o.ModelDir)
+		return nil, fmt.Errorf("build: model directory %s has no files", modelRoot)
 	}
 	adapterDirs := map[string]bool{}
 	for _, f := range model {
@@ -96,7 +109,7 @@ func collect(o BuildOptions) ([]source, error) {
 	}
 	var out []source
 	for _, f := range model {
-		out = append(out, source{bundle: "model/" + f.Rel, abs: f.Abs, size: f.Size, part: PartModel, role: Classify(f.Rel, adapterDirs)})
+		out = append(out, source{bundle: "model/" + f.Rel, abs: f.Abs, size: f.Size, part: PartModel, role: Classify(f.Rel, adapterDirs), store: o.ModelStore})
 	}
 	if o.EngineFile != "" {
 		st, err := os.Stat(o.EngineFile)
@@ -131,12 +144,12 @@ func collect(o BuildOptions) ([]source, error) {
 	seen := map[string]string{}
 	for _, s := range out {
 		if err := checkRelPath(s.bundle); err != nil {
-			return nil, fmt.Errorf("build: %s: %v", s.abs, err)
+			return nil, fmt.Errorf("build: %s: %v", s.origin(), err)
 		}
 		if prev, dup := seen[s.bundle]; dup {
-			return nil, fmt.Errorf("build: %s and %s would both be stored as %s; rename one", prev, s.abs, s.bundle)
+			return nil, fmt.Errorf("build: %s and %s would both be stored as %s; rename one", prev, s.origin(), s.bundle)
 		}
-		seen[s.bundle] = s.abs
+		seen[s.bundle] = s.origin()
 	}
 	return out, nil
 }
@@ -178,6 +191,9 @@ func hashAll(ctx context.Context, srcs []source, o BuildOptions, log *slog.Logge
 }
 
 func hashFile(ctx context.Context, s source, embedLimit int64, progress func(int64)) (File, error) {
+	if s.store != nil {
+		return hashObject(ctx, s, progress) // model files: never embedded
+	}
 	fh, err := os.Open(s.abs)
 	if err != nil {
 		return File{}, fmt.Errorf("hash %s: %w", s.bundle, err)
@@ -216,14 +232,14 @@ func hashFile(ctx context.Context, s source, embedLimit int64, progress func(int
 
 // deriveModelConfig fills the ModelPack config from config.json and the safetensors headers.
 // Problems are logged, not fatal: the lint reports them with rule ids and hints.
-func deriveModelConfig(srcs []source, o BuildOptions, log *slog.Logger) ModelConfig {
+func deriveModelConfig(ctx context.Context, srcs []source, o BuildOptions, log *slog.Logger) ModelConfig {
 	mc := ModelConfig{Descriptor: ModelDescriptor{Name: o.Name}, Config: ModelSpec{Architecture: "transformer"}}
 	var cfg *modelrepo.ModelConfig
 	formats := map[string]bool{}
 	var weights []source
 	for _, s := range srcs {
 		if s.bundle == "model/config.json" {
-			data, err := os.ReadFile(s.abs)
+			data, err := s.readFile(ctx)
 			if err == nil {
 				cfg, err = modelrepo.ParseModelConfig(data, "model/config.json")
 			}
@@ -260,7 +276,7 @@ func deriveModelConfig(srcs []source, o BuildOptions, log *slog.Logger) ModelCon
 			mc.Config.Quantization = cfg.Quantization.Method
 		}
 	}
-	if params := countParams(weights, cfg, log); params > 0 {
+	if params := countParams(ctx, weights, cfg, log); params > 0 {
 		mc.Config.ParamSize = paramSize(params)
 	}
 	return mc
@@ -281,20 +297,14 @@ func precision(dtype string) string {
 // countParams sums tensor elements from the shard headers. Packed quantized weights (qweight)
 // hold 32/bits parameters per I32 element; their zeros, scales and index tensors are not
 // parameters of the model.
-func countParams(weights []source, cfg *modelrepo.ModelConfig, log *slog.Logger) int64 {
+func countParams(ctx context.Context, weights []source, cfg *modelrepo.ModelConfig, log *slog.Logger) int64 {
 	bits := 0
 	if cfg != nil && cfg.Quantization != nil {
 		bits = cfg.Quantization.Bits
 	}
 	var total int64
 	for _, s := range weights {
-		f, err := os.Open(s.abs)
-		if err != nil {
-			log.Warn("cannot count parameters", "path", s.bundle, "err", err)
-			return 0
-		}
-		h, err := modelrepo.ReadSafetensorsHeader(f, s.size)
-		f.Close()
+		h, err := s.safetensorsHeader(ctx)
 		if err != nil {
 			log.Warn("cannot count parameters", "path", s.bundle, "err", err)
 			return 0

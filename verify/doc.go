@@ -1,4 +1,4 @@
-// Package verify checks replicas against a DR manifest: quick (native checksums from metadata),
-// deep (re-hash every byte), repair/replicate/restore, and the warm-readiness of booted replicas.
-// It is populated by the verification and boot work (issues 3 and 4).
+// Package verify checks DR replicas against a manifest: Quick compares sizes and native full-object
+// checksums from listings (and a Stat only where a listing cannot prove a file), Deep re-hashes
+// every byte with bounded memory, and Replicas runs either over several stores concurrently.
 package verify

@@ -15,6 +15,7 @@ import (
 
 	"lifeboat/manifest"
 	"lifeboat/manifest/lint"
+	"lifeboat/providers"
 )
 
 func (a *app) manifestCmd() *cobra.Command {
@@ -40,7 +41,7 @@ func (a *app) manifestBuildCmd() *cobra.Command {
 	var out string
 	var timestamp bool
 	c := &cobra.Command{
-		Use:   "build --model DIR [--engine FILE] [--deploy PATH]... [--name NAME] --out FILE",
+		Use:   "build --model DIR|URL [--engine FILE] [--deploy PATH]... [--name NAME] --out FILE",
 		Short: "Hash a model repository, engine config and deployment files into a DR manifest",
 		Long: `Build walks the model directory, the engine config and the deployment paths, hashes every
 file once (sha256, MD5, CRC32C, CRC64NVME, CRC32 in one read pass, files in parallel across
@@ -52,10 +53,22 @@ special files (devices, sockets, pipes), paths that are not valid UTF-8. The .gi
 directories at the model root are tool metadata and are skipped.
 
 Engine and deployment files up to 1 MiB are embedded in the manifest, so 'manifest lint'
-can check them from the manifest alone.`,
+can check them from the manifest alone.
+
+--model may also be a store URL whose prefix holds the model repository (the same files a local
+directory would hold, config.json at the top):
+
+  s3://BUCKET/PREFIX[?region=R][&endpoint=URL]   gs://BUCKET/PREFIX   az://ACCOUNT/CONTAINER/PREFIX
+
+Each object is streamed once through the same hashers (objects in parallel, constant memory);
+the same naming rules apply (an object name that is not a safe relative path fails the build)
+and the result is byte-identical to a build from a local copy. file:///PATH is the local
+directory PATH. Credentials come from each SDK's default chain (AWS_*, GOOGLE_APPLICATION_CREDENTIALS,
+AZURE_STORAGE_CONNECTION_STRING…), never from the URL. --engine and --deploy stay local paths.`,
 		Example: `  lifeboat manifest build --model ./llama --engine engine.yaml --deploy k8s/ --deploy Dockerfile \
       --name llama-3.1-8b-instruct --out dr/manifest.json
-  lifeboat manifest build --model ./llama --out - | jq '.layers | length'`,
+  lifeboat manifest build --model ./llama --out - | jq '.layers | length'
+  lifeboat manifest build --model 's3://hf-mirror/llama-3.1-8b/?region=us-east-1' --engine engine.yaml --out dr/manifest.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.checkOutput("text", "json"); err != nil {
@@ -63,6 +76,22 @@ can check them from the manifest alone.`,
 			}
 			if o.ModelDir == "" || out == "" {
 				return usageErr("manifest build needs --model DIR and --out FILE (see --help)")
+			}
+			if isStoreURL(o.ModelDir) {
+				loc, err := providers.ParseURL(o.ModelDir)
+				if err != nil {
+					return usageErr("--model: %v", err)
+				}
+				if loc.Scheme == "file" {
+					o.ModelDir = loc.Path // a local directory: the local walker and its checks
+				} else {
+					st, err := urlStoreOpen(cmd.Context(), o.ModelDir)
+					if err != nil {
+						return err
+					}
+					defer st.Close()
+					o.ModelStore, o.ModelDir = st, ""
+				}
 			}
 			if timestamp {
 				o.Created = time.Now()
@@ -105,7 +134,7 @@ can check them from the manifest alone.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.ModelDir, "model", "", "model repository directory (required)")
+	f.StringVar(&o.ModelDir, "model", "", "model repository: a directory or a store URL (s3://, gs://, az://, file://) (required)")
 	f.StringVar(&o.EngineFile, "engine", "", "vLLM engine config YAML (vllm serve --config)")
 	f.StringArrayVar(&o.DeployPaths, "deploy", nil, "deployment file or directory (repeatable); directory contents go under deploy/ as-is")
 	f.StringVar(&o.Name, "name", "", "manifest title (default: config.json _name_or_path)")
@@ -118,10 +147,14 @@ can check them from the manifest alone.`,
 }
 
 // buildErrCode: missing, unreadable or unsafe inputs are bad input (2); an interrupted build
-// found nothing wrong with the inputs but did not finish (1).
+// found nothing wrong with the inputs but did not finish (1); a model store that stayed
+// unreachable is 4.
 func buildErrCode(err error) int {
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled):
 		return exitProblem
+	case errors.Is(err, providers.ErrUnreachable):
+		return exitUnreachable
 	}
 	return exitUsage
 }
@@ -309,10 +342,10 @@ func short(d string) string {
 }
 
 func (a *app) manifestLintCmd() *cobra.Command {
-	var src lint.DirSource
+	var dirs lint.DirSource
 	var listRules, strict bool
 	c := &cobra.Command{
-		Use:   "lint FILE --model DIR [-o text|json|junit]",
+		Use:   "lint FILE --model DIR|URL | --bundle DIR|URL [-o text|json|junit]",
 		Short: "Check a manifest and the repository it describes for DR gaps",
 		Long: `Lint checks the manifest together with the model repository files it describes: config,
 tokenizer, chat template, generation config, safetensors headers and index, quantization,
@@ -320,10 +353,24 @@ context length and RoPE, LoRA adapters, engine config and deployment files. Engi
 deployment files are read from the manifest itself (they are embedded at build time).
 
 Every finding has a stable rule id, a severity, the file and field, and a hint to fix it.
-Exit 1 if any error (with --strict, also on warnings). Run --list-rules for every rule.`,
+Exit 1 if any error (with --strict, also on warnings). Run --list-rules for every rule.
+
+Both flags also take a store URL (s3://BUCKET/PREFIX[?region=R&endpoint=URL], gs://BUCKET/PREFIX,
+az://ACCOUNT/CONTAINER/PREFIX), with the same meaning as for a directory:
+
+  --model URL    the prefix holds the model repository itself (config.json at the top): the
+                 URL you gave 'manifest build --model'.
+  --bundle URL   the prefix holds a DR bundle — model/, engine/, deploy/ — i.e. a replica: the
+                 URL you give 'verify' and 'replicate --to'.
+
+Files are read with ranged reads (a safetensors header costs two small reads, not a download);
+the store is listed once. A store that stays unreachable exits 4; a missing bucket or refused
+credentials exit 2. file:///PATH is the local directory PATH.`,
 		Example: `  lifeboat manifest lint dr/manifest.json --model ./llama
   lifeboat manifest lint dr/manifest.json --model ./llama -o junit > lint.xml
   lifeboat manifest lint dr/manifest.json --bundle /restore/llama   # a restored bundle
+  lifeboat manifest lint dr/manifest.json --model 'gs://hf-mirror/llama-3.1-8b/'
+  lifeboat manifest lint dr/manifest.json --bundle 's3://dr-use1/llama/?region=us-east-1'   # a replica
   lifeboat manifest lint --list-rules`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -336,21 +383,18 @@ Exit 1 if any error (with --strict, also on warnings). Run --list-rules for ever
 			if len(args) != 1 {
 				return usageErr("manifest lint needs the manifest FILE (see --help)")
 			}
-			if src.Model == "" && src.Bundle == "" {
+			if dirs.Model == "" && dirs.Bundle == "" {
 				return usageErr("manifest lint needs --model DIR (or --bundle DIR)")
-			}
-			for _, d := range []string{src.Model, src.Bundle} {
-				if d == "" {
-					continue
-				}
-				if st, err := os.Stat(d); err != nil || !st.IsDir() {
-					return usageErr("%s is not a directory", d)
-				}
 			}
 			m, err := a.readManifest(args[0])
 			if err != nil {
 				return err
 			}
+			src, closeSrc, err := a.lintSource(cmd.Context(), m, dirs)
+			if err != nil {
+				return err
+			}
+			defer closeSrc()
 			rep := lint.Run(cmd.Context(), m, src, a.log)
 			if err := a.renderLint(args[0], rep); err != nil {
 				return err
@@ -362,13 +406,84 @@ Exit 1 if any error (with --strict, also on warnings). Run --list-rules for ever
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&src.Model, "model", "", "the model repository the manifest describes")
-	f.StringVar(&src.Bundle, "bundle", "", "a DR bundle directory (model/, engine/, deploy/), e.g. a restored replica")
+	f.StringVar(&dirs.Model, "model", "", "the model repository the manifest describes: a directory or a store URL")
+	f.StringVar(&dirs.Bundle, "bundle", "", "a DR bundle (model/, engine/, deploy/), e.g. a replica: a directory or a store URL")
 	f.BoolVar(&listRules, "list-rules", false, "print every rule id, severity and summary, then exit")
 	f.BoolVar(&strict, "strict", false, "exit 1 on warnings too")
 	_ = c.MarkFlagDirname("model")
 	_ = c.MarkFlagDirname("bundle")
 	return c
+}
+
+// lintSource turns --model and --bundle into a lint source: local directories as before, or a store
+// read through ranged reads. file:// URLs are local directories.
+func (a *app) lintSource(ctx context.Context, m *manifest.Manifest, dirs lint.DirSource) (lint.Source, func(), error) {
+	noop := func() {}
+	var remote string
+	layout := manifest.ModelRepoLayout
+	for _, d := range []struct {
+		flag string
+		v    *string
+	}{{"--model", &dirs.Model}, {"--bundle", &dirs.Bundle}} {
+		if !isStoreURL(*d.v) {
+			continue
+		}
+		loc, err := providers.ParseURL(*d.v)
+		if err != nil {
+			return nil, noop, usageErr("%s: %v", d.flag, err)
+		}
+		if loc.Scheme == "file" {
+			*d.v = loc.Path
+			continue
+		}
+		remote = *d.v
+		if d.flag == "--bundle" {
+			layout = manifest.BundleLayout
+		}
+	}
+	if remote == "" {
+		for _, d := range []string{dirs.Model, dirs.Bundle} {
+			if d == "" {
+				continue
+			}
+			if st, err := os.Stat(d); err != nil || !st.IsDir() {
+				return nil, noop, usageErr("%s is not a directory", d)
+			}
+		}
+		return dirs, noop, nil
+	}
+	if dirs.Model != "" && dirs.Bundle != "" {
+		return nil, noop, usageErr("give either --model or --bundle when one of them is a store URL, not both")
+	}
+	st, err := urlStoreOpen(ctx, remote)
+	if err != nil {
+		return nil, noop, err
+	}
+	src := manifest.NewStoreSource(st, layout)
+	if err := src.Prefetch(ctx); err != nil && !errors.Is(err, providers.ErrInvalidKey) {
+		st.Close()
+		return nil, noop, withCode(urlStoreErrCode(err), err)
+	}
+	if layout == manifest.ModelRepoLayout && looksLikeBundle(ctx, m, src) {
+		st.Close()
+		return nil, noop, usageErr("%s looks like a DR bundle (it holds model/… paths of the manifest): use --bundle %s for a replica; --model is the model repository itself", remote, remote)
+	}
+	return src, func() { st.Close() }, nil
+}
+
+// looksLikeBundle reports whether a model-repository source holds none of the manifest's model
+// files but does hold them under model/ — a replica given to --model.
+func looksLikeBundle(ctx context.Context, m *manifest.Manifest, src *manifest.StoreSource) bool {
+	direct, nested := 0, 0
+	for _, f := range m.PartFiles(manifest.PartModel) {
+		if _, err := src.Size(ctx, f.Path); err == nil {
+			direct++
+		}
+		if _, err := src.Size(ctx, "model/"+f.Path); err == nil {
+			nested++
+		}
+	}
+	return direct == 0 && nested > 0
 }
 
 func (a *app) printRules() error {

@@ -132,6 +132,8 @@ Results go to stdout (-o text|json, and junit where CI consumes it); progress an
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "junit"}, cobra.ShellCompDirectiveNoFileComp))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v (see --help)", err) })
 	root.AddCommand(a.manifestCmd(), a.demoCmd(), a.versionCmd())
+	root.AddCommand(a.replicateCmd())
+	root.AddCommand(a.verifyCmd())
 	return root
 }
 

@@ -1,0 +1,405 @@
+package main
+
+import (
+	"context"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/providers"
+	"lifeboat/verify"
+)
+
+func (a *app) verifyCmd() *cobra.Command {
+	var (
+		manifestFile string
+		deep, strict bool
+		jobs         int
+		timeout      time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "verify --manifest FILE URL... [--deep] [-j N] [-o text|json|junit]",
+		Short: "Check that replicas hold exactly the manifest's files (quick: native checksums; --deep: every byte)",
+		Long: `Verify checks each replica — a URL naming the prefix that holds the DR bundle (model/,
+engine/, deploy/) — against the manifest, all replicas at once.
+
+Quick (default) reads metadata only: one listing of each bundle directory, plus a stat of
+just the objects a listing cannot prove (S3 objects uploaded in parts). A file is OK only
+when its size and a full-object native checksum (S3 CRC64NVME/CRC32C/CRC32/SHA-256 or a
+plain-MD5 ETag, GCS CRC32C/MD5, Azure Content-MD5) equal the manifest's. --deep streams every
+byte and compares its SHA-256 (large files as parallel ranged reads, constant memory).
+
+File statuses:
+  OK                 size and a checksum (quick) or every byte (deep) match
+  MISSING            in the manifest, not in the replica
+  SIZE_MISMATCH      present with another size
+  CHECKSUM_MISMATCH  a native full-object checksum differs (quick)
+  CORRUPT            the bytes hash to something else (deep)
+  UNVERIFIED         present, same size, nothing comparable: a composite "-N" checksum, an
+                     Azure blob without Content-MD5, a local file; --deep settles it
+  EXTRA              in the replica, not in the manifest (a warning)
+  ERROR              could not be checked (unreachable, permission)
+Replica status: OK, FAILED, UNVERIFIED or UNREACHABLE.
+
+Exit status: 1 if any file is MISSING, SIZE_MISMATCH, CHECKSUM_MISMATCH or CORRUPT (with
+--strict also UNVERIFIED); otherwise 2 if a replica's bucket, container or directory does not
+exist or its credentials are refused, or for a bad URL or manifest; otherwise 4 if a replica
+stayed unreachable after retries (or --timeout passed); otherwise 0.
+
+-o junit writes one suite per replica and one case per file: failed statuses fail the case,
+ERROR is a JUnit error, UNVERIFIED is skipped (a failure with --strict), EXTRA passes with a
+note in system-out.
+
+Credentials come from each SDK's default chain or environment (see 'lifeboat help' for the URL
+schemes); they are never printed.`,
+		Example: `  lifeboat verify --manifest dr/manifest.json s3://models-use1/llama/ gs://models-euw4/llama/ \
+      az://drstore/models/llama/
+  lifeboat verify --manifest dr/manifest.json --deep -j 32 s3://models-use1/llama/
+  lifeboat verify --manifest dr/manifest.json ./restored -o junit > verify.xml`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput("text", "json", "junit"); err != nil {
+				return err
+			}
+			if manifestFile == "" {
+				return usageErr("verify needs --manifest FILE (see --help)")
+			}
+			if len(args) == 0 {
+				return usageErr("verify needs at least one replica URL (see --help)")
+			}
+			if jobs < 0 {
+				return usageErr("-j %d: want a positive number of requests in flight", jobs)
+			}
+			for _, u := range args {
+				if _, err := providers.ParseURL(u); err != nil {
+					return usageErr("%v", err)
+				}
+			}
+			m, err := a.readManifest(manifestFile)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			stores := make([]providers.Store, 0, len(args))
+			defer func() {
+				for _, s := range stores {
+					s.Close()
+				}
+			}()
+			for _, u := range args {
+				s, err := providers.Open(ctx, u, providers.Options{})
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				stores = append(stores, s)
+			}
+
+			mode := verify.ModeQuick
+			if deep {
+				mode = verify.ModeDeep
+			}
+			o := verify.Options{Jobs: jobs}
+			var bar *progress
+			if deep {
+				bar = newProgress(a.stderr, "verifying")
+				var total atomic.Int64
+				o.Planned = func(n int64) { bar.SetTotal(0, total.Add(n)) }
+				o.Progress = bar.Add
+			}
+			rep := verify.Replicas(ctx, m, stores, mode, o)
+			if bar != nil {
+				bar.Done()
+			}
+			rep.Manifest = manifestFile
+
+			switch a.output {
+			case "json":
+				err = a.writeJSON(rep)
+			case "junit":
+				err = writeVerifyJUnit(a.stdout, rep, strict)
+			default:
+				err = renderVerify(a.stdout, rep)
+			}
+			if err != nil {
+				return err
+			}
+			if a.output != "text" {
+				for _, r := range rep.Replicas {
+					if r.Error != "" {
+						fmt.Fprintf(a.stderr, "lifeboat: %s\n", r.Error)
+					}
+				}
+			}
+			if code := verifyExitCode(rep, strict); code != exitOK {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&manifestFile, "manifest", "", "the DR manifest to verify against (required)")
+	f.BoolVar(&deep, "deep", false, "read every byte and compare SHA-256 (default: metadata only)")
+	f.IntVarP(&jobs, "jobs", "j", 0, fmt.Sprintf("requests and reads in flight, across all replicas (default %d)", verify.DefaultJobs))
+	f.BoolVar(&strict, "strict", false, "exit 1 when a file is UNVERIFIED too")
+	f.DurationVar(&timeout, "timeout", 0, "give up after this long; unfinished replicas are UNREACHABLE (default: no limit)")
+	_ = c.MarkFlagFilename("manifest", "json")
+	return c
+}
+
+// verifyExitCode applies the documented precedence: 1 (a file failed; with strict, also
+// unverified) > 2 (missing bucket or refused credentials) > 4 (unreachable) > 0.
+func verifyExitCode(rep *verify.Report, strict bool) int {
+	code := exitOK
+	for _, r := range rep.Replicas {
+		for _, f := range r.Files {
+			if f.Status.Failed() || (strict && f.Status == verify.StatusUnverified) {
+				return exitProblem
+			}
+		}
+		switch r.ErrorKind {
+		case "":
+		case verify.ErrorPermission, verify.ErrorNotFound:
+			code = exitUsage
+		case verify.ErrorCanceled:
+			if code == exitOK {
+				code = exitProblem
+			}
+		default:
+			if code == exitOK {
+				code = exitUnreachable
+			}
+		}
+	}
+	return code
+}
+
+// statusOrder puts the statuses that need attention first in the per-replica summary.
+var statusOrder = []verify.Status{
+	verify.StatusOK, verify.StatusMissing, verify.StatusSizeMismatch, verify.StatusChecksumMismatch,
+	verify.StatusCorrupt, verify.StatusUnverified, verify.StatusError,
+}
+
+// summary renders "15 files: 12 OK, 1 MISSING, …; 1 EXTRA".
+func summary(r verify.ReplicaResult) string {
+	n := 0
+	var parts []string
+	for _, s := range statusOrder {
+		if c := r.Counts[s]; c > 0 || s == verify.StatusOK {
+			parts = append(parts, fmt.Sprintf("%d %s", c, s))
+		}
+		n += r.Counts[s]
+	}
+	out := fmt.Sprintf("%d files: %s", n, strings.Join(parts, ", "))
+	if e := r.Counts[verify.StatusExtra]; e > 0 {
+		out += fmt.Sprintf("; %d EXTRA", e)
+	}
+	return out
+}
+
+// renderVerify prints, for each replica, one summary line and then exactly which files differ and
+// how; then one line over all replicas.
+func renderVerify(w io.Writer, rep *verify.Report) error {
+	byStatus := map[verify.ReplicaStatus]int{}
+	for _, r := range rep.Replicas {
+		byStatus[r.Status]++
+		fmt.Fprintf(w, "%-11s  %s  %s  (%s, %.2fs)\n", r.Status, r.URL, summary(r), rep.Mode, r.Seconds)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		if r.Error != "" {
+			fmt.Fprintf(tw, "  error\t%s\n", r.Error)
+		}
+		for _, wmsg := range r.Warnings {
+			fmt.Fprintf(tw, "  warning\t%s\n", wmsg)
+		}
+		if r.Error == "" || r.Counts[verify.StatusError] < len(r.Files) { // else nothing was checked; the error says why
+			// UNVERIFIED files that share a reason are summed up in one line when there are many.
+			unverified := map[string][]string{}
+			for _, f := range r.Files {
+				if f.Status == verify.StatusUnverified {
+					unverified[f.Detail] = append(unverified[f.Detail], f.Path)
+				}
+			}
+			for _, f := range r.Files {
+				switch f.Status {
+				case verify.StatusOK:
+					continue
+				case verify.StatusUnverified:
+					if paths := unverified[f.Detail]; len(paths) > 3 {
+						if paths[0] == f.Path {
+							fmt.Fprintf(tw, "  %s\t%d files, e.g. %s\t%s\n", f.Status, len(paths), f.Path, f.Detail)
+						}
+						continue
+					}
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Status, f.Path, how(f))
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	var parts []string
+	for _, s := range []verify.ReplicaStatus{verify.ReplicaOK, verify.ReplicaFailed, verify.ReplicaUnverified, verify.ReplicaUnreachable} {
+		if byStatus[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", byStatus[s], s))
+		}
+	}
+	_, err := fmt.Fprintf(w, "%d replica(s), %s verification: %s\n", len(rep.Replicas), rep.Mode, strings.Join(parts, ", "))
+	return err
+}
+
+// how says how a file differs: expected vs actual.
+func how(f verify.FileResult) string {
+	e, a := f.Expected, f.Actual
+	src := ""
+	if a.Source != "" {
+		src = " (" + a.Source + ")"
+	}
+	switch f.Status {
+	case verify.StatusMissing:
+		return fmt.Sprintf("expected %s, sha256 %s", bytesExact(e.Size), shortHex(e.SHA256))
+	case verify.StatusSizeMismatch:
+		return fmt.Sprintf("expected %s, actual %s%s", bytesExact(e.Size), bytesExact(a.Size), src)
+	case verify.StatusChecksumMismatch, verify.StatusCorrupt:
+		var diffs []string
+		for _, p := range []struct{ alg, exp, act string }{
+			{"sha256", e.SHA256, a.SHA256}, {"crc64nvme", e.CRC64NVME, a.CRC64NVME}, {"crc32c", e.CRC32C, a.CRC32C},
+			{"crc32", e.CRC32, a.CRC32}, {"md5", e.MD5, a.MD5},
+		} {
+			if p.act != "" && p.exp != "" && !strings.EqualFold(p.act, p.exp) {
+				if p.alg == "sha256" {
+					p.exp, p.act = shortHex(p.exp), shortHex(p.act)
+				}
+				diffs = append(diffs, fmt.Sprintf("%s expected %s, actual %s", p.alg, p.exp, p.act))
+			}
+		}
+		out := strings.Join(diffs, "; ") + src
+		if _, more, ok := strings.Cut(f.Detail, "; "); ok && f.Status == verify.StatusCorrupt {
+			out += "; " + more
+		}
+		return out
+	case verify.StatusExtra:
+		return fmt.Sprintf("%s, not in the manifest", bytesExact(a.Size))
+	}
+	return f.Detail
+}
+
+// bytesExact renders a size exactly (a truncation by a few bytes must show), with a readable
+// form beside it when large.
+func bytesExact(n *int64) string {
+	if n == nil {
+		return "?"
+	}
+	if *n < 10000 {
+		return fmt.Sprintf("%d B", *n)
+	}
+	return fmt.Sprintf("%d B (%s)", *n, humanBytes(*n))
+}
+
+func shortHex(s string) string {
+	if len(s) > 16 {
+		return s[:16] + "…"
+	}
+	return s
+}
+
+// JUnit for verify: one suite per replica, one case per file. Own types (not junitCase) because
+// verify needs <skipped> and <error> besides <failure>.
+type vjSuites struct {
+	XMLName  xml.Name  `xml:"testsuites"`
+	Name     string    `xml:"name,attr"`
+	Tests    int       `xml:"tests,attr"`
+	Failures int       `xml:"failures,attr"`
+	Errors   int       `xml:"errors,attr"`
+	Skipped  int       `xml:"skipped,attr"`
+	Suites   []vjSuite `xml:"testsuite"`
+}
+
+type vjSuite struct {
+	Name      string   `xml:"name,attr"`
+	Tests     int      `xml:"tests,attr"`
+	Failures  int      `xml:"failures,attr"`
+	Errors    int      `xml:"errors,attr"`
+	Skipped   int      `xml:"skipped,attr"`
+	Time      string   `xml:"time,attr"`
+	Cases     []vjCase `xml:"testcase"`
+	SystemErr string   `xml:"system-err,omitempty"`
+}
+
+type vjCase struct {
+	Name      string     `xml:"name,attr"`
+	ClassName string     `xml:"classname,attr"`
+	Failure   *vjProblem `xml:"failure,omitempty"`
+	Error     *vjProblem `xml:"error,omitempty"`
+	Skipped   *vjSkipped `xml:"skipped,omitempty"`
+	SystemOut string     `xml:"system-out,omitempty"`
+}
+
+type vjProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+type vjSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+func writeVerifyJUnit(w io.Writer, rep *verify.Report, strict bool) error {
+	out := vjSuites{Name: "lifeboat verify " + rep.Manifest}
+	for _, r := range rep.Replicas {
+		su := vjSuite{Name: r.URL, Time: fmt.Sprintf("%.3f", r.Seconds)}
+		if r.Error != "" {
+			su.SystemErr = r.Error
+		}
+		files := append([]verify.FileResult(nil), r.Files...)
+		sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+		for _, f := range files {
+			tc := vjCase{Name: f.Path, ClassName: "lifeboat.verify"}
+			msg := fmt.Sprintf("%s: %s", f.Status, how(f))
+			switch {
+			case f.Status.Failed(), strict && f.Status == verify.StatusUnverified:
+				tc.Failure = &vjProblem{Message: msg, Type: string(f.Status), Text: f.Detail}
+				su.Failures++
+			case f.Status == verify.StatusError:
+				tc.Error = &vjProblem{Message: msg, Type: string(f.Status), Text: f.Detail}
+				su.Errors++
+			case f.Status == verify.StatusUnverified:
+				tc.Skipped = &vjSkipped{Message: msg}
+				su.Skipped++
+			case f.Status == verify.StatusExtra:
+				tc.SystemOut = msg
+			default:
+				tc.SystemOut = f.Detail
+			}
+			su.Cases = append(su.Cases, tc)
+			su.Tests++
+		}
+		out.Tests += su.Tests
+		out.Failures += su.Failures
+		out.Errors += su.Errors
+		out.Skipped += su.Skipped
+		out.Suites = append(out.Suites, su)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

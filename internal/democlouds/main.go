@@ -1,0 +1,177 @@
+// Command democlouds runs three local "clouds" for `make demo`: versitygw (S3) and Azurite (Azure
+// Blob) when `make emulators` has installed them, and fake-gcs-server (GCS) in-process; a cloud
+// whose emulator is missing is stood in for by a local directory, and the summary says so. It
+// creates one bucket or container in each, writes the replica URLs and the emulators' throwaway
+// credentials as shell assignments to -env (mode 0600; the demo sources it, never prints it), and
+// runs until it gets SIGINT or SIGTERM, or until the process -watch-pid names has exited (make,
+// so that a failed demo step does not leave emulators behind). Demo-only; nothing shipped uses it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+
+	"lifeboat/internal/emulators"
+)
+
+const (
+	bucket = "lifeboat-demo"
+	prefix = "llama"
+)
+
+func main() {
+	dir := flag.String("dir", ".demo/clouds", "where the emulators (and stand-in directories) keep their data")
+	envFile := flag.String("env", ".demo/clouds.env", "shell file to write the replica URLs and credentials to")
+	watch := flag.Int("watch-pid", 0, "exit when this process has exited")
+	flag.Parse()
+	if err := run(*dir, *envFile, *watch); err != nil {
+		fmt.Fprintln(os.Stderr, "democlouds:", err)
+		os.Exit(1)
+	}
+}
+
+type cloud struct {
+	name    string // S3, GCS, Azure
+	url     string // replica URL
+	onDisk  string // the directory holding the replica's objects as files, if any
+	summary string
+	stop    func()
+}
+
+func run(dir, envFile string, watch int) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	env := map[string]string{}
+	var clouds []cloud
+	defer func() {
+		for i := len(clouds) - 1; i >= 0; i-- {
+			if clouds[i].stop != nil {
+				clouds[i].stop()
+			}
+		}
+	}()
+
+	// S3: versitygw, or a directory.
+	if gw, err := emulators.StartVersityGW(filepath.Join(dir, "versitygw")); err == nil {
+		c := s3.New(s3.Options{Region: gw.Region, BaseEndpoint: aws.String(gw.Endpoint), UsePathStyle: true,
+			Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")})
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") {
+			gw.Stop()
+			return fmt.Errorf("creating the S3 bucket: %w", err)
+		}
+		env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"] = gw.AccessKey, gw.SecretKey
+		clouds = append(clouds, cloud{name: "S3",
+			url:     fmt.Sprintf("s3://%s/%s?region=%s&endpoint=%s", bucket, prefix, gw.Region, url.QueryEscape(gw.Endpoint)),
+			onDisk:  filepath.Join(gw.Dir, bucket, prefix),
+			summary: "versitygw (a real S3 gateway) on " + gw.Endpoint, stop: gw.Stop})
+	} else if c, err := standIn(dir, "S3", err); err == nil {
+		clouds = append(clouds, c)
+	} else {
+		return err
+	}
+
+	// GCS: fake-gcs-server, in-process.
+	g, err := emulators.StartFakeGCS(nil)
+	if err != nil {
+		return fmt.Errorf("fake-gcs-server: %w", err)
+	}
+	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
+	env["STORAGE_EMULATOR_HOST"] = g.Host
+	clouds = append(clouds, cloud{name: "GCS", url: "gs://" + bucket + "/" + prefix,
+		summary: "fake-gcs-server (in memory) on http://" + g.Host, stop: g.Stop})
+
+	// Azure: Azurite, or a directory.
+	if az, err := emulators.StartAzurite(filepath.Join(dir, "azurite")); err == nil {
+		cs := az.ConnectionString(az.Key)
+		c, err := azblob.NewClientFromConnectionString(cs, nil)
+		if err == nil {
+			_, err = c.CreateContainer(ctx, bucket, nil)
+		}
+		if err != nil && !strings.Contains(err.Error(), "ContainerAlreadyExists") {
+			az.Stop()
+			return fmt.Errorf("creating the Azure container: %w", err)
+		}
+		env["AZURE_STORAGE_CONNECTION_STRING"] = cs
+		clouds = append(clouds, cloud{name: "Azure", url: "az://" + emulators.AzuriteAccount + "/" + bucket + "/" + prefix,
+			summary: "Azurite on " + az.Endpoint, stop: az.Stop})
+	} else if c, err := standIn(dir, "Azure", err); err == nil {
+		clouds = append(clouds, c)
+	} else {
+		return err
+	}
+
+	// The replica to break: one whose objects are files on this disk.
+	broken := clouds[0]
+	var b strings.Builder
+	for k, v := range env {
+		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
+	}
+	for _, c := range clouds {
+		fmt.Fprintf(&b, "CLOUD_%s=%s\n", strings.ToUpper(c.name), shellQuote(c.url))
+		fmt.Printf("%-6s %-62s %s\n", c.name, c.url, c.summary)
+	}
+	fmt.Fprintf(&b, "BROKEN=%s\nBROKEN_DIR=%s\n", shellQuote(broken.url), shellQuote(broken.onDisk))
+	if err := writeFileAtomic(envFile, []byte(b.String())); err != nil {
+		return err
+	}
+	fmt.Printf("ready; the demo breaks the %s replica, whose objects are files under %s\n", broken.name, broken.onDisk)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-sig:
+			return nil
+		case <-tick.C:
+			if watch > 0 && syscall.Kill(watch, 0) != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// standIn is a local directory playing a cloud whose emulator is not installed.
+func standIn(dir, name string, why error) (cloud, error) {
+	if !errors.Is(why, emulators.ErrNotInstalled) {
+		return cloud{}, fmt.Errorf("%s emulator: %w", name, why)
+	}
+	d := filepath.Join(dir, strings.ToLower(name)+"-stand-in", prefix)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return cloud{}, err
+	}
+	return cloud{name: name, url: "file://" + d, onDisk: d,
+		summary: "emulator not installed (make -f mk/emulators.mk emulators): a local directory stands in"}, nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func writeFileAtomic(name string, data []byte) error {
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, name)
+}

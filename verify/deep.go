@@ -1,0 +1,502 @@
+package verify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/minio/crc64nvme"
+
+	"lifeboat/manifest"
+	"lifeboat/providers"
+)
+
+// deepFiles reads and hashes every present, right-sized manifest file, largest first (so that
+// no big file is left to run alone at the end), at most Jobs files at once across replicas.
+func (r *runner) deepFiles(ctx context.Context, m *manifest.Manifest, s providers.Store, listing map[string]providers.Object, files []FileResult, errs []error, res *ReplicaResult) {
+	var todo []int
+	var planned int64
+	for i, f := range m.Files {
+		obj, ok := listing[f.Path]
+		switch {
+		case !ok:
+			files[i] = missing(f, "listing")
+		case obj.Size != f.Size:
+			files[i], _ = judgeQuick(f, obj, "listing", s.Capabilities())
+		default:
+			todo = append(todo, i)
+			planned += f.Size
+		}
+	}
+	r.o.Planned(planned)
+	sort.SliceStable(todo, func(a, b int) bool { return m.Files[todo[a]].Size > m.Files[todo[b]].Size })
+	var read counter
+	var wg sync.WaitGroup
+	for _, i := range todo {
+		select {
+		case r.files <- struct{}{}:
+		case <-ctx.Done():
+			files[i], errs[i] = errorResult(m.Files[i], FileResult{}, ctx.Err()), ctx.Err()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-r.files }()
+			files[i], errs[i] = r.deepFile(ctx, s, m.Files[i], listing[m.Files[i].Path], &read)
+		}()
+	}
+	wg.Wait()
+	res.BytesRead = read.n.Load()
+}
+
+// deepFile hashes one object whose listed size matches the manifest.
+func (r *runner) deepFile(ctx context.Context, s providers.Store, f manifest.File, obj providers.Object, read *counter) (FileResult, error) {
+	if f.Size == 0 {
+		fr, _ := judgeQuick(f, obj, "listing", s.Capabilities())
+		if fr.Status == StatusOK || fr.Status == StatusUnverified {
+			fr.Status, fr.Detail = StatusOK, "empty, as the manifest says: the size proves the content"
+			if !strings.EqualFold(f.Sums.SHA256, emptySHA256) {
+				fr.Status, fr.Detail = StatusCorrupt, "empty, but the manifest's sha256 is not that of no bytes"
+			}
+		}
+		return fr, nil
+	}
+	// On S3 the listing shows no CRC, but a Stat of a corrupt object will: hash CRC64NVME (S3's
+	// default and Lifeboat's, ~40 GB/s) so that the diagnosis can say which bytes it describes.
+	var extra []providers.Algorithm
+	if statAddsChecksums(s.Capabilities()) {
+		extra = append(extra, providers.CRC64NVME)
+	}
+	h := newFileHash(f, obj, extra...)
+	err := r.readObject(ctx, s, f.Path, f.Size, obj.Revision, h)
+	if errors.Is(err, providers.ErrPreconditionFailed) {
+		// The object changed since it was listed (or the store did not accept the listed
+		// revision): look again and read what is there now, once.
+		st, serr := r.stat(ctx, s, f.Path)
+		switch {
+		case errors.Is(serr, providers.ErrNotFound):
+			fr := missing(f, "stat")
+			fr.Detail = "listed, then gone when read"
+			return fr, nil
+		case serr != nil:
+			return errorResult(f, FileResult{}, serr), serr
+		case st.Size != f.Size:
+			fr, _ := judgeQuick(f, st, "stat", s.Capabilities())
+			return fr, nil
+		}
+		obj = st
+		h = newFileHash(f, obj, extra...)
+		err = r.readObject(ctx, s, f.Path, f.Size, obj.Revision, h)
+	}
+	switch {
+	case errors.Is(err, providers.ErrNotFound):
+		fr := missing(f, "read")
+		fr.Detail = "listed, then gone when read"
+		return fr, nil
+	case err != nil:
+		size := obj.Size
+		return errorResult(f, FileResult{Actual: Facts{Size: &size, Source: "listing"}}, err), err
+	}
+	read.n.Add(f.Size)
+	fr := h.verdict(f, obj)
+	if fr.Status == StatusCorrupt && len(extra) > 0 {
+		if st, err := r.stat(ctx, s, f.Path); err == nil && st.Revision == obj.Revision {
+			fr = h.verdict(f, st) // the stored checksums for the diagnosis
+		}
+	}
+	return fr, nil
+}
+
+func (r *runner) stat(ctx context.Context, s providers.Store, key string) (providers.Object, error) {
+	if err := r.acquire(ctx); err != nil {
+		return providers.Object{}, err
+	}
+	defer r.release()
+	return s.Stat(ctx, key)
+}
+
+// fileHash computes SHA-256 and the CRCs the object also carries natively (cheap: CRC32C and
+// CRC64NVME run at tens of GB/s), which tell, when the bytes are wrong, whether the store's own
+// checksum describes them. MD5 is not recomputed: at ~0.6 GB/s it would halve the rate, and a
+// matching SHA-256 already implies the manifest's MD5.
+type fileHash struct {
+	sha  hash.Hash
+	want string // the manifest's SHA-256
+	crcs map[providers.Algorithm]hash.Hash
+	all  []hash.Hash
+	// storeErr is what the store reported after delivering every byte (its own checksum check
+	// failing); the verdict then rests on the SHA-256 alone and says so.
+	storeErr error
+}
+
+// matches reports whether the bytes so far hash to the manifest's SHA-256.
+func (h *fileHash) matches() bool {
+	return strings.EqualFold(hex.EncodeToString(h.sha.Sum(nil)), h.want)
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func newFileHash(f manifest.File, obj providers.Object, extra ...providers.Algorithm) *fileHash {
+	h := &fileHash{sha: sha256.New(), want: f.Sums.SHA256, crcs: map[providers.Algorithm]hash.Hash{}}
+	h.all = append(h.all, h.sha)
+	for _, alg := range []providers.Algorithm{providers.CRC64NVME, providers.CRC32C, providers.CRC32} {
+		if _, ok := obj.Checksum(alg); (!ok && !slices.Contains(extra, alg)) || want(f, alg) == "" {
+			continue
+		}
+		var c hash.Hash
+		switch alg {
+		case providers.CRC64NVME:
+			c = crc64nvme.New()
+		case providers.CRC32C:
+			c = crc32.New(castagnoli)
+		case providers.CRC32:
+			c = crc32.NewIEEE()
+		}
+		h.crcs[alg] = c
+		h.all = append(h.all, c)
+	}
+	return h
+}
+
+func (h *fileHash) Write(p []byte) (int, error) {
+	for _, x := range h.all {
+		x.Write(p)
+	}
+	return len(p), nil
+}
+
+func (h *fileHash) Reset() {
+	for _, x := range h.all {
+		x.Reset()
+	}
+}
+
+// verdict compares the hashes of all bytes with the manifest.
+func (h *fileHash) verdict(f manifest.File, obj providers.Object) FileResult {
+	size := obj.Size
+	actual := Facts{Size: &size, SHA256: hex.EncodeToString(h.sha.Sum(nil)), Source: "read"}
+	for alg, c := range h.crcs {
+		actual.set(alg, base64.StdEncoding.EncodeToString(c.Sum(nil)))
+	}
+	fr := FileResult{Path: f.Path, Actual: actual, Expected: expectedFacts(f, actual)}
+	if strings.EqualFold(actual.SHA256, f.Sums.SHA256) {
+		fr.Status = StatusOK
+		fr.Detail = fmt.Sprintf("sha256 of all %d bytes matches", f.Size)
+		// The bytes are right; a stored checksum that disagrees is wrong metadata (quick
+		// verification reports it as CHECKSUM_MISMATCH until the object is rewritten).
+		var wrong []string
+		for _, c := range obj.Checksums {
+			exp := want(f, c.Algorithm)
+			if c.Composite || exp == "" || equalSum(c.Algorithm, c.Value, exp) {
+				continue
+			}
+			if c.FromETag && obj.Encryption != providers.EncryptionNone && obj.Encryption != providers.EncryptionServerManaged {
+				continue // may not be an MD5 at all
+			}
+			wrong = append(wrong, fmt.Sprintf("%s %s", c.Algorithm, c.Value))
+		}
+		if len(wrong) > 0 {
+			fr.Detail += fmt.Sprintf("; but the store's own %s does not (wrong metadata: quick verify reports CHECKSUM_MISMATCH until the object is rewritten)", strings.Join(wrong, ", "))
+		}
+		if h.storeErr != nil {
+			fr.Detail += fmt.Sprintf("; the store reported an error after the last byte, which the hash overrules: %v", h.storeErr)
+		}
+		return fr
+	}
+	fr.Status = StatusCorrupt
+	fr.Detail = "sha256 of the bytes read differs from the manifest"
+	if h.storeErr != nil {
+		fr.Detail += fmt.Sprintf("; the store's own integrity check rejected them on every read: most likely damaged at rest (%v)", h.storeErr)
+	}
+	for alg := range h.crcs {
+		if h.storeErr != nil {
+			break // said already
+		}
+		stored, _ := obj.Checksum(alg)
+		switch got := actual.get(alg); {
+		case equalSum(alg, stored.Value, got):
+			fr.Detail += fmt.Sprintf("; the store's %s matches the bytes read: the object was written with these bytes", alg)
+		case equalSum(alg, stored.Value, want(f, alg)):
+			fr.Detail += fmt.Sprintf("; the store's %s matches the manifest, not the bytes read: damaged after upload or in transit", alg)
+		}
+	}
+	return fr
+}
+
+// readObject streams the size bytes of key into h: one read for objects up to RangeSize,
+// parallel ranged reads hashed in order for larger ones. rev pins the revision (IfMatch).
+func (r *runner) readObject(ctx context.Context, s providers.Store, key string, size int64, rev string, h *fileHash) error {
+	if size > r.o.RangeSize {
+		return r.pipeline(ctx, s, key, size, rev, h)
+	}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	complete := false // the last attempt delivered every byte before failing
+	err := r.retry(ctx, func() error {
+		return r.read(ctx, s, key, providers.ReadOptions{IfMatch: rev}, func(rd io.Reader) error {
+			h.Reset() // the callback may be re-invoked by a retrying store
+			h.storeErr = nil
+			n, err := io.CopyBuffer(h, rd, *bp)
+			complete = n == size
+			switch {
+			case err != nil && complete && h.matches():
+				// Every byte arrived and hashes to the manifest's SHA-256: proven, whatever
+				// the store then complained about (a checksum header altered in transit, a
+				// stored checksum that is wrong); noted in the verdict.
+				h.storeErr = err
+				return nil
+			case err != nil:
+				return err
+			case n != size:
+				return &lengthError{got: n, want: size}
+			}
+			return nil
+		})
+	})
+	if err != nil && complete && !errors.Is(err, providers.ErrUnreachable) && retryable(ctx, err) {
+		// Every attempt delivered the whole object and the SDK's own integrity check (S3's
+		// x-amz-checksum on a whole-object GET, GCS's CRC32C) rejected it each time: the stored
+		// bytes do not match the store's own checksum. The hash of what arrived is the verdict.
+		h.storeErr = err
+		err = nil
+	}
+	if err == nil {
+		r.o.Progress(size)
+	}
+	return err
+}
+
+// read is one Store.Read whose body must keep moving: if no byte arrives for StallTimeout, the
+// read is cancelled and fails with a readStallError (which retry retries). SDKs that resume broken
+// bodies by themselves (GCS's reader reopens after any body error, without limit) would
+// otherwise spin for ever against a server that breaks every response before its first byte.
+func (r *runner) read(ctx context.Context, s providers.Store, key string, o providers.ReadOptions, fn func(io.Reader) error) error {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	err := s.Read(rctx, key, o, func(rd io.Reader) error {
+		w := &stallReader{r: rd, d: r.o.StallTimeout, timer: time.AfterFunc(r.o.StallTimeout, func() { cancel(errReadStalled) })}
+		defer w.timer.Stop()
+		return fn(w)
+	})
+	if err != nil && errors.Is(context.Cause(rctx), errReadStalled) && ctx.Err() == nil {
+		return &readStallError{d: r.o.StallTimeout, err: err}
+	}
+	return err
+}
+
+var errReadStalled = errors.New("read stalled")
+
+// readStallError: a body delivered no byte for the stall timeout.
+type readStallError struct {
+	d   time.Duration
+	err error
+}
+
+func (e *readStallError) Error() string {
+	return fmt.Sprintf("no data for %s, read abandoned (%v)", e.d, e.err)
+}
+
+// stallReader pushes its timer back whenever bytes arrive.
+type stallReader struct {
+	r     io.Reader
+	d     time.Duration
+	timer *time.Timer
+}
+
+func (w *stallReader) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 {
+		w.timer.Reset(w.d)
+	}
+	return n, err
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// lengthError: a read delivered another number of bytes than asked for.
+type lengthError struct{ got, want int64 }
+
+func (e *lengthError) Error() string {
+	if e.got < e.want {
+		return fmt.Sprintf("short read: %d of %d bytes", e.got, e.want)
+	}
+	return fmt.Sprintf("read returned more than the %d bytes asked for", e.want)
+}
+
+// retry runs one read (which takes a request token for its duration) up to ReadAttempts times
+// while it fails in a way another attempt may fix: a broken or short body, an unreachable store, a
+// checksum failure in transit. Not found, permission, a changed revision and cancellation are
+// final.
+func (r *runner) retry(ctx context.Context, read func() error) error {
+	backoff := r.o.RetryBackoff
+	for attempt := 1; ; attempt++ {
+		err := r.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		err = read()
+		r.release()
+		if err == nil || attempt >= r.o.ReadAttempts || !retryable(ctx, err) {
+			if err != nil && attempt > 1 {
+				err = fmt.Errorf("%w (after %d attempts)", err, attempt)
+			}
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		backoff *= 2
+	}
+}
+
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var se *readStallError
+	if errors.As(err, &se) {
+		return true
+	}
+	for _, final := range []error{providers.ErrNotFound, providers.ErrPermission, providers.ErrPreconditionFailed,
+		providers.ErrInvalidKey, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, final) {
+			return false
+		}
+	}
+	return true
+}
+
+// pipeline reads [0, size) of key as ranges of RangeSize in parallel — each into its own buffer
+// from the shared pool, pinned to rev — and feeds them to h strictly in order. At most
+// bufPool.max ranges are buffered across all files, so memory does not grow with the file.
+//
+// Progress cannot stall: a range is launched only once it holds a buffer, and ranges are
+// launched in order, so every file's lowest unhashed range holds a buffer and only waits for
+// its own request.
+func (r *runner) pipeline(ctx context.Context, s providers.Store, key string, size int64, rev string, h *fileHash) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type slot struct {
+		buf  []byte
+		err  error
+		done chan struct{}
+	}
+	window := r.bufs.max
+	queue := make(chan *slot, window)
+	tokens := make(chan struct{}, window)
+	var fetches sync.WaitGroup
+	go func() {
+		defer close(queue)
+		for off := int64(0); off < size; off += r.o.RangeSize {
+			select {
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			buf, err := r.bufs.get(ctx)
+			if err != nil {
+				<-tokens
+				return
+			}
+			sl := &slot{buf: buf[:min(r.o.RangeSize, size-off)], done: make(chan struct{})}
+			fetches.Add(1)
+			go func() {
+				defer fetches.Done()
+				defer close(sl.done)
+				sl.err = r.retry(ctx, func() error {
+					return r.read(ctx, s, key, providers.ReadOptions{Offset: off, Length: int64(len(sl.buf)), IfMatch: rev}, func(rd io.Reader) error {
+						return fillRange(rd, sl.buf) // refills from the start if re-invoked
+					})
+				})
+			}()
+			queue <- sl // never blocks: at most window slots exist
+		}
+	}()
+	var err error
+	var hashed int64
+	for sl := range queue {
+		<-sl.done
+		if err == nil && sl.err != nil {
+			err = sl.err
+			cancel()
+		}
+		if err == nil {
+			h.Write(sl.buf)
+			hashed += int64(len(sl.buf))
+			r.o.Progress(int64(len(sl.buf)))
+		}
+		r.bufs.put(sl.buf)
+		<-tokens
+	}
+	fetches.Wait()
+	if err == nil && hashed != size {
+		err = ctx.Err()
+		if err == nil {
+			err = &lengthError{got: hashed, want: size}
+		}
+	}
+	return err
+}
+
+// fillRange reads exactly len(buf) bytes and checks that the body ends there. A body that ends
+// early — cleanly (a well-formed but short response) or not (a truncated one) — is a short read.
+func fillRange(rd io.Reader, buf []byte) error {
+	n, err := io.ReadFull(rd, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return &lengthError{got: int64(n), want: int64(len(buf))}
+	}
+	if err != nil {
+		return err
+	}
+	var one [1]byte
+	if m, _ := io.ReadFull(rd, one[:]); m > 0 {
+		return &lengthError{got: int64(n) + 1, want: int64(len(buf))}
+	}
+	return nil
+}
+
+// bufPool hands out at most max buffers of one size, allocated on first need.
+type bufPool struct {
+	size int
+	max  int
+	free chan []byte
+	made chan struct{}
+}
+
+func newBufPool(size, max int) *bufPool {
+	return &bufPool{size: size, max: max, free: make(chan []byte, max), made: make(chan struct{}, max)}
+}
+
+func (p *bufPool) get(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-p.free:
+		return b, nil
+	default:
+	}
+	select {
+	case b := <-p.free:
+		return b, nil
+	case p.made <- struct{}{}:
+		return make([]byte, p.size), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *bufPool) put(b []byte) { p.free <- b[:cap(b)] }

@@ -1,0 +1,294 @@
+package verify_test
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"lifeboat/internal/faultproxy"
+	"lifeboat/providers"
+	"lifeboat/verify"
+)
+
+var (
+	anyRequest = faultproxy.Ops(faultproxy.OpList, faultproxy.OpStat, faultproxy.OpRead)
+	reads      = faultproxy.Ops(faultproxy.OpRead)
+)
+
+// noOKUnlessProven: under faults a file may be OK only if it is also OK on a clean run — and a
+// replica whose requests all fail must have no OK file at all.
+func noneOK(t *testing.T, r verify.ReplicaResult) {
+	t.Helper()
+	if n := r.Counts[verify.StatusOK]; n != 0 {
+		t.Errorf("%d file(s) OK on a replica that could not be read\n%s", n, dump(r))
+	}
+}
+
+// Faults injected between the SDK and each emulator: transient 503/429 bursts do not fail a
+// verify, persistent ones do not pass it; resets and truncations mid-body are retried or
+// reported, never accepted; altered checksums are caught.
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	f := getFixture(t, "large")
+	shard := f.shards()[0]
+	for _, mk := range []func(testing.TB) *backend{s3Backend, gcsBackend, azureBackend} {
+		b := mk(t)
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			prefix := freshPrefix("faults")
+			seed(t, b.open(t, prefix, nil), f)
+			// run verifies the clean replica through a fresh injector holding rules.
+			runWith := func(t *testing.T, mode verify.Mode, o verify.Options, rules ...*faultproxy.Rule) verify.ReplicaResult {
+				t.Helper()
+				s := b.open(t, prefix, faultproxy.New(rules...).Client())
+				if mode == verify.ModeDeep {
+					return verify.Deep(ctxT(t), f.m, s, o)
+				}
+				return verify.Quick(ctxT(t), f.m, s, o)
+			}
+			run := func(t *testing.T, mode verify.Mode, rules ...*faultproxy.Rule) verify.ReplicaResult {
+				t.Helper()
+				return runWith(t, mode, verifyOptions(), rules...)
+			}
+			fired := func(t *testing.T, rules ...*faultproxy.Rule) {
+				t.Helper()
+				for i, r := range rules {
+					if r.Fired() == 0 {
+						t.Errorf("rule %d never fired", i)
+					}
+				}
+			}
+
+			t.Run("TransientBursts", func(t *testing.T) {
+				for _, mode := range []verify.Mode{verify.ModeQuick, verify.ModeDeep} {
+					rules := []*faultproxy.Rule{
+						{Match: faultproxy.Ops(faultproxy.OpList), Times: 2, Action: faultproxy.Status(503, "0")},
+						{Match: faultproxy.Ops(faultproxy.OpList), Times: 1, Action: faultproxy.Status(429, "0")},
+						{Match: reads, Times: 2, Action: faultproxy.Status(503, "0")},
+						{Match: reads, Times: 2, Action: faultproxy.Status(429, "0")},
+					}
+					if mode == verify.ModeQuick {
+						rules = rules[:2] // quick verification reads nothing
+						if b.name == "s3" {
+							rules = append(rules, &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpStat), Times: 2, Action: faultproxy.Status(503, "0")})
+						}
+					}
+					r := run(t, mode, rules...)
+					if r.Status != verify.ReplicaOK {
+						t.Errorf("%s under a burst: %s\n%s", mode, r.Status, dump(r))
+					}
+					fired(t, rules...)
+				}
+			})
+
+			t.Run("Persistent503", func(t *testing.T) {
+				for _, mode := range []verify.Mode{verify.ModeQuick, verify.ModeDeep} {
+					r := run(t, mode, &faultproxy.Rule{Match: anyRequest, Action: faultproxy.Status(503, "0")})
+					if r.Status != verify.ReplicaUnreachable || r.ErrorKind != verify.ErrorUnreachable || !errors.Is(r.Err, providers.ErrUnreachable) {
+						t.Errorf("%s: status %s kind %s err %v, want UNREACHABLE", mode, r.Status, r.ErrorKind, r.Err)
+					}
+					noneOK(t, r)
+					if len(r.Files) != len(f.m.Files) {
+						t.Errorf("%s: %d file results, want every manifest file", mode, len(r.Files))
+					}
+				}
+			})
+
+			if b.name == "s3" {
+				t.Run("PersistentStat503", func(t *testing.T) {
+					// The listing works, the Stats that would prove the multipart shards do not.
+					r := run(t, verify.ModeQuick, &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpStat), Action: faultproxy.Status(503, "0")})
+					if r.Status != verify.ReplicaUnreachable {
+						t.Errorf("status %s, want UNREACHABLE\n%s", r.Status, dump(r))
+					}
+					for _, sh := range f.shards() {
+						if st := byPath(r)[sh].Status; st != verify.StatusError {
+							t.Errorf("%s: %s, want ERROR", sh, st)
+						}
+					}
+				})
+			}
+
+			t.Run("MidBodyOnce", func(t *testing.T) {
+				// One broken response per fault kind, on the big shard (ranged reads) and on a
+				// small file (one whole-object read): retried, then OK.
+				for _, act := range []faultproxy.Action{faultproxy.Reset(100 << 10), faultproxy.Truncate(200 << 10), faultproxy.Shorten(300 << 10)} {
+					rules := []*faultproxy.Rule{
+						{Match: faultproxy.All(reads, faultproxy.PathContains(shard)), Times: 1, Action: act},
+						{Match: faultproxy.All(reads, faultproxy.PathContains("tokenizer.json")), Times: 1, Action: act},
+					}
+					r := run(t, verify.ModeDeep, rules...)
+					if r.Status != verify.ReplicaOK {
+						t.Errorf("deep with one %T: %s\n%s", act, r.Status, dump(r))
+					}
+					fired(t, rules...)
+				}
+			})
+
+			t.Run("MidBodyPersistent", func(t *testing.T) {
+				// Every response for the shard breaks before its first byte (or delivers a clean
+				// but short body): no attempt can make progress, so the file is ERROR. (GCS's
+				// reader reopens such bodies without limit: only the stall timeout ends it.)
+				o := verifyOptions()
+				o.StallTimeout, o.ReadAttempts = 500*time.Millisecond, 2
+				for _, act := range []faultproxy.Action{faultproxy.Reset(0), faultproxy.Truncate(0), faultproxy.Shorten(100 << 10)} {
+					r := runWith(t, verify.ModeDeep, o, &faultproxy.Rule{Match: faultproxy.All(reads, faultproxy.PathContains(shard)), Action: act})
+					if r.Status != verify.ReplicaUnreachable || r.Error == "" {
+						t.Errorf("%#v: replica %s (%q), want UNREACHABLE with an error", act, r.Status, r.Error)
+					}
+					expectStatuses(t, r, map[string][]verify.Status{shard: {verify.StatusError}}, verify.StatusOK)
+				}
+				// Breaking every response after 100 kB: GCS's reader and Azure's retry reader
+				// resume from the last byte received, so they may well get through (and the
+				// hash proves they did); S3 retries the whole range and fails. Never CORRUPT,
+				// never OK with other bytes.
+				for _, act := range []faultproxy.Action{faultproxy.Reset(100 << 10), faultproxy.Truncate(100 << 10)} {
+					r := run(t, verify.ModeDeep, &faultproxy.Rule{Match: faultproxy.All(reads, faultproxy.PathContains(shard)), Action: act})
+					fr := byPath(r)[shard]
+					switch {
+					case fr.Status == verify.StatusOK && fr.Actual.SHA256 == fr.Expected.SHA256 && fr.Actual.Source == "read":
+					case fr.Status == verify.StatusError && r.Status == verify.ReplicaUnreachable:
+					default:
+						t.Errorf("%#v: %s is %s (%s), replica %s", act, shard, fr.Status, fr.Detail, r.Status)
+					}
+				}
+			})
+
+			t.Run("AlteredChecksums", func(t *testing.T) {
+				var rule *faultproxy.Rule
+				target := "model/config.json"
+				switch b.name {
+				case "s3":
+					// HeadObject says another CRC64NVME for the multipart shards.
+					target = shard
+					rule = &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpStat), Action: faultproxy.Header(func(h http.Header) {
+						if h.Get("x-amz-checksum-crc64nvme") != "" {
+							h.Set("x-amz-checksum-crc64nvme", base64.StdEncoding.EncodeToString([]byte("12345678")))
+						}
+					})}
+				case "gcs":
+					rule = &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Action: faultproxy.Body(alterJSON("crc32c"))}
+				case "azure":
+					rule = &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Action: faultproxy.Body(alterXML("Content-MD5"))}
+				}
+				r := run(t, verify.ModeQuick, rule)
+				expectStatuses(t, r, map[string][]verify.Status{target: {verify.StatusChecksumMismatch}})
+				if r.Status != verify.ReplicaFailed {
+					t.Errorf("status %s, want FAILED", r.Status)
+				}
+				noneOK := true
+				for _, fr := range r.Files {
+					noneOK = noneOK && fr.Status != verify.StatusOK
+				}
+				if b.name != "s3" && !noneOK {
+					t.Errorf("every listed checksum was altered, yet some file is OK\n%s", dump(r))
+				}
+			})
+
+			if b.name == "s3" {
+				t.Run("ListingETagIsNotProof", func(t *testing.T) {
+					// A listing ETag that differs from the manifest's MD5 is a mismatch only once
+					// a Stat shows the object is not SSE-KMS/SSE-C: here the Stat shows the true
+					// ETag, so the files are OK — and if the Stat lies too, they mismatch.
+					in := faultproxy.New(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Action: faultproxy.Body(alterXML("ETag"))})
+					r := verify.Quick(ctxT(t), f.m, b.open(t, prefix, in.Client()), verifyOptions())
+					if r.Status != verify.ReplicaOK {
+						t.Errorf("listing ETags altered: %s\n%s", r.Status, dump(r))
+					}
+					if n := in.Counts()[faultproxy.OpStat]; n != len(f.m.Files) {
+						t.Errorf("%d stats, want one per file (%d)", n, len(f.m.Files))
+					}
+					in.Add(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpStat), Action: faultproxy.Header(func(h http.Header) {
+						h.Set("ETag", `"00112233445566778899aabbccddeeff"`)
+					})})
+					r = verify.Quick(ctxT(t), f.m, b.open(t, prefix, in.Client()), verifyOptions())
+					expectStatuses(t, r, map[string][]verify.Status{"model/config.json": {verify.StatusChecksumMismatch}})
+				})
+
+				t.Run("AlteredChecksumOnRead", func(t *testing.T) {
+					// The SDK validates a whole-object GET against its x-amz-checksum header and
+					// fails every read whose header disagrees with the bytes. Deep verification
+					// still hashes what arrived: the right bytes are OK — by their SHA-256, and the
+					// verdict says the store complained — never OK on the store's word alone.
+					r := run(t, verify.ModeDeep, &faultproxy.Rule{Match: faultproxy.All(reads, faultproxy.PathContains("config.json")), Action: faultproxy.Header(func(h http.Header) {
+						if h.Get("x-amz-checksum-crc64nvme") != "" {
+							h.Set("x-amz-checksum-crc64nvme", base64.StdEncoding.EncodeToString([]byte("12345678")))
+						}
+					})})
+					fr := byPath(r)["model/config.json"]
+					if fr.Status != verify.StatusOK || fr.Actual.SHA256 != fr.Expected.SHA256 || !strings.Contains(fr.Detail, "overrules") {
+						t.Errorf("config.json with a wrong checksum header on every read: %s (%s)", fr.Status, fr.Detail)
+					}
+				})
+
+				t.Run("RotAtRest", func(t *testing.T) {
+					// Bytes changed on the server's disk under the object's stored checksums:
+					// metadata still says OK (quick cannot know), every whole-object GET fails the
+					// SDK's check, and deep verification reports CORRUPT, not a network problem.
+					rotPrefix := freshPrefix("rot")
+					seed(t, b.open(t, rotPrefix, nil), f)
+					path := filepath.Join(b.s3.Dir, bucket, rotPrefix, "model", "config.json")
+					data, err := os.ReadFile(path)
+					if err != nil {
+						t.Skipf("versitygw layout: %v", err)
+					}
+					data[7] ^= 0x20
+					if err := os.WriteFile(path, data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					s := b.open(t, rotPrefix, nil)
+					if q := byPath(verify.Quick(ctxT(t), f.m, s, verifyOptions()))["model/config.json"]; q.Status != verify.StatusOK {
+						t.Logf("quick: %s (%s)", q.Status, q.Detail)
+					}
+					d := verify.Deep(ctxT(t), f.m, s, verifyOptions())
+					fr := byPath(d)["model/config.json"]
+					if fr.Status != verify.StatusCorrupt || !strings.Contains(fr.Detail, "damaged at rest") || d.Status != verify.ReplicaFailed {
+						t.Errorf("rot at rest: %s (%s), replica %s", fr.Status, fr.Detail, d.Status)
+					}
+				})
+			}
+		})
+	}
+}
+
+// alterXML replaces every <tag>value</tag> with a different value of the same form.
+func alterXML(tag string) func([]byte) []byte {
+	re := regexp.MustCompile(`<` + tag + `>([^<]*)</` + tag + `>`)
+	return func(b []byte) []byte {
+		return re.ReplaceAllFunc(b, func(m []byte) []byte {
+			v := re.FindSubmatch(m)[1]
+			return []byte("<" + tag + ">" + alter(string(v)) + "</" + tag + ">")
+		})
+	}
+}
+
+// alterJSON replaces every "key": "value" with a different value of the same form.
+func alterJSON(key string) func([]byte) []byte {
+	re := regexp.MustCompile(`"` + key + `"\s*:\s*"([^"]*)"`)
+	return func(b []byte) []byte {
+		return re.ReplaceAllFunc(b, func(m []byte) []byte {
+			v := re.FindSubmatch(m)[1]
+			return []byte(`"` + key + `": "` + alter(string(v)) + `"`)
+		})
+	}
+}
+
+// alter changes one character in the middle of a base64 or hex value (the middle, because the
+// last base64 characters may be padding bits, and S3 ETags are wrapped in &quot;).
+func alter(v string) string {
+	for i := len(v) / 2; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= 'a' && c <= 'e', c >= 'g' && c <= 'y', c >= 'A' && c <= 'Y', c >= '0' && c <= '8':
+			return v[:i] + string(c+1) + v[i+1:] // hex stays hex: 0-8 and a-e
+		case c == 'f', c == 'z', c == 'Z', c == '9':
+			return v[:i] + string(c-1) + v[i+1:]
+		}
+	}
+	return v
+}

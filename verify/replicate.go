@@ -1,0 +1,741 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/minio/crc64nvme"
+
+	"lifeboat/manifest"
+	"lifeboat/providers"
+)
+
+// Replicate copies into a target replica every file of a manifest that the target lacks or holds
+// wrong, from a source replica (or, for engine and deployment files, from the bytes embedded in the
+// manifest), and nothing else:
+//
+//   - Plan. The target is verified with Quick (or Deep, with ReplicateOptions.Deep), the same
+//     verification 'lifeboat verify' runs, so there is one meaning of OK. OK files are left alone; MISSING, SIZE_MISMATCH, CHECKSUM_MISMATCH and ERROR files are
+//     copied. UNVERIFIED files (same size, no comparable native checksum) are copied again when
+//     the target records a native checksum on write (S3, GCS, Azure: the copy is then
+//     quick-verifiable forever after); on a target that records none (file://), copying would
+//     prove nothing new, so they are re-read and compared by SHA-256 instead, and copied only if
+//     they differ. With Deep, CORRUPT files (bytes that rotted under intact metadata) are copied
+//     too. EXTRA files are reported and left alone.
+//   - Source check. The planned files are verified quickly on the source too: a file the source
+//     lacks, or holds with the wrong size or checksum, fails at once with that reason and is never
+//     read — unless the manifest embeds its bytes (engine and small deployment files), which are
+//     then written from the manifest. Embedded files are always written from the manifest: their
+//     bytes are proven by its digest and need no read.
+//   - Copy. Each file streams from the source straight into Store.Write with the manifest's size
+//     and checksums, so a byte that differs commits nothing, and the store records its native
+//     full-object checksum. No partial object ever appears under a final name; an interrupted run
+//     leaves every object either old or complete, so running again resumes. Up to Jobs files at
+//     once; a copy that fails for a transient reason (broken connection, truncated body, a store
+//     still failing after its SDK's retries) is tried again, Attempts times in all. A source whose
+//     bytes turn out not to match the manifest fails that file and is not retried.
+//   - Check. The target is verified quickly again (if anything was written) and the result
+//     returned in Target.
+//
+// An error is returned only when the target (or, with something to copy, the source) cannot be
+// listed at all; per-file failures are in the report.
+func Replicate(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o ReplicateOptions) (*ReplicateReport, error) {
+	start := time.Now()
+	r := &replicator{m: m, from: from, to: to, o: o.withDefaults()}
+	rep := &ReplicateReport{From: from.String(), To: to.String(), DryRun: o.DryRun, Files: []CopyResult{}, Extra: []string{}}
+	defer func() { rep.Seconds = time.Since(start).Seconds() }()
+
+	r.rereadOK = map[string]bool{}
+	var tgt ReplicaResult
+	var err error
+	if o.Deep {
+		tgt, err = r.deep(ctx, m, to)
+	} else {
+		tgt, err = r.quick(ctx, m, to)
+	}
+	if err != nil {
+		rep.Status = replStatusForError(err)
+		return rep, fmt.Errorf("target: %w", err)
+	}
+
+	// Plan from the target's verdicts.
+	var reread []manifest.File
+	writesChecksums := len(to.Capabilities().WriteChecksums) > 0
+	for _, fr := range tgt.Files {
+		f, inManifest := m.File(fr.Path)
+		switch {
+		case fr.Status == StatusExtra || !inManifest:
+			rep.Extra = append(rep.Extra, fr.Path)
+		case fr.Status == StatusOK && o.Deep:
+			r.rereadOK[fr.Path] = true
+		case fr.Status == StatusOK:
+			rep.AlreadyOK++
+		case fr.Status == StatusUnverified && !writesChecksums:
+			reread = append(reread, f)
+		default:
+			rep.Files = append(rep.Files, r.planned(f, fr.Status, fr.Detail))
+		}
+	}
+	if len(reread) > 0 {
+		var total int64
+		for _, f := range reread {
+			total += f.Size
+		}
+		r.addTotal(len(reread), total)
+		rep.Files = append(rep.Files, r.rereadAll(ctx, reread)...)
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+	}
+	rep.RereadOK = len(r.rereadOK)
+	sort.Slice(rep.Files, func(i, j int) bool { return rep.Files[i].Path < rep.Files[j].Path })
+
+	// Check the source for what it has to provide.
+	if err := r.checkSource(ctx, rep.Files); err != nil {
+		rep.Status = replStatusForError(err)
+		return rep, fmt.Errorf("source: %w", err)
+	}
+
+	if o.DryRun {
+		rep.Status = ReplicatePlanned
+		for _, c := range rep.Files {
+			if c.Outcome == OutcomeFailed {
+				rep.Failed++
+				rep.Status = ReplicateFailed
+			}
+		}
+		return rep, nil
+	}
+
+	// Copy.
+	var total int64
+	n := 0
+	for _, c := range rep.Files {
+		if c.Outcome == OutcomePlanned {
+			total += c.Size
+			n++
+		}
+	}
+	r.addTotal(n, total)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, r.o.Jobs)
+	for i := range rep.Files {
+		c := &rep.Files[i]
+		if c.Outcome != OutcomePlanned {
+			if r.o.OnFile != nil {
+				r.o.OnFile(*c)
+			}
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r.copyFile(ctx, c)
+			if r.o.OnFile != nil {
+				r.o.OnFile(*c)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, c := range rep.Files {
+		switch c.Outcome {
+		case OutcomeCopied:
+			rep.Copied++
+			rep.Bytes += c.Size
+		case OutcomeFailed:
+			rep.Failed++
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		rep.Status = ReplicateFailed
+		return rep, err
+	}
+
+	// Check the result (nothing written: the plan's verification still holds).
+	after := tgt
+	if rep.Copied > 0 {
+		after, err = r.quick(ctx, m, to)
+	}
+	rep.Target = &after
+	if err != nil {
+		rep.Status = replStatusForError(err)
+		return rep, fmt.Errorf("target after copying: %w", err)
+	}
+	rep.Status = r.verdict(rep, after)
+	return rep, nil
+}
+
+// ReplicateOptions tune Replicate. The zero value is the CLI's default.
+type ReplicateOptions struct {
+	// DryRun plans (reading the target and the source's metadata, and re-reading UNVERIFIED files
+	// of a target without native checksums) and writes nothing.
+	DryRun bool
+	// Deep plans from a deep verification of the target (every byte re-read and hashed) instead
+	// of a quick one, so that bytes that rotted under intact metadata (a stored checksum that
+	// still describes what was written) are found and copied again.
+	Deep bool
+	// Jobs is the number of files copied (or re-read) at once; 0 means DefaultReplicateJobs.
+	Jobs int
+	// Attempts is how many times a copy is tried when it fails for a transient reason; 0 means 3.
+	Attempts int
+	// Backoff is the wait before the second attempt, doubled before each further one; 0 means 1 s.
+	Backoff time.Duration
+	// StallTimeout abandons an attempt whose source has delivered no byte for this long (a
+	// connection that hangs, or an SDK that keeps reopening a body that keeps breaking); the
+	// attempt counts as unreachable. 0 means DefaultStallTimeout.
+	StallTimeout time.Duration
+	// Progress, if set, is called with the bytes that pass (copied or re-read), negative to take
+	// back the bytes of an attempt that failed.
+	Progress func(n int64)
+	// Total, if set, is called with the files and bytes still to move whenever the plan grows.
+	Total func(files, bytes int64)
+	// OnFile, if set, is called as each planned file is done (copied, failed or skipped).
+	OnFile func(CopyResult)
+	Log    *slog.Logger
+}
+
+// DefaultStallTimeout is how long a copy may wait for its next source byte. It is generous: a slow
+// target applies back-pressure to the source while its parts upload.
+const DefaultStallTimeout = 5 * time.Minute
+
+// DefaultReplicateJobs is the default number of files copied at once. Each copy holds at most
+// (Options.Concurrency+1) × Options.PartSize of the target store in memory (40 MiB by default).
+const DefaultReplicateJobs = 4
+
+func (o ReplicateOptions) withDefaults() ReplicateOptions {
+	if o.Jobs <= 0 {
+		o.Jobs = DefaultReplicateJobs
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 3
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// ReplicateStatus sums up a replicate run.
+type ReplicateStatus string
+
+const (
+	ReplicateOK          ReplicateStatus = "OK"          // every manifest file is proven intact in the target
+	ReplicatePlanned     ReplicateStatus = "PLANNED"     // dry run: the plan can be carried out
+	ReplicateFailed      ReplicateStatus = "FAILED"      // some file could not be repaired (source corrupt or missing, …)
+	ReplicateUnreachable ReplicateStatus = "UNREACHABLE" // a store stayed unreachable after retries
+)
+
+// CopyOutcome is what happened to one planned file.
+type CopyOutcome string
+
+const (
+	OutcomePlanned CopyOutcome = "planned" // dry run, or not reached
+	OutcomeCopied  CopyOutcome = "copied"
+	OutcomeFailed  CopyOutcome = "failed"
+)
+
+// CopyFrom says where a file's bytes come from.
+type CopyFrom string
+
+const (
+	FromSource   CopyFrom = "source"
+	FromManifest CopyFrom = "manifest" // embedded in the manifest (engine and small deployment files)
+)
+
+// FailureKind classifies a failed copy.
+type FailureKind string
+
+const (
+	FailSourceMissing FailureKind = "source-missing" // the source lacks the file
+	FailSourceCorrupt FailureKind = "source-corrupt" // the source's size, checksum or bytes differ from the manifest
+	FailUnreachable   FailureKind = "unreachable"    // a store kept failing after every attempt
+	FailError         FailureKind = "error"          // anything else (permission, invalid key, …)
+)
+
+// CopyResult is one file of the plan.
+type CopyResult struct {
+	Path string `json:"path"`
+	// Reason is the target's verdict that put the file in the plan: MISSING, SIZE_MISMATCH,
+	// CHECKSUM_MISMATCH, UNVERIFIED, CORRUPT (re-read and found different) or ERROR.
+	Reason Status `json:"reason"`
+	// Detail explains Reason (expected vs actual).
+	Detail   string      `json:"detail,omitempty"`
+	Size     int64       `json:"size"`
+	From     CopyFrom    `json:"from"`
+	Outcome  CopyOutcome `json:"outcome"`
+	Failure  FailureKind `json:"failure,omitempty"`
+	Error    string      `json:"error,omitempty"`
+	Attempts int         `json:"attempts,omitempty"`
+}
+
+// ReplicateReport is the result of Replicate.
+type ReplicateReport struct {
+	From   string          `json:"from"`
+	To     string          `json:"to"`
+	DryRun bool            `json:"dry_run"`
+	Status ReplicateStatus `json:"status"`
+	// Files is the plan, in path order, with each file's outcome.
+	Files []CopyResult `json:"files"`
+	// Extra are target files the manifest does not list; they are left alone.
+	Extra []string `json:"extra"`
+	// AlreadyOK counts files the target's native checksums proved intact; RereadOK those without
+	// one that were re-read and found intact. Neither was copied.
+	AlreadyOK int   `json:"already_ok"`
+	RereadOK  int   `json:"reread_ok"`
+	Copied    int   `json:"copied"`
+	Failed    int   `json:"failed"`
+	Bytes     int64 `json:"bytes_copied"`
+	// Target is the quick verification of the target after copying (absent for dry runs).
+	Target *ReplicaResult `json:"target,omitempty"`
+	// Unproven lists manifest files that, after the run, are neither OK by the target's native
+	// checksums nor written or re-read by this run (someone else changed the target meanwhile).
+	Unproven []string `json:"unproven,omitempty"`
+	Seconds  float64  `json:"seconds"`
+}
+
+type replicator struct {
+	m        *manifest.Manifest
+	from, to providers.Store
+	o        ReplicateOptions
+
+	totalFiles atomic.Int64
+	totalBytes atomic.Int64
+	rereadOK   map[string]bool // files of the target re-read and found intact (Deep OK)
+}
+
+// quick is Quick, with a replica that could not be listed at all turned into an error.
+func (r *replicator) quick(ctx context.Context, m *manifest.Manifest, s providers.Store) (ReplicaResult, error) {
+	return r.listed(ctx, m, Quick(ctx, m, s, Options{}))
+}
+
+// deep is Deep, likewise; the bytes it reads count as progress.
+func (r *replicator) deep(ctx context.Context, m *manifest.Manifest, s providers.Store) (ReplicaResult, error) {
+	res := Deep(ctx, m, s, Options{Jobs: r.o.Jobs, Progress: r.progress, Planned: func(n int64) { r.addTotal(0, n) }})
+	return r.listed(ctx, m, res)
+}
+
+// listed turns a verification of a replica that could not be listed into an error.
+func (r *replicator) listed(ctx context.Context, m *manifest.Manifest, res ReplicaResult) (ReplicaResult, error) {
+	if res.Err == nil {
+		return res, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	for _, fr := range res.Files {
+		if fr.Status != StatusError && fr.Status != StatusExtra {
+			return res, nil // listed: the files that could not be stat'ed are planned as ERROR
+		}
+	}
+	if len(m.Files) == 0 {
+		return res, nil
+	}
+	return res, res.Err
+}
+
+func (r *replicator) addTotal(files int, n int64) {
+	f := r.totalFiles.Add(int64(files))
+	b := r.totalBytes.Add(n)
+	if r.o.Total != nil {
+		r.o.Total(f, b)
+	}
+}
+
+func (r *replicator) progress(n int64) {
+	if r.o.Progress != nil && n != 0 {
+		r.o.Progress(n)
+	}
+}
+
+func (r *replicator) planned(f manifest.File, reason Status, detail string) CopyResult {
+	c := CopyResult{Path: f.Path, Reason: reason, Detail: detail, Size: f.Size, From: FromSource, Outcome: OutcomePlanned}
+	if f.Data != nil {
+		c.From = FromManifest
+	}
+	return c
+}
+
+// rereadAll deep-verifies files of a target without native checksums; those that are not OK
+// (CORRUPT, or gone, or unreadable) join the plan.
+func (r *replicator) rereadAll(ctx context.Context, files []manifest.File) []CopyResult {
+	sub := &manifest.Manifest{OCI: r.m.OCI, Model: r.m.Model, Files: files}
+	res := Deep(ctx, sub, r.to, Options{Jobs: r.o.Jobs, Progress: r.progress})
+	var out []CopyResult
+	for _, fr := range res.Files {
+		f, ok := sub.File(fr.Path)
+		switch {
+		case !ok:
+		case fr.Status == StatusOK:
+			r.rereadOK[f.Path] = true
+		default:
+			out = append(out, r.planned(f, fr.Status, fr.Detail))
+		}
+	}
+	return out
+}
+
+// checkSource verifies quickly, on the source, the planned files it has to provide, and fails at
+// once those it lacks or holds wrong.
+func (r *replicator) checkSource(ctx context.Context, plan []CopyResult) error {
+	idx := map[string]int{}
+	var files []manifest.File
+	for i, c := range plan {
+		if c.From != FromSource {
+			continue
+		}
+		f, _ := r.m.File(c.Path)
+		idx[c.Path] = i
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	sub := &manifest.Manifest{OCI: r.m.OCI, Model: r.m.Model, Files: files}
+	res, err := r.quick(ctx, sub, r.from)
+	if err != nil {
+		return err
+	}
+	for _, fr := range res.Files {
+		i, ok := idx[fr.Path]
+		if !ok {
+			continue // EXTRA on the source: not our concern
+		}
+		c := &plan[i]
+		switch fr.Status {
+		case StatusMissing:
+			c.Outcome, c.Failure = OutcomeFailed, FailSourceMissing
+			c.Error = fmt.Sprintf("missing from the source %s", r.from)
+		case StatusSizeMismatch, StatusChecksumMismatch:
+			c.Outcome, c.Failure = OutcomeFailed, FailSourceCorrupt
+			c.Error = fmt.Sprintf("the source's copy is corrupt (%s); repair the source or replicate from another replica", fr.Detail)
+		}
+	}
+	return nil
+}
+
+// copyFile copies one planned file, retrying transient failures.
+func (r *replicator) copyFile(ctx context.Context, c *CopyResult) {
+	f, _ := r.m.File(c.Path)
+	wait := r.o.Backoff
+	var err error
+	for attempt := 1; ; attempt++ {
+		c.Attempts = attempt
+		err = r.copyOnce(ctx, f, c.From)
+		if err == nil {
+			c.Outcome, c.Failure, c.Error = OutcomeCopied, "", ""
+			r.o.Log.Debug("copied", "path", f.Path, "bytes", f.Size, "attempts", attempt)
+			return
+		}
+		kind := replFailureKind(err)
+		if attempt >= r.o.Attempts || !replRetryable(ctx, err, kind) {
+			break
+		}
+		r.o.Log.Warn("copy failed, trying again", "path", f.Path, "attempt", attempt, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		wait *= 2
+	}
+	c.Outcome, c.Failure, c.Error = OutcomeFailed, replFailureKind(err), err.Error()
+	if ctx.Err() != nil {
+		c.Outcome, c.Failure, c.Error = OutcomePlanned, "", "" // interrupted: not attempted to the end
+	}
+}
+
+// copyOnce streams one file into the target. A retried Read of the source calls the callback again:
+// each call starts a fresh Write (the failed one committed nothing). A watchdog ends the attempt
+// if the source delivers nothing for StallTimeout.
+func (r *replicator) copyOnce(ctx context.Context, f manifest.File, from CopyFrom) error {
+	opts := providers.WriteOptions{Size: f.Size, Checksums: providers.Checksums(f.Sums)}
+	if from == FromManifest {
+		pr := &replProgressReader{r: bytes.NewReader(f.Data), add: r.progress}
+		_, err := r.to.Write(ctx, f.Path, pr, opts)
+		if err != nil {
+			r.progress(-pr.n)
+		}
+		return err
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := newStallWatch(r.o.StallTimeout, func() { cancel(errStalled) })
+	defer w.stop()
+
+	var tap *sourceTap
+	err := r.from.Read(actx, f.Path, providers.ReadOptions{}, func(rd io.Reader) error {
+		if tap != nil {
+			r.progress(-tap.n) // the store retries from the start
+		}
+		tap = newSourceTap(rd, f, r.progress, w)
+		_, err := r.to.Write(actx, f.Path, tap, opts)
+		return err
+	})
+	if err == nil {
+		return nil
+	}
+	if tap != nil {
+		r.progress(-tap.n)
+		if cerr := tap.corrupt(f); cerr != nil {
+			return cerr
+		}
+	}
+	if ctx.Err() == nil && errors.Is(context.Cause(actx), errStalled) {
+		return fmt.Errorf("%s: %w for %s (last error: %v)", f.Path, errStalled, r.o.StallTimeout, err)
+	}
+	return err
+}
+
+// errStalled: the source delivered nothing for StallTimeout. It counts as unreachable.
+var errStalled = stalledError{}
+
+type stalledError struct{}
+
+func (stalledError) Error() string        { return "the source sent no data" }
+func (stalledError) Is(target error) bool { return target == providers.ErrUnreachable }
+
+// stallWatch calls fire once if touch is not called for timeout while the source is being read.
+type stallWatch struct {
+	last    atomic.Int64 // unix nanoseconds of the last byte
+	reading atomic.Bool  // false once the source reached its end: the upload may still take time
+	done    chan struct{}
+	once    sync.Once
+}
+
+func newStallWatch(timeout time.Duration, fire func()) *stallWatch {
+	w := &stallWatch{done: make(chan struct{})}
+	w.touch()
+	w.reading.Store(true)
+	go func() {
+		t := time.NewTicker(max(timeout/8, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+				if w.reading.Load() && time.Since(time.Unix(0, w.last.Load())) > timeout {
+					fire()
+					return
+				}
+			}
+		}
+	}()
+	return w
+}
+
+func (w *stallWatch) touch()    { w.last.Store(time.Now().UnixNano()) }
+func (w *stallWatch) finished() { w.reading.Store(false) }
+func (w *stallWatch) stop()     { w.once.Do(func() { close(w.done) }) }
+
+// sourceTap counts the source bytes and checksums them with the cheapest digest the manifest
+// has, so that a failed Write can tell a corrupt source (all bytes read, and they differ) from a
+// transfer that broke (fewer bytes).
+type sourceTap struct {
+	r     io.Reader
+	add   func(int64)
+	watch *stallWatch
+	n     int64
+	alg   string
+	h     hash.Hash
+}
+
+func newSourceTap(r io.Reader, f manifest.File, add func(int64), watch *stallWatch) *sourceTap {
+	watch.touch()
+	t := &sourceTap{r: r, add: add, watch: watch}
+	switch {
+	case f.Sums.CRC32C != "":
+		t.alg, t.h = "crc32c", crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	case f.Sums.CRC64NVME != "":
+		t.alg, t.h = "crc64nvme", crc64nvme.New()
+	default:
+		t.alg, t.h = "sha256", sha256.New()
+	}
+	return t
+}
+
+func (t *sourceTap) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 {
+		t.h.Write(p[:n])
+		t.n += int64(n)
+		t.add(int64(n))
+		t.watch.touch()
+	}
+	if err == io.EOF {
+		t.watch.finished()
+	}
+	return n, err
+}
+
+// corrupt returns a *SourceCorruptError if the whole content was read and does not match.
+func (t *sourceTap) corrupt(f manifest.File) error {
+	if t.n > f.Size {
+		return &SourceCorruptError{Path: f.Path, Detail: fmt.Sprintf("the source has more than the manifest's %d bytes", f.Size)}
+	}
+	if t.n < f.Size {
+		return nil // cut short: a transfer problem, not (yet) proof of corruption
+	}
+	var want, got string
+	switch t.alg {
+	case "crc32c":
+		want, got = f.Sums.CRC32C, base64.StdEncoding.EncodeToString(t.h.Sum(nil))
+	case "crc64nvme":
+		want, got = f.Sums.CRC64NVME, base64.StdEncoding.EncodeToString(t.h.Sum(nil))
+	default:
+		want, got = f.Sums.SHA256, hex.EncodeToString(t.h.Sum(nil))
+	}
+	if want == got {
+		return nil
+	}
+	return &SourceCorruptError{Path: f.Path, Detail: fmt.Sprintf("its %s is %s, the manifest says %s", t.alg, got, want)}
+}
+
+// SourceCorruptError: the source's bytes of a file do not match the manifest; nothing was written.
+type SourceCorruptError struct {
+	Path   string
+	Detail string
+}
+
+func (e *SourceCorruptError) Error() string {
+	return fmt.Sprintf("the source's copy of %s is corrupt: %s; nothing was written — repair the source or replicate from another replica", e.Path, e.Detail)
+}
+
+// Is makes a SourceCorruptError match providers.ErrContentMismatch.
+func (e *SourceCorruptError) Is(target error) bool { return target == providers.ErrContentMismatch }
+
+func replFailureKind(err error) FailureKind {
+	var sc *SourceCorruptError
+	switch {
+	case errors.As(err, &sc):
+		return FailSourceCorrupt
+	case replUnreachable(err):
+		return FailUnreachable
+	}
+	return FailError
+}
+
+// isUnreachable reports whether err is a network failure or a store that kept failing: a broken
+// connection mid-body reaches us wrapped in the writer's "reading content" error, without the
+// providers' ErrUnreachable.
+func replUnreachable(err error) bool {
+	if errors.Is(err, providers.ErrUnreachable) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+func replRetryable(ctx context.Context, err error, kind FailureKind) bool {
+	if ctx.Err() != nil || kind == FailSourceCorrupt {
+		return false
+	}
+	for _, e := range []error{providers.ErrNotFound, providers.ErrPermission, providers.ErrInvalidKey, providers.ErrPreconditionFailed} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	// Unreachable, cut short, or a checksum the target service rejected after a clean read (the
+	// bytes changed on the way): another attempt may well succeed.
+	return true
+}
+
+// statusForError is the run's status when a store could not be listed.
+func replStatusForError(err error) ReplicateStatus {
+	if replUnreachable(err) {
+		return ReplicateUnreachable
+	}
+	return ReplicateFailed
+}
+
+// verdict sums up a finished run from the per-file outcomes and the final quick verification.
+func (r *replicator) verdict(rep *ReplicateReport, after ReplicaResult) ReplicateStatus {
+	proven, failedCopy := map[string]bool{}, map[string]bool{}
+	for _, c := range rep.Files {
+		switch c.Outcome {
+		case OutcomeCopied:
+			proven[c.Path] = true
+		case OutcomeFailed:
+			failedCopy[c.Path] = true
+		}
+	}
+	failedFiles := false
+	for _, fr := range after.Files {
+		if _, ok := r.m.File(fr.Path); !ok || failedCopy[fr.Path] {
+			continue // EXTRA, or already accounted for by why its copy failed
+		}
+		switch {
+		case fr.Status == StatusOK:
+		case fr.Status.Failed():
+			failedFiles = true
+		case proven[fr.Path], r.rereadOK[fr.Path]:
+			// Written with its checksums verified, or re-read intact, by this run: proven without
+			// a native checksum (a target such as file:// keeps none).
+		default:
+			rep.Unproven = append(rep.Unproven, fr.Path)
+		}
+	}
+	unreachable, other := 0, 0
+	for _, c := range rep.Files {
+		if c.Outcome != OutcomeFailed {
+			continue
+		}
+		if c.Failure == FailUnreachable {
+			unreachable++
+		} else {
+			other++
+		}
+	}
+	switch {
+	case other > 0 || failedFiles || len(rep.Unproven) > 0:
+		return ReplicateFailed
+	case unreachable > 0:
+		return ReplicateUnreachable
+	}
+	return ReplicateOK
+}
+
+// replProgressReader reports the bytes read through it.
+type replProgressReader struct {
+	r   io.Reader
+	add func(int64)
+	n   int64
+}
+
+func (p *replProgressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.n += int64(n)
+		p.add(int64(n))
+	}
+	return n, err
+}

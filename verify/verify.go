@@ -1,0 +1,388 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"lifeboat/manifest"
+	"lifeboat/providers"
+)
+
+// Mode selects quick (metadata) or deep (every byte) verification.
+type Mode string
+
+const (
+	ModeQuick Mode = "quick"
+	ModeDeep  Mode = "deep"
+)
+
+// Defaults for zero Options fields.
+const (
+	// DefaultJobs bounds the requests and reads in flight.
+	DefaultJobs = 16
+	// DefaultRangeSize is the size of one ranged read in deep mode; larger files are read as
+	// several ranges in parallel, hashed in order.
+	DefaultRangeSize = 4 << 20
+	// DefaultReadAttempts is how often deep mode tries one range before giving up on a file.
+	DefaultReadAttempts = 3
+	// DefaultRetryBackoff is the first pause between two attempts at a range (it doubles).
+	DefaultRetryBackoff = 200 * time.Millisecond
+	// DefaultVerifyStallTimeout is how long a deep read's body may deliver nothing before the
+	// read is abandoned and retried.
+	DefaultVerifyStallTimeout = 60 * time.Second
+	// MaxBuffers bounds the range buffers of deep mode however large Jobs is, so memory stays
+	// at most MaxBuffers × RangeSize (24 MiB with the defaults) whatever the replica's size.
+	MaxBuffers = 6
+)
+
+// Options tune a verification. The zero value is the production default.
+type Options struct {
+	// Jobs bounds the requests (list, stat, ranged read) in flight at once — in total across
+	// replicas when given to Replicas. 0 means DefaultJobs.
+	Jobs int
+	// RangeSize is the size of one ranged read in deep mode; 0 means DefaultRangeSize.
+	RangeSize int64
+	// ReadAttempts is how many times deep mode tries a range (a reset connection, a truncated
+	// body) before reporting the file as ERROR; the SDK's own retries come on top. 0 means
+	// DefaultReadAttempts.
+	ReadAttempts int
+	// RetryBackoff is the first pause between attempts at a range; 0 means DefaultRetryBackoff.
+	RetryBackoff time.Duration
+	// StallTimeout abandons (and retries) a read whose body delivers no byte for this long;
+	// 0 means DefaultVerifyStallTimeout.
+	StallTimeout time.Duration
+	// Planned, if set, is called in deep mode once per replica, after its listing, with the
+	// number of bytes it is about to read (for a progress bar's total).
+	Planned func(bytes int64)
+	// Progress, if set, is called in deep mode with the number of bytes hashed, as they are
+	// hashed (never twice for a retried range). It is called from many goroutines.
+	Progress func(bytes int64)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Jobs <= 0 {
+		o.Jobs = DefaultJobs
+	}
+	if o.RangeSize <= 0 {
+		o.RangeSize = DefaultRangeSize
+	}
+	if o.ReadAttempts <= 0 {
+		o.ReadAttempts = DefaultReadAttempts
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = DefaultRetryBackoff
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultVerifyStallTimeout
+	}
+	if o.Planned == nil {
+		o.Planned = func(int64) {}
+	}
+	if o.Progress == nil {
+		o.Progress = func(int64) {}
+	}
+	return o
+}
+
+// runner holds what concurrent verifications share: the request tokens, the deep files in
+// progress and the range buffers. Tokens are held only for the duration of one request (or one
+// listing) and never while waiting for another, so no set of verifications can deadlock.
+type runner struct {
+	o     Options
+	sem   chan struct{} // request tokens (Jobs)
+	files chan struct{} // deep files being read (Jobs)
+	bufs  *bufPool
+}
+
+func newRunner(o Options) *runner {
+	o = o.withDefaults()
+	return &runner{
+		o:     o,
+		sem:   make(chan struct{}, o.Jobs),
+		files: make(chan struct{}, o.Jobs),
+		bufs:  newBufPool(int(o.RangeSize), max(2, min(o.Jobs, MaxBuffers))),
+	}
+}
+
+func (r *runner) acquire(ctx context.Context) error {
+	select {
+	case r.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *runner) release() { <-r.sem }
+
+// Quick verifies one replica from metadata: a listing of model/, engine/ and deploy/, plus a
+// Stat of just the objects whose listing entry cannot prove them (on S3: an ETag that is not an
+// MD5, or one that differs from the manifest's MD5 until a Stat shows the object is not SSE-KMS
+// or SSE-C). Each manifest file comes out OK only when its size and a full-object native checksum
+// equal the manifest's; MISSING, SIZE_MISMATCH, CHECKSUM_MISMATCH, UNVERIFIED (nothing
+// comparable: composite checksums, no stored checksum, local files) or ERROR otherwise, and
+// objects the manifest does not list are EXTRA. It never returns an error: a replica that cannot
+// be listed is UNREACHABLE with Error, ErrorKind and Err set.
+//
+// Replicate uses it to plan a repair: ReplicaResult.ToRepair lists what to copy.
+func Quick(ctx context.Context, m *manifest.Manifest, s providers.Store, o Options) ReplicaResult {
+	return newRunner(o).replica(ctx, m, s, ModeQuick)
+}
+
+// Deep verifies one replica by reading every byte of every file whose size matches and comparing
+// its SHA-256 with the manifest's: OK or CORRUPT (MISSING and SIZE_MISMATCH as Quick, without a
+// read). Files larger than RangeSize are read as parallel ranged reads pinned to the listed
+// revision and hashed in order; memory stays bounded by MaxBuffers × RangeSize. Broken or short
+// reads are retried ReadAttempts times, then the file is ERROR — never OK.
+func Deep(ctx context.Context, m *manifest.Manifest, s providers.Store, o Options) ReplicaResult {
+	return newRunner(o).replica(ctx, m, s, ModeDeep)
+}
+
+// Replicas verifies several replicas concurrently, sharing one bound of Options.Jobs requests in
+// flight (and one pool of deep-read buffers). Results are in the order of stores.
+func Replicas(ctx context.Context, m *manifest.Manifest, stores []providers.Store, mode Mode, o Options) *Report {
+	r := newRunner(o)
+	rep := &Report{Mode: string(mode), Replicas: make([]ReplicaResult, len(stores))}
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep.Replicas[i] = r.replica(ctx, m, s, mode)
+		}()
+	}
+	wg.Wait()
+	return rep
+}
+
+// replica verifies one store.
+func (r *runner) replica(ctx context.Context, m *manifest.Manifest, s providers.Store, mode Mode) ReplicaResult {
+	start := time.Now()
+	res := ReplicaResult{URL: s.String()}
+	listing, warnings, err := r.list(ctx, s)
+	res.Warnings = warnings
+	if err != nil {
+		res.Files = make([]FileResult, 0, len(m.Files))
+		for _, f := range m.Files {
+			res.Files = append(res.Files, FileResult{
+				Path: f.Path, Status: StatusError, Expected: expectedFacts(f, Facts{}),
+				Detail: "not checked: the replica could not be listed",
+			})
+		}
+		res.setError(err, "")
+		res.finish(start)
+		return res
+	}
+
+	files := make([]FileResult, len(m.Files))
+	errs := make([]error, len(m.Files))
+	switch mode {
+	case ModeDeep:
+		r.deepFiles(ctx, m, s, listing, files, errs, &res)
+	default:
+		r.quickFiles(ctx, m, s, listing, files, errs)
+	}
+	for _, err := range errs {
+		if err != nil {
+			n := 0
+			for _, e := range errs {
+				if e != nil {
+					n++
+				}
+			}
+			res.setError(err, fmt.Sprintf("%d file(s) could not be checked; first: ", n))
+			break
+		}
+	}
+
+	// Whatever the listing holds beyond the manifest is EXTRA.
+	for _, f := range m.Files {
+		delete(listing, f.Path)
+	}
+	for _, obj := range listing {
+		size := obj.Size
+		files = append(files, FileResult{
+			Path: obj.Key, Status: StatusExtra,
+			Actual: Facts{Size: &size, Source: "listing"},
+			Detail: "in the replica, not in the manifest",
+		})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	res.Files = files
+	res.finish(start)
+	return res
+}
+
+// bundleDirs are the directories of a DR bundle; a replica URL names the prefix holding them.
+var bundleDirs = []string{
+	manifest.PartModel.Prefix(), manifest.PartEngine.Prefix(), manifest.PartDeployment.Prefix(),
+}
+
+// list lists the bundle directories concurrently (one paginated, streaming listing each) and
+// returns the objects by key. Objects with invalid names are reported as warnings.
+func (r *runner) list(ctx context.Context, s providers.Store) (map[string]providers.Object, []string, error) {
+	var (
+		mu       sync.Mutex
+		out      = map[string]providers.Object{}
+		warnings []string
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for _, dir := range bundleDirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := r.acquire(ctx)
+			if err == nil {
+				err = s.List(ctx, dir[:len(dir)-1], func(o providers.Object) error {
+					mu.Lock()
+					out[o.Key] = o
+					mu.Unlock()
+					return nil
+				})
+				r.release()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			var ike *providers.InvalidKeysError
+			switch {
+			case err == nil:
+			case errors.As(err, &ike):
+				warnings = append(warnings, fmt.Sprintf("%s: %d object(s) with invalid names were not checked, e.g. %q", dir, ike.Count, ike.Examples))
+			case firstErr == nil:
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Strings(warnings)
+	return out, warnings, firstErr
+}
+
+// setError records why (part of) the replica could not be checked.
+func (res *ReplicaResult) setError(err error, prefix string) {
+	kind := classify(err)
+	res.Err, res.ErrorKind = err, kind
+	what := map[ErrorKind]string{
+		ErrorUnreachable: "unreachable after retries: ",
+		ErrorPermission:  "permission denied (check the credentials and the access policy): ",
+		ErrorNotFound:    "bucket, container or directory not found: ",
+		ErrorCanceled:    "interrupted: ",
+		ErrorOther:       "",
+	}[kind]
+	if errors.Is(err, context.DeadlineExceeded) {
+		what = "timed out: "
+	}
+	res.Error = prefix + what + err.Error()
+}
+
+// classify maps an error onto an ErrorKind.
+func classify(err error) ErrorKind {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return ErrorCanceled
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, providers.ErrUnreachable):
+		return ErrorUnreachable
+	case errors.Is(err, providers.ErrPermission):
+		return ErrorPermission
+	case errors.Is(err, providers.ErrNotFound):
+		return ErrorNotFound
+	}
+	return ErrorOther
+}
+
+// finish fills the counts and the replica status.
+func (res *ReplicaResult) finish(start time.Time) {
+	res.Counts = map[Status]int{}
+	for _, s := range []Status{StatusOK, StatusMissing, StatusSizeMismatch, StatusChecksumMismatch,
+		StatusUnverified, StatusCorrupt, StatusExtra, StatusError} {
+		res.Counts[s] = 0
+	}
+	failed := false
+	for _, f := range res.Files {
+		res.Counts[f.Status]++
+		failed = failed || f.Status.Failed()
+	}
+	switch {
+	case failed:
+		res.Status = ReplicaFailed
+	case res.Error != "" || res.Counts[StatusError] > 0:
+		res.Status = ReplicaUnreachable
+	case res.Counts[StatusUnverified] > 0:
+		res.Status = ReplicaUnverified
+	default:
+		res.Status = ReplicaOK
+	}
+	res.Seconds = time.Since(start).Seconds()
+}
+
+// statAddsChecksums reports whether a Stat can show checksums a listing entry cannot (S3:
+// HeadObject's CRC64NVME/CRC32/CRC32C/SHA-256 against the listing's ETag). On GCS and Azure the
+// listing already carries everything a Stat would.
+func statAddsChecksums(c providers.Capabilities) bool {
+	for _, a := range c.WriteChecksums {
+		if !slices.Contains(c.ListChecksums, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// quickFiles judges every manifest file from the listing, then stats those it cannot prove.
+func (r *runner) quickFiles(ctx context.Context, m *manifest.Manifest, s providers.Store, listing map[string]providers.Object, files []FileResult, errs []error) {
+	caps := s.Capabilities()
+	var stat []int
+	for i, f := range m.Files {
+		obj, ok := listing[f.Path]
+		if !ok {
+			files[i] = missing(f, "listing")
+			continue
+		}
+		fr, need := judgeQuick(f, obj, "listing", caps)
+		files[i] = fr
+		if need {
+			stat = append(stat, i)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, i := range stat {
+		if err := r.acquire(ctx); err != nil {
+			files[i], errs[i] = errorResult(m.Files[i], files[i], err), err
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			obj, err := s.Stat(ctx, m.Files[i].Path)
+			r.release()
+			switch {
+			case errors.Is(err, providers.ErrNotFound):
+				files[i] = missing(m.Files[i], "stat")
+				files[i].Detail = "listed, then gone when stat'ed"
+			case err != nil:
+				files[i], errs[i] = errorResult(m.Files[i], files[i], err), err
+			default:
+				files[i], _ = judgeQuick(m.Files[i], obj, "stat", caps)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// errorResult turns a file's verdict into ERROR, keeping what was already known.
+func errorResult(f manifest.File, prev FileResult, err error) FileResult {
+	prev.Path = f.Path
+	prev.Status = StatusError
+	prev.Expected = expectedFacts(f, prev.Actual)
+	prev.Detail = "could not be checked: " + err.Error()
+	return prev
+}
+
+// counter counts bytes from many goroutines.
+type counter struct{ n atomic.Int64 }

@@ -1,6 +1,18 @@
-// Command bench measures Lifeboat's manifest build against sha256sum and openssl on the same files
-// in the same run, with a warm page cache, and prints the figures side by side. It is run by
-// `make bench`; it is not part of the shipped CLI.
+// Command bench is `make bench`: Lifeboat's throughput and verify speed next to the tools users
+// compare it with, on the same files, in the same run. It is not part of the shipped CLI.
+//
+//  1. manifest build vs sha256sum, openssl and md5sum over a generated ≥ 2 GB model repository
+//     (page cache warm);
+//  2. quick verify of 3 replicas × 200 small files (S3 on versitygw, GCS on fake-gcs-server, Azure
+//     on Azurite, all on loopback) vs `rclone check` of the same three replicas;
+//  3. deep verify of the ≥ 1 GB repository as an S3 replica (and as a local directory) vs
+//     `rclone check --download` of the same replica and sha256sum of the same bytes;
+//  4. the peak memory of each lifeboat run.
+//
+// The emulators are started here, each in its own process group, and stopped on exit (also on
+// SIGINT/SIGTERM; they die with the bench through Pdeathsig if it is killed). rclone is built
+// into ./bin in the background when missing, while the untimed set-up runs, and nothing is timed
+// before that build has finished.
 package main
 
 import (
@@ -8,126 +20,140 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"syscall"
-	"text/tabwriter"
 	"time"
-
-	"lifeboat/manifest"
-	"lifeboat/manifest/sample"
 )
 
+type config struct {
+	lifeboat   string
+	dir        string
+	size       int64
+	shards     int
+	runs       int
+	quickFiles int
+	quickRuns  int
+	deepRuns   int
+	rclone     string
+	rclonePkg  string
+	goTool     string
+}
+
 func main() {
-	lifeboat := flag.String("lifeboat", "bin/lifeboat", "the lifeboat binary under test")
-	dir := flag.String("dir", ".bench", "where the benchmark repository is generated (kept between runs)")
-	size := flag.Int64("size", 2<<30, "total weight bytes of the generated repository")
-	shards := flag.Int("shards", 4, "safetensors shards")
-	runs := flag.Int("runs", 3, "timed runs per tool (the median is reported)")
+	var c config
+	flag.StringVar(&c.lifeboat, "lifeboat", "bin/lifeboat", "the lifeboat binary under test")
+	flag.StringVar(&c.dir, "dir", ".bench", "where the benchmark data is generated (kept between runs)")
+	flag.Int64Var(&c.size, "size", 2<<30, "total weight bytes of the generated repository (also the deep-verify replica)")
+	flag.IntVar(&c.shards, "shards", 4, "safetensors shards of that repository")
+	flag.IntVar(&c.runs, "runs", 3, "timed runs per tool for manifest build (the median is reported)")
+	flag.IntVar(&c.quickFiles, "quick-files", 200, "files in the quick-verify bundle")
+	flag.IntVar(&c.quickRuns, "quick-runs", 5, "timed runs per tool for quick verify (the median is reported)")
+	flag.IntVar(&c.deepRuns, "deep-runs", 3, "timed runs per tool for deep verify (the median is reported)")
+	flag.StringVar(&c.rclone, "rclone", "bin/rclone", "rclone for the comparison; built with -rclone-pkg when missing")
+	flag.StringVar(&c.rclonePkg, "rclone-pkg", "github.com/rclone/rclone@v1.71.2", "what `go install` builds when -rclone is missing")
+	flag.StringVar(&c.goTool, "go", "go", "the go command")
 	flag.Parse()
-	if err := run(*lifeboat, *dir, *size, *shards, *runs); err != nil {
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, c)
+	cancel()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-type result struct {
-	name   string
-	wall   time.Duration
-	maxRSS int64 // bytes
-}
-
-func run(lifeboat, dir string, size int64, shards, runs int) error {
-	ctx := context.Background()
-	repo := filepath.Join(dir, fmt.Sprintf("repo-%d-%d", size, shards))
-	if _, err := os.Stat(filepath.Join(repo, "model", "config.json")); err != nil {
-		fmt.Fprintf(os.Stderr, "generating a %.1f GiB repository in %s …\n", float64(size)/(1<<30), repo)
-		os.RemoveAll(repo)
-		if _, err := sample.Generate(ctx, repo, sample.Options{TargetBytes: size, Shards: shards}); err != nil {
-			return err
-		}
+func run(ctx context.Context, c config) error {
+	start := time.Now()
+	var err error
+	if c.dir, err = filepath.Abs(c.dir); err != nil {
+		return err
 	}
-	model := filepath.Join(repo, "model")
-	files, err := manifest.WalkDir(model)
+	if c.lifeboat, err = filepath.Abs(c.lifeboat); err != nil {
+		return err
+	}
+	if c.rclone, err = filepath.Abs(c.rclone); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return err
+	}
+
+	if err := buildShim(ctx, c.goTool, c.dir); err != nil {
+		return err
+	}
+	// rclone first: its build is the long pole, and it runs while everything untimed is prepared.
+	rc := startRcloneInstall(c.goTool, c.rclonePkg, c.rclone, filepath.Join(c.dir, "rclone-install.log"))
+	defer rc.stop()
+
+	// Untimed set-up: the ≥ 2 GB repository, its manifest, the emulators, the replicas.
+	repo, err := prepareRepo(ctx, c)
 	if err != nil {
 		return err
 	}
-	var paths []string
-	var total int64
-	for _, f := range files {
-		paths = append(paths, f.Abs)
-		total += f.Size
+	fmt.Fprintln(os.Stderr, "starting the emulators (versitygw, fake-gcs-server, Azurite) on loopback …")
+	cl, err := startClouds(ctx, filepath.Join(c.dir, "clouds"))
+	if err != nil {
+		return err
 	}
-	out := filepath.Join(dir, "manifest.json")
-	tools := []struct {
-		name string
-		argv []string
-	}{
-		{"lifeboat manifest build (sha256+md5+crc32c+crc64nvme+crc32)", []string{lifeboat, "manifest", "build", "--model", model, "--out", out}},
-		{"sha256sum (one process)", append([]string{"sha256sum"}, paths...)},
-		{"openssl dgst -sha256 (one process)", append([]string{"openssl", "dgst", "-sha256"}, paths...)},
-		{"md5sum (one process)", append([]string{"md5sum"}, paths...)},
+	defer cl.stop()
+	quick, err := prepareQuick(ctx, c, cl)
+	if err != nil {
+		return err
 	}
-	// Warm the page cache: the first read of each file is not what we measure.
-	for _, p := range paths {
-		if err := exec.Command("cat", p).Run(); err != nil {
-			return err
-		}
+	deep, err := prepareDeep(ctx, c, cl, repo)
+	if err != nil {
+		return err
 	}
-	var results []result
-	for _, t := range tools {
-		if _, err := exec.LookPath(t.argv[0]); err != nil {
-			fmt.Fprintf(os.Stderr, "skipping %s: %v\n", t.name, err)
-			continue
-		}
-		var walls []time.Duration
-		var rss int64
-		for range runs {
-			w, r, err := timeCmd(t.argv)
-			if err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
-			}
-			walls = append(walls, w)
-			rss = max(rss, r)
-		}
-		slices.Sort(walls)
-		results = append(results, result{t.name, walls[len(walls)/2], rss})
-	}
-	fmt.Printf("manifest build: %d files, %.2f GB, page cache warm, %d CPUs, median of %d runs\n\n", len(paths), float64(total)/1e9, runtime.NumCPU(), runs)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tool\twall s\tGB/s\tvs sha256sum\tpeak RSS MB\t")
-	base := 0.0
-	for _, r := range results {
-		if r.name == "sha256sum (one process)" {
-			base = float64(total) / r.wall.Seconds()
-		}
-	}
-	for _, r := range results {
-		rate := float64(total) / r.wall.Seconds()
-		ratio := "-"
-		if base > 0 {
-			ratio = fmt.Sprintf("%.2fx", rate/base)
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.1f\t\n", r.name, r.wall.Seconds(), rate/1e9, ratio, float64(r.maxRSS)/1e6)
-	}
-	return tw.Flush()
-}
 
-// timeCmd runs argv with output discarded and returns its wall time and peak resident memory.
-func timeCmd(argv []string) (time.Duration, int64, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = os.Stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return 0, 0, err
+	rcloneErr := rc.wait(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	wall := time.Since(start)
-	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	var rss int64
-	if ru != nil {
-		rss = ru.Maxrss * 1024 // kilobytes on Linux
+	var rcloneVersion string
+	if rcloneErr == nil {
+		rcloneVersion = rc.version()
 	}
-	return wall, rss, nil
+
+	fmt.Printf("Lifeboat bench — %d CPUs (%s/%s), page cache warm, emulators on loopback\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	if rcloneErr != nil {
+		fmt.Printf("rclone: NOT AVAILABLE — %v\n", rcloneErr)
+	} else {
+		fmt.Printf("rclone: %s, %s; run with its defaults (8 checkers, 4 transfers)\n", rcloneVersion, rc.describe())
+	}
+	fmt.Printf("load average (1 min) as the timed sections start: %s on %d CPUs (sections 2 and 3 also say how much CPU\n", loadavg(), runtime.NumCPU())
+	fmt.Println("the emulators and any other process on the machine took while they were measured)")
+	fmt.Println()
+
+	// 1. manifest build.
+	build, err := buildSection(ctx, c, repo)
+	if err != nil {
+		return err
+	}
+	// 2. quick verify.
+	var rcl *rcloneInstall
+	if rcloneErr == nil {
+		rcl = rc
+	}
+	qr, err := quickSection(ctx, c, cl, quick, rcl)
+	if err != nil {
+		return err
+	}
+	// 3. deep verify.
+	dr, err := deepSection(ctx, c, cl, repo, deep, build, rcl)
+	if err != nil {
+		return err
+	}
+	// 4. memory.
+	memorySection(qr, dr)
+
+	fmt.Printf("\nload average (1 min) as the timed sections end: %s\n", loadavg())
+	fmt.Printf("whole bench: %.0fs", time.Since(start).Seconds())
+	if !rc.already && rc.err == nil {
+		fmt.Printf(" (of which the rclone build, overlapping the untimed set-up: %.0fs)", rc.took.Seconds())
+	}
+	fmt.Println()
+	return nil
 }

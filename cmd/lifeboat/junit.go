@@ -9,39 +9,55 @@ import (
 	"lifeboat/manifest/lint"
 )
 
-// JUnit XML as CI systems (Jenkins, GitLab, GitHub test reporters) read it.
+// JUnit XML as CI systems (Jenkins, GitLab, GitHub test reporters) read it. Shared by every
+// command with -o junit: lint (one case per rule), verify (one suite per replica, one case per file).
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name      string      `xml:"name,attr"`
+	Tests     int         `xml:"tests,attr"`
+	Failures  int         `xml:"failures,attr"`
+	Errors    int         `xml:"errors,attr"`
+	Skipped   int         `xml:"skipped,attr"`
+	Time      string      `xml:"time,attr,omitempty"`
+	Cases     []junitCase `xml:"testcase"`
+	SystemErr string      `xml:"system-err,omitempty"`
 }
 
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	ClassName string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
 
+// junitFailure is the body of a <failure> or an <error>.
 type junitFailure struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
 	Text    string `xml:",chardata"`
 }
 
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
 func writeJUnit(w io.Writer, s junitSuites) error {
 	for _, su := range s.Suites {
 		s.Tests += su.Tests
 		s.Failures += su.Failures
+		s.Errors += su.Errors
+		s.Skipped += su.Skipped
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

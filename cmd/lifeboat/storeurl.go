@@ -26,13 +26,14 @@ func urlStoreOpen(ctx context.Context, raw string) (providers.Store, error) {
 }
 
 // urlStoreErrCode maps a store error to an exit code: 4 when the store stayed unreachable after
-// the SDK's retries, 1 when interrupted, 2 for what the user must fix (a bad URL, a missing
-// bucket or directory, refused credentials, unsafe keys).
+// the SDK's retries or a deadline passed waiting for it (as verify --timeout does), 1 when
+// interrupted, 2 for what the user must fix (a bad URL, a missing bucket or directory, refused
+// credentials, unsafe keys).
 func urlStoreErrCode(err error) int {
 	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled):
 		return exitProblem
-	case errors.Is(err, providers.ErrUnreachable):
+	case errors.Is(err, providers.ErrUnreachable), errors.Is(err, context.DeadlineExceeded):
 		return exitUnreachable
 	}
 	return exitUsage

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"sort"
@@ -314,69 +313,29 @@ func shortHex(s string) string {
 	return s
 }
 
-// JUnit for verify: one suite per replica, one case per file. Own types (not junitCase) because
-// verify needs <skipped> and <error> besides <failure>.
-type vjSuites struct {
-	XMLName  xml.Name  `xml:"testsuites"`
-	Name     string    `xml:"name,attr"`
-	Tests    int       `xml:"tests,attr"`
-	Failures int       `xml:"failures,attr"`
-	Errors   int       `xml:"errors,attr"`
-	Skipped  int       `xml:"skipped,attr"`
-	Suites   []vjSuite `xml:"testsuite"`
-}
-
-type vjSuite struct {
-	Name      string   `xml:"name,attr"`
-	Tests     int      `xml:"tests,attr"`
-	Failures  int      `xml:"failures,attr"`
-	Errors    int      `xml:"errors,attr"`
-	Skipped   int      `xml:"skipped,attr"`
-	Time      string   `xml:"time,attr"`
-	Cases     []vjCase `xml:"testcase"`
-	SystemErr string   `xml:"system-err,omitempty"`
-}
-
-type vjCase struct {
-	Name      string     `xml:"name,attr"`
-	ClassName string     `xml:"classname,attr"`
-	Failure   *vjProblem `xml:"failure,omitempty"`
-	Error     *vjProblem `xml:"error,omitempty"`
-	Skipped   *vjSkipped `xml:"skipped,omitempty"`
-	SystemOut string     `xml:"system-out,omitempty"`
-}
-
-type vjProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-type vjSkipped struct {
-	Message string `xml:"message,attr"`
-}
-
+// writeVerifyJUnit renders one suite per replica and one case per file: failed statuses are
+// failures, ERROR an error, UNVERIFIED skipped (a failure with --strict), EXTRA a note.
 func writeVerifyJUnit(w io.Writer, rep *verify.Report, strict bool) error {
-	out := vjSuites{Name: "lifeboat verify " + rep.Manifest}
+	out := junitSuites{Name: "lifeboat verify " + rep.Manifest}
 	for _, r := range rep.Replicas {
-		su := vjSuite{Name: r.URL, Time: fmt.Sprintf("%.3f", r.Seconds)}
+		su := junitSuite{Name: r.URL, Time: fmt.Sprintf("%.3f", r.Seconds)}
 		if r.Error != "" {
 			su.SystemErr = r.Error
 		}
 		files := append([]verify.FileResult(nil), r.Files...)
 		sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 		for _, f := range files {
-			tc := vjCase{Name: f.Path, ClassName: "lifeboat.verify"}
+			tc := junitCase{Name: f.Path, ClassName: "lifeboat.verify"}
 			msg := fmt.Sprintf("%s: %s", f.Status, how(f))
 			switch {
 			case f.Status.Failed(), strict && f.Status == verify.StatusUnverified:
-				tc.Failure = &vjProblem{Message: msg, Type: string(f.Status), Text: f.Detail}
+				tc.Failure = &junitFailure{Message: msg, Type: string(f.Status), Text: f.Detail}
 				su.Failures++
 			case f.Status == verify.StatusError:
-				tc.Error = &vjProblem{Message: msg, Type: string(f.Status), Text: f.Detail}
+				tc.Error = &junitFailure{Message: msg, Type: string(f.Status), Text: f.Detail}
 				su.Errors++
 			case f.Status == verify.StatusUnverified:
-				tc.Skipped = &vjSkipped{Message: msg}
+				tc.Skipped = &junitSkipped{Message: msg}
 				su.Skipped++
 			case f.Status == verify.StatusExtra:
 				tc.SystemOut = msg
@@ -386,20 +345,7 @@ func writeVerifyJUnit(w io.Writer, rep *verify.Report, strict bool) error {
 			su.Cases = append(su.Cases, tc)
 			su.Tests++
 		}
-		out.Tests += su.Tests
-		out.Failures += su.Failures
-		out.Errors += su.Errors
-		out.Skipped += su.Skipped
 		out.Suites = append(out.Suites, su)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return writeJUnit(w, out)
 }

@@ -108,6 +108,9 @@ func classifyGCS(err error) error {
 	if strings.Contains(err.Error(), "could not find default credentials") {
 		return ErrPermission // no ADC: nothing was sent
 	}
+	if strings.Contains(err.Error(), "bad CRC on read") {
+		return ErrContentMismatch // the SDK's whole-object CRC32C check failed: the bytes are not the object's
+	}
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
 		switch c := ge.Code; {

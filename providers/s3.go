@@ -154,6 +154,9 @@ func describeS3(err error) (string, bool) {
 	}
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
+		if re.HTTPStatusCode() == 0 {
+			return describe(re.Err), true // a transport failure: no response, so no status to show
+		}
 		return fmt.Sprintf("HTTP %d: %s", re.HTTPStatusCode(), describe(re.Err)), true
 	}
 	return "", false

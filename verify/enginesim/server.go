@@ -1,0 +1,599 @@
+package enginesim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Version is what /version reports.
+const Version = "0.11.0-lifeboat-sim"
+
+// ServerOptions are the latency model and the fault flags.
+type ServerOptions struct {
+	PrefillRate      float64       // prompt tokens per second (default 4000)
+	InterTokenDelay  time.Duration // between output tokens (default 5ms)
+	MaxNumSeqs       int           // concurrent sequences (default 8)
+	NumGPUBlocks     int           // KV cache blocks (default 4096)
+	BlockSize        int           // tokens per block (default 16)
+	DefaultMaxTokens int           // when a request sets none (default 16)
+
+	CrashAfter      int           // > 0: after this many generation requests, Crashed() closes
+	EngineDeadAfter int           // > 0: after this many generation requests, the engine is dead
+	Saturate        bool          // phantom queue: waiting stays high, KV usage near 1, extra queue wait
+	SaturateWait    time.Duration // queue wait added to each request when saturated (default 2s)
+
+	AllowRuntimeLoRA bool // VLLM_ALLOW_RUNTIME_LORA_UPDATING
+}
+
+func (o *ServerOptions) defaults() {
+	if o.PrefillRate <= 0 {
+		o.PrefillRate = 4000
+	}
+	if o.InterTokenDelay < 0 {
+		o.InterTokenDelay = 0
+	}
+	if o.MaxNumSeqs <= 0 {
+		o.MaxNumSeqs = 8
+	}
+	if o.NumGPUBlocks <= 0 {
+		o.NumGPUBlocks = 4096
+	}
+	if o.BlockSize <= 0 {
+		o.BlockSize = 16
+	}
+	if o.DefaultMaxTokens <= 0 {
+		o.DefaultMaxTokens = 16
+	}
+	if o.SaturateWait <= 0 {
+		o.SaturateWait = 2 * time.Second
+	}
+}
+
+// saturatedWaiting is the phantom queue length --sim-saturate reports.
+const saturatedWaiting = 64
+
+// Server serves vLLM's OpenAI-compatible API for a loaded Model.
+type Server struct {
+	m   *Model
+	o   ServerOptions
+	mux *http.ServeMux
+
+	slots    chan struct{}
+	requests atomic.Int64 // generation requests admitted
+	dead     atomic.Bool
+	crashed  chan struct{}
+	crashOne sync.Once
+
+	mu          sync.Mutex
+	loras       []LoRA
+	running     int
+	waiting     int
+	kvTokens    int // tokens held by running sequences
+	loraRunning map[string]int
+	met         metrics
+}
+
+// NewServer builds the server for m.
+func NewServer(m *Model, o ServerOptions) *Server {
+	o.defaults()
+	s := &Server{m: m, o: o, mux: http.NewServeMux(), slots: make(chan struct{}, o.MaxNumSeqs), crashed: make(chan struct{})}
+	s.loras = append(s.loras, m.LoRAs...)
+	s.loraRunning = map[string]int{}
+	s.met.init()
+	s.mux.HandleFunc("GET /health", s.health)
+	s.mux.HandleFunc("GET /ping", s.health)
+	s.mux.HandleFunc("POST /ping", s.health)
+	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]string{"version": Version})
+	})
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("GET /metrics", s.metrics)
+	s.mux.HandleFunc("POST /tokenize", s.tokenize)
+	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
+	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) })
+	if o.AllowRuntimeLoRA {
+		s.mux.HandleFunc("POST /v1/load_lora_adapter", s.loadLoRA)
+		s.mux.HandleFunc("POST /v1/unload_lora_adapter", s.unloadLoRA)
+	}
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Crashed is closed when --sim-crash-after is reached; the process should exit non-zero.
+func (s *Server) Crashed() <-chan struct{} { return s.crashed }
+
+// Dead reports whether the simulated engine has died.
+func (s *Server) Dead() bool { return s.dead.Load() }
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	if s.dead.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func errType(code int) string {
+	switch code {
+	case 400:
+		return "BadRequestError"
+	case 404:
+		return "NotFoundError"
+	default:
+		return "InternalServerError"
+	}
+}
+
+// writeError writes vLLM's error JSON.
+func writeError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, map[string]apiError{"error": {Message: fmt.Sprintf(format, args...), Type: errType(code), Code: code}})
+}
+
+type modelCard struct {
+	ID          string  `json:"id"`
+	Object      string  `json:"object"`
+	Created     int64   `json:"created"`
+	OwnedBy     string  `json:"owned_by"`
+	Root        string  `json:"root"`
+	Parent      *string `json:"parent"`
+	MaxModelLen *int64  `json:"max_model_len"`
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	now := time.Now().Unix()
+	var cards []modelCard
+	for _, n := range s.m.ServedNames {
+		ml := s.m.MaxModelLen
+		cards = append(cards, modelCard{ID: n, Object: "model", Created: now, OwnedBy: "vllm", Root: s.m.Dir, MaxModelLen: &ml})
+	}
+	s.mu.Lock()
+	for _, l := range s.loras {
+		base := l.Base
+		cards = append(cards, modelCard{ID: l.Name, Object: "model", Created: now, OwnedBy: "vllm", Root: l.Path, Parent: &base})
+	}
+	s.mu.Unlock()
+	writeJSON(w, 200, map[string]any{"object": "list", "data": cards})
+}
+
+// knownModel reports whether name is a served name or a loaded adapter ("" means the first).
+func (s *Server) knownModel(name string) bool {
+	if name == "" {
+		return true
+	}
+	for _, n := range s.m.ServedNames {
+		if n == name {
+			return true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.loras {
+		if l.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) loadLoRA(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name string `json:"lora_name"`
+		Path string `json:"lora_path"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil || req.Name == "" || req.Path == "" {
+		writeError(w, 400, "Both 'lora_name' and 'lora_path' must be provided.")
+		return
+	}
+	if s.knownModel(req.Name) {
+		writeError(w, 400, "The lora adapter '%s' has already been loaded.", req.Name)
+		return
+	}
+	l, err := s.m.checkAdapter(req.Name, s.m.resolve(req.Path), s.m.ServedNames[0])
+	if err != nil {
+		writeError(w, 400, "%v", err)
+		return
+	}
+	s.mu.Lock()
+	s.loras = append(s.loras, l)
+	s.mu.Unlock()
+	w.WriteHeader(200)
+	fmt.Fprintf(w, "Success: LoRA adapter '%s' added successfully.", req.Name)
+}
+
+func (s *Server) unloadLoRA(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name string `json:"lora_name"`
+	}
+	_ = json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, l := range s.loras {
+		if l.Name == req.Name {
+			s.loras = append(s.loras[:i], s.loras[i+1:]...)
+			w.WriteHeader(200)
+			fmt.Fprintf(w, "Success: LoRA adapter '%s' removed successfully.", req.Name)
+			return
+		}
+	}
+	writeError(w, 404, "The lora adapter '%s' cannot be found.", req.Name)
+}
+
+// request is the union of the chat and completion request fields the simulator reads.
+type request struct {
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	Prompt              json.RawMessage `json:"prompt"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	AddGenerationPrompt *bool `json:"add_generation_prompt"`
+	AddSpecialTokens    *bool `json:"add_special_tokens"`
+}
+
+// promptIDs tokenizes the request: chat messages through the chat template, or the prompt.
+func (s *Server) promptIDs(req *request, chat bool) ([]int, int, error) {
+	if chat {
+		if s.m.ChatTemplate == nil {
+			return nil, 400, fmt.Errorf("As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one.")
+		}
+		agp := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
+		text, err := renderChat(*s.m.ChatTemplate, req.Messages, agp, s.m.BOSToken, s.m.EOSToken)
+		if err != nil {
+			return nil, 400, err
+		}
+		ids, err := s.m.Tokenizer.Encode(text, false)
+		if err != nil {
+			return nil, 400, err
+		}
+		return ids, 0, nil
+	}
+	var prompt string
+	if err := json.Unmarshal(req.Prompt, &prompt); err != nil {
+		var ids []int
+		if err2 := json.Unmarshal(req.Prompt, &ids); err2 == nil && len(ids) > 0 {
+			return ids, 0, nil
+		}
+		var list []string
+		if err3 := json.Unmarshal(req.Prompt, &list); err3 != nil || len(list) != 1 {
+			return nil, 400, fmt.Errorf("prompt must be a string, a list of one string or a list of token ids")
+		}
+		prompt = list[0]
+	}
+	add := req.AddSpecialTokens == nil || *req.AddSpecialTokens
+	ids, err := s.m.Tokenizer.Encode(prompt, add)
+	if err != nil {
+		return nil, 400, err
+	}
+	return ids, 0, nil
+}
+
+func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
+	var req request
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
+		writeError(w, 400, "invalid request: %v", err)
+		return
+	}
+	if !s.knownModel(req.Model) {
+		writeError(w, 404, "The model `%s` does not exist.", req.Model)
+		return
+	}
+	ids, code, err := s.promptIDs(&req, req.Messages != nil)
+	if err != nil {
+		writeError(w, code, "%v", err)
+		return
+	}
+	writeJSON(w, 200, map[string]any{"count": len(ids), "max_model_len": s.m.MaxModelLen, "tokens": ids, "token_strs": nil})
+}
+
+// admit waits for a sequence slot: the waiting queue.
+func (s *Server) admit(ctx context.Context, kv int) (time.Duration, error) {
+	start := time.Now()
+	s.mu.Lock()
+	s.waiting++
+	s.mu.Unlock()
+	var err error
+	if s.o.Saturate {
+		err = sleep(ctx, s.o.SaturateWait)
+	}
+	if err == nil {
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	s.waiting--
+	if err == nil {
+		s.running++
+		s.kvTokens += kv
+	}
+	s.mu.Unlock()
+	return time.Since(start), err
+}
+
+func (s *Server) release(kv int) {
+	s.mu.Lock()
+	s.running--
+	s.kvTokens -= kv
+	s.mu.Unlock()
+	<-s.slots
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// outputTokens derives the completion deterministically from the model name and the prompt.
+func (s *Server) outputTokens(model string, prompt []int, n int) []int {
+	h := sha256.New()
+	h.Write([]byte(model))
+	var b [4]byte
+	for _, id := range prompt {
+		binary.LittleEndian.PutUint32(b[:], uint32(id))
+		h.Write(b[:])
+	}
+	sum := h.Sum(nil)
+	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16])))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = s.m.outputIDs[rng.IntN(len(s.m.outputIDs))]
+	}
+	return out
+}
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	var req request
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
+		writeError(w, 400, "invalid request: %v", err)
+		return
+	}
+	if !s.knownModel(req.Model) {
+		writeError(w, 404, "The model `%s` does not exist.", req.Model)
+		return
+	}
+	if chat && len(req.Messages) == 0 {
+		writeError(w, 400, "messages: field required")
+		return
+	}
+	if !chat && len(req.Prompt) == 0 {
+		writeError(w, 400, "prompt: field required")
+		return
+	}
+	model := req.Model
+	if model == "" {
+		model = s.m.ServedNames[0]
+	}
+	prompt, code, err := s.promptIDs(&req, chat)
+	if err != nil {
+		writeError(w, code, "%v", err)
+		return
+	}
+	maxTokens := s.o.DefaultMaxTokens
+	if req.MaxCompletionTokens != nil {
+		maxTokens = *req.MaxCompletionTokens
+	} else if req.MaxTokens != nil {
+		maxTokens = *req.MaxTokens
+	}
+	if maxTokens < 1 {
+		writeError(w, 400, "max_tokens must be at least 1, got %d.", maxTokens)
+		return
+	}
+	if int64(len(prompt)+maxTokens) > s.m.MaxModelLen {
+		writeError(w, 400, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", s.m.MaxModelLen, len(prompt)+maxTokens, len(prompt), maxTokens)
+		return
+	}
+	n := s.requests.Add(1)
+	if s.o.EngineDeadAfter > 0 && n > int64(s.o.EngineDeadAfter) {
+		s.dead.Store(true)
+	}
+	if s.dead.Load() {
+		s.engineDeadReply(w, req.Stream)
+		return
+	}
+	defer func() {
+		if s.o.CrashAfter > 0 && n >= int64(s.o.CrashAfter) {
+			s.crashOne.Do(func() { close(s.crashed) })
+		}
+	}()
+
+	ctx := r.Context()
+	start := time.Now()
+	kv := len(prompt) + maxTokens
+	queued, err := s.admit(ctx, kv)
+	if err != nil {
+		return // client went away while queued
+	}
+	defer s.release(kv)
+	if s.isLoRA(model) {
+		s.mu.Lock()
+		s.loraRunning[model]++
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.loraRunning[model]--
+			s.mu.Unlock()
+		}()
+	}
+	s.met.observeQueue(queued)
+	if err := sleep(ctx, time.Duration(float64(len(prompt))/s.o.PrefillRate*float64(time.Second))); err != nil {
+		return
+	}
+	out := s.outputTokens(model, prompt, maxTokens)
+	id := fmt.Sprintf("%s-%x", map[bool]string{true: "chatcmpl", false: "cmpl"}[chat], sha256.Sum256([]byte(fmt.Sprint(n, start.UnixNano()))))[:40]
+	created := start.Unix()
+	usage := map[string]int{"prompt_tokens": len(prompt), "completion_tokens": len(out), "total_tokens": len(prompt) + len(out)}
+	object := "text_completion"
+	if chat {
+		object = "chat.completion"
+	}
+
+	if !req.Stream {
+		ttft := time.Since(start)
+		for i := 1; i < len(out); i++ {
+			if err := sleep(ctx, s.o.InterTokenDelay); err != nil {
+				return
+			}
+		}
+		text := s.m.Tokenizer.Decode(out, true)
+		var choice map[string]any
+		if chat {
+			choice = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "tool_calls": []any{}}, "logprobs": nil, "finish_reason": "length", "stop_reason": nil}
+		} else {
+			choice = map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": "length", "stop_reason": nil}
+		}
+		s.met.finish(len(prompt), len(out), "length", ttft, time.Since(start))
+		writeJSON(w, 200, map[string]any{"id": id, "object": object, "created": created, "model": model, "choices": []any{choice}, "usage": usage})
+		return
+	}
+
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(200)
+	fl, _ := w.(http.Flusher)
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
+	}
+	chunkObj := "text_completion"
+	if chat {
+		chunkObj = "chat.completion.chunk"
+		if !send(map[string]any{"id": id, "object": chunkObj, "created": created, "model": model, "choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "logprobs": nil, "finish_reason": nil}}}) {
+			return
+		}
+	}
+	var ttft time.Duration
+	for i, tok := range out {
+		if i > 0 {
+			if err := sleep(ctx, s.o.InterTokenDelay); err != nil {
+				return
+			}
+		}
+		if s.dead.Load() {
+			send(engineDeadFrame())
+			return
+		}
+		text := s.m.Tokenizer.Decode([]int{tok}, true)
+		var finish any
+		if i == len(out)-1 {
+			finish = "length"
+		}
+		var choice map[string]any
+		if chat {
+			choice = map[string]any{"index": 0, "delta": map[string]any{"content": text}, "logprobs": nil, "finish_reason": finish}
+		} else {
+			choice = map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": finish, "stop_reason": nil}
+		}
+		if i == 0 {
+			ttft = time.Since(start)
+		}
+		if !send(map[string]any{"id": id, "object": chunkObj, "created": created, "model": model, "choices": []any{choice}}) {
+			return
+		}
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		send(map[string]any{"id": id, "object": chunkObj, "created": created, "model": model, "choices": []any{}, "usage": usage})
+	}
+	s.met.finish(len(prompt), len(out), "length", ttft, time.Since(start))
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+func engineDeadFrame() map[string]apiError {
+	return map[string]apiError{"error": {Message: "EngineCore encountered an issue. See stack trace (above) for the root cause.", Type: "EngineDeadError", Code: 500}}
+}
+
+func (s *Server) engineDeadReply(w http.ResponseWriter, stream bool) {
+	if !stream {
+		writeJSON(w, 500, engineDeadFrame())
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(200)
+	b, _ := json.Marshal(engineDeadFrame())
+	fmt.Fprintf(w, "data: %s\n\n", b)
+}
+
+// snapshot returns the scheduler gauges.
+func (s *Server) snapshot() (running, waiting int, kvUsage float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	running, waiting = s.running, s.waiting
+	kvUsage = float64(s.kvTokens) / float64(s.o.NumGPUBlocks*s.o.BlockSize)
+	if s.o.Saturate {
+		waiting += saturatedWaiting
+		kvUsage = max(kvUsage, 0.99)
+	}
+	return running, waiting, min(kvUsage, 1)
+}
+
+// runningLoRAs lists the adapters of running requests, comma-separated as vLLM's info gauge does.
+func (s *Server) runningLoRAs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for n, c := range s.loraRunning {
+		if c > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+func (s *Server) isLoRA(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.loras {
+		if l.Name == name {
+			return true
+		}
+	}
+	return false
+}

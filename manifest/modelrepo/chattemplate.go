@@ -118,6 +118,11 @@ type RenderOptions struct {
 	Timeout time.Duration
 	// MaxOutput bounds the rendered size. Default 1 MiB.
 	MaxOutput int
+	// Messages is the conversation to render (maps with "role" and "content"); nil means a
+	// two-message sample chat, which is what the lint renders.
+	Messages []any
+	// NoGenerationPrompt renders with add_generation_prompt=false (the default is true).
+	NoGenerationPrompt bool
 }
 
 // ErrRenderUnsupported means gonja cannot parse a template that jinja2 accepts, so it could not
@@ -130,8 +135,8 @@ var sampleConversation = []any{
 	map[string]any{"role": "assistant", "content": "Paris."},
 }
 
-// RenderChatTemplate renders t with gonja for a two-message conversation and
-// add_generation_prompt=true, with the globals transformers provides (raise_exception,
+// RenderChatTemplate renders t with gonja for o.Messages (by default a two-message conversation)
+// and add_generation_prompt=true unless o.NoGenerationPrompt, with the globals transformers provides (raise_exception,
 // strftime_now, bos_token, eos_token, tools=none). It returns the rendered text, an error wrapping
 // ErrRenderUnsupported when gonja cannot parse the template, or the render error. gonja panics are
 // turned into errors. Templates cannot read files: include/import resolve to nothing.
@@ -192,9 +197,13 @@ func renderGonja(t ChatTemplate, o RenderOptions) (string, error) {
 		// The message embeds the whole source; the caller only needs to know gonja gave up.
 		return "", fmt.Errorf("%s: %w", t.Label(), ErrRenderUnsupported)
 	}
+	msgs := o.Messages
+	if msgs == nil {
+		msgs = sampleConversation
+	}
 	vars := exec.NewContext(map[string]any{
-		"messages":              sampleConversation,
-		"add_generation_prompt": true,
+		"messages":              msgs,
+		"add_generation_prompt": !o.NoGenerationPrompt,
 		"tools":                 nil,
 		"documents":             nil,
 		"bos_token":             o.BOSToken,

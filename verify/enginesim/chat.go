@@ -3,14 +3,8 @@ package enginesim
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/nikolalohinski/gonja/v2/builtins"
-	"github.com/nikolalohinski/gonja/v2/config"
-	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
 
 	"lifeboat/manifest/modelrepo"
 )
@@ -51,10 +45,11 @@ func (m chatMessage) text() (string, error) {
 	return b.String(), nil
 }
 
-const renderTimeout = 5 * time.Second
+// maxRender bounds a rendered prompt; vLLM would refuse a far shorter one as over-long anyway.
 const maxRender = 8 << 20
 
-// renderChat renders the chat template for messages, like transformers' apply_chat_template.
+// renderChat renders the chat template for messages, like transformers' apply_chat_template,
+// through the same renderer the lint uses (timeout, output cap, panics turned into errors).
 func renderChat(t modelrepo.ChatTemplate, msgs []chatMessage, addGenerationPrompt bool, bos, eos string) (string, error) {
 	conv := make([]any, 0, len(msgs))
 	for _, m := range msgs {
@@ -68,78 +63,14 @@ func renderChat(t modelrepo.ChatTemplate, msgs []chatMessage, addGenerationPromp
 		}
 		conv = append(conv, e)
 	}
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r = result{err: fmt.Errorf("chat template %s: render failed: %v", t.Label(), p)}
-			}
-			done <- r
-		}()
-		r.out, r.err = renderGonja(t, conv, addGenerationPrompt, bos, eos)
-	}()
-	select {
-	case r := <-done:
-		return r.out, r.err
-	case <-time.After(renderTimeout):
-		return "", fmt.Errorf("chat template %s: rendering did not finish within %s", t.Label(), renderTimeout)
-	}
-}
-
-var errRenderLimit = errors.New("rendered prompt too large")
-
-type capWriter struct{ bytes.Buffer }
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	if w.Len()+len(p) > maxRender {
-		return 0, errRenderLimit
-	}
-	return w.Buffer.Write(p)
-}
-
-func renderGonja(t modelrepo.ChatTemplate, conv []any, agp bool, bos, eos string) (string, error) {
-	const id = "/chat_template.jinja"
-	loader, err := loaders.NewMemoryLoader(map[string]string{id: t.Text})
-	if err != nil {
-		return "", fmt.Errorf("chat template %s: %v", t.Label(), err)
-	}
-	cfg := config.New()
-	cfg.TrimBlocks = true
-	cfg.LeftStripBlocks = true
-	env := &exec.Environment{
-		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables),
-		Filters:           builtins.Filters,
-		Tests:             builtins.Tests,
-		ControlStructures: builtins.ControlStructures,
-		Methods:           builtins.Methods,
-	}
-	tpl, err := exec.NewTemplate(id, cfg, loader, env)
-	if err != nil {
-		return "", fmt.Errorf("chat template %s: TemplateSyntaxError: %v", t.Label(), firstLine(err.Error()))
-	}
-	now := time.Now()
-	vars := exec.NewContext(map[string]any{
-		"messages":              conv,
-		"add_generation_prompt": agp,
-		"tools":                 nil,
-		"documents":             nil,
-		"bos_token":             bos,
-		"eos_token":             eos,
-		"raise_exception": func(msg string) (string, error) {
-			return "", fmt.Errorf("raise_exception(%q)", msg)
-		},
-		"strftime_now": func(format string) string { return now.Format("02 Jan 2006") },
+	out, err := modelrepo.RenderChatTemplate(t, modelrepo.RenderOptions{
+		BOSToken: bos, EOSToken: eos, Now: time.Now(), MaxOutput: maxRender,
+		Messages: conv, NoGenerationPrompt: !addGenerationPrompt,
 	})
-	w := &capWriter{}
-	if err := tpl.Execute(w, vars); err != nil {
-		return "", fmt.Errorf("chat template %s: %v", t.Label(), firstLine(err.Error()))
+	if err != nil {
+		return "", fmt.Errorf("chat template: %s", firstLine(err.Error()))
 	}
-	return w.String(), nil
+	return out, nil
 }
 
 func firstLine(s string) string {

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/verify"
+)
+
+// probeCmd is `lifeboat probe URL --model NAME …`: is the vLLM replica at URL warm?
+func (a *app) probeCmd() *cobra.Command {
+	var o verify.ProbeOptions
+	c := &cobra.Command{
+		Use:   "probe URL --model NAME [--lora NAME]... [--ttft-budget 2s] [--timeout 10m] [-o text|json]",
+		Short: "Decide, with evidence, whether a vLLM replica is warm",
+		Long: `Probe follows vLLM's readiness contract against the OpenAI-compatible server at URL:
+
+  listen      the port accepts connections (vLLM only listens once the engine is ready;
+              refused means loading or dead). Polled with a backoff capped at 200 ms, so a
+              replica that starts listening is seen within ~250 ms, until --timeout.
+  health      GET /health is 200 (503: the engine died).
+  models      GET /v1/models lists every --model as a served name and every --lora as an
+              adapter whose parent is one of them.
+  generate    a streamed /v1/chat/completions (/v1/completions with --completions-only) on the
+              first --model, then on each --lora: tokens arrive, [DONE] arrives, no error frame.
+              TTFT is the time to the first chunk with content; tokens/s is the decode rate.
+  metrics     /metrics (Prometheus text): vllm:cache_config_info num_gpu_blocks > 0,
+              vllm:request_success_total rose, vllm:num_requests_waiting <= --max-waiting,
+              vllm:kv_cache_usage_perc (or vllm:gpu_cache_usage_perc) <= --max-kv-usage.
+              A series the server does not export is reported as skipped, not OK.
+
+Every exchange has a deadline (--request-timeout for a whole request, --stall-timeout for a
+silent stream), so a server that closes mid-stream, sends an error frame or garbage, or stalls
+gets a verdict, never a hang.
+
+Verdicts: WARM, or the first failure in this order: LOADING (never listened within --timeout,
+or engine not initialised), ENGINE_DEAD (/health not 200, engine error frames, /metrics
+unusable), MODEL_MISSING, ADAPTER_MISSING, CHAT_FAILED (generation failed: no chat template,
+error frame, truncated or garbage stream, stall; or the engine did not count the request),
+SATURATED (healthy but queue or KV cache over thresholds), SLOW (TTFT over --ttft-budget).
+
+Exit status: 0 WARM; 1 any other verdict from a replica that listened; 4 LOADING because the
+replica never accepted a connection within --timeout (unreachable: loading, down, or wrong
+URL — a probe of a URL cannot tell these apart); 2 bad input.`,
+		Example: `  lifeboat probe http://10.0.3.7:8000 --model llama-3.3-70b-instruct --lora sql-lora
+  lifeboat probe http://127.0.0.1:8000 --model llama-demo --ttft-budget 500ms --timeout 15m -o json`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return usageErr("probe needs exactly one replica URL, got %d (see --help)", len(args))
+			}
+			base, err := verify.NormalizeBaseURL(args[0])
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if len(o.Models) == 0 {
+				return usageErr("probe needs --model NAME (the served model name to expect and probe)")
+			}
+			for _, n := range append(append([]string{}, o.Models...), o.LoRAs...) {
+				if strings.TrimSpace(n) == "" {
+					return usageErr("--model/--lora: empty name")
+				}
+			}
+			switch {
+			case o.Timeout <= 0:
+				return usageErr("--timeout %s: want a positive duration", o.Timeout)
+			case o.TTFTBudget <= 0:
+				return usageErr("--ttft-budget %s: want a positive duration", o.TTFTBudget)
+			case o.RequestTimeout <= 0 || o.StallTimeout <= 0:
+				return usageErr("--request-timeout and --stall-timeout want positive durations")
+			case o.MaxWaiting < 0:
+				return usageErr("--max-waiting %d: want 0 or more", o.MaxWaiting)
+			case o.MaxKVUsage <= 0 || o.MaxKVUsage > 1:
+				return usageErr("--max-kv-usage %g: want a fraction in (0, 1]", o.MaxKVUsage)
+			case o.MaxTokens <= 0:
+				return usageErr("--max-tokens %d: want 1 or more", o.MaxTokens)
+			}
+			if a.log != nil {
+				a.log.Debug("probing", "url", base, "models", o.Models, "loras", o.LoRAs)
+			}
+			res := verify.Probe(cmd.Context(), base, o)
+			if a.output == "json" {
+				err = a.writeJSON(res)
+			} else {
+				err = renderProbe(a.stdout, res)
+			}
+			if err != nil {
+				return err
+			}
+			if code := probeExitCode(res); code != exitOK {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&o.Models, "model", nil, "served model name that must be listed (repeatable; the first is probed)")
+	f.StringArrayVar(&o.LoRAs, "lora", nil, "LoRA adapter that must be listed with a --model as parent, and answer (repeatable)")
+	f.BoolVar(&o.CompletionsOnly, "completions-only", false, "the model serves no chat: probe /v1/completions instead")
+	f.DurationVar(&o.TTFTBudget, "ttft-budget", verify.DefaultTTFTBudget, "time-to-first-token budget (over it: SLOW)")
+	f.DurationVar(&o.Timeout, "timeout", verify.DefaultProbeTimeout, "how long to wait for the port to listen (then: LOADING)")
+	f.DurationVar(&o.RequestTimeout, "request-timeout", verify.DefaultRequestTimeout, "deadline of each HTTP exchange, a whole stream included")
+	f.DurationVar(&o.StallTimeout, "stall-timeout", verify.DefaultProbeStallTimeout, "a stream silent this long fails")
+	f.IntVar(&o.MaxWaiting, "max-waiting", verify.DefaultMaxWaiting, "most requests allowed in vllm:num_requests_waiting (over it: SATURATED)")
+	f.Float64Var(&o.MaxKVUsage, "max-kv-usage", verify.DefaultMaxKVUsage, "highest KV-cache usage allowed, 0..1 (over it: SATURATED)")
+	f.IntVar(&o.MaxTokens, "max-tokens", 8, "output tokens the probe request asks for")
+	return c
+}
+
+// probeExitCode maps a verdict to the exit status documented in probeCmd.
+func probeExitCode(r verify.ProbeResult) int {
+	switch {
+	case r.Verdict == verify.Warm:
+		return exitOK
+	case r.Verdict == verify.Loading && r.Timings.ListenS == nil:
+		return exitUnreachable
+	default:
+		return exitProblem
+	}
+}
+
+func fmtSecs(v *float64, unit string) string {
+	if v == nil {
+		return "-"
+	}
+	if unit == "/s" {
+		return fmt.Sprintf("%.1f", *v)
+	}
+	return fmt.Sprintf("%.3fs", *v)
+}
+
+func renderProbe(w io.Writer, r verify.ProbeResult) error {
+	fmt.Fprintf(w, "%s  %s\n", r.Verdict, r.URL)
+	fmt.Fprintf(w, "  %s\n", r.Reason)
+	t := r.Timings
+	fmt.Fprintf(w, "  listen %s · healthy %s · ttft %s · tokens/s %s · warm %s\n",
+		fmtSecs(t.ListenS, ""), fmtSecs(t.HealthyS, ""), fmtSecs(t.TTFTS, ""), fmtSecs(t.TokensPerS, "/s"), fmtSecs(t.WarmS, ""))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range r.Checks {
+		status := "ok"
+		switch {
+		case c.Skipped:
+			status = "skipped"
+		case !c.OK:
+			status = "FAIL"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", status, c.Name, c.Detail)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.LogTail != "" {
+		fmt.Fprintln(w, "  log tail:")
+		for _, l := range strings.Split(r.LogTail, "\n") {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/template"
+	"time"
+)
+
+// Spec is what a launcher needs to start one candidate replica.
+type Spec struct {
+	ModelDir     string   // the restored model directory (vllm serve's positional argument)
+	EngineConfig string   // the engine config YAML (vllm serve --config)
+	Env          []string // KEY=VALUE pairs added to the launched process's environment
+	LogPath      string   // where stdout and stderr go; "" = a new file under os.TempDir()
+}
+
+// Launcher starts a candidate replica. Launch returns once the replica has been started — not once
+// it is ready: readiness is the prober's job (see Probe). A Kubernetes launcher (apply the
+// Deployment, wait for the pod, port-forward) fits the same two interfaces.
+type Launcher interface {
+	Launch(ctx context.Context, s Spec) (Instance, error)
+}
+
+// Instance is a launched (or pre-existing) replica.
+type Instance interface {
+	// BaseURL is where the OpenAI-compatible server listens, e.g. "http://127.0.0.1:41234".
+	BaseURL() string
+	// Exited is closed when the replica's process has exited; nil when the launcher does not
+	// own a process (endpoint).
+	Exited() <-chan struct{}
+	// ExitErr is the exit status once Exited is closed (nil for a clean exit or no process).
+	ExitErr() error
+	// LogTail returns the last n lines of the replica's log ("" when there is none).
+	LogTail(n int) string
+	// Stop tears the replica down (no-op for endpoint). It is idempotent and waits until the
+	// process group is gone or ctx is done.
+	Stop(ctx context.Context) error
+}
+
+// ---------------------------------------------------------------------------------------------
+// exec
+
+// ExecLauncher runs a command template on this host. The template is split into argv like a
+// shell would (single quotes, double quotes, backslash escapes; no shell is run, no expansion),
+// then each word is expanded with text/template over ExecVars, so a model directory with spaces
+// stays one argument. Example:
+//
+//	vllm serve {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}
+type ExecLauncher struct {
+	Command string        // the command template (required)
+	Host    string        // loopback address to bind; default "127.0.0.1"
+	Port    int           // 0 = pick a free port
+	Env     []string      // KEY=VALUE added after os.Environ() and before Spec.Env
+	Grace   time.Duration // SIGTERM → SIGKILL grace on Stop; default 10s
+}
+
+// ExecVars are the fields a command template can use.
+type ExecVars struct {
+	ModelDir, EngineConfig, Host string
+	Port                         int
+}
+
+// CommandArgs renders the command template into argv (exported so a CLI can validate a template
+// up front and show what it would run).
+func (l *ExecLauncher) CommandArgs(v ExecVars) ([]string, error) {
+	words, err := splitWords(l.Command)
+	if err != nil {
+		return nil, fmt.Errorf("exec launcher: command %q: %w", l.Command, err)
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("exec launcher: empty command")
+	}
+	argv := make([]string, 0, len(words))
+	for _, w := range words {
+		t, err := template.New("arg").Option("missingkey=error").Parse(w)
+		if err != nil {
+			return nil, fmt.Errorf("exec launcher: command %q: %w", l.Command, err)
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, v); err != nil {
+			return nil, fmt.Errorf("exec launcher: command %q: %w", l.Command, err)
+		}
+		argv = append(argv, b.String())
+	}
+	return argv, nil
+}
+
+// Launch starts the command in its own process group. Cancelling ctx stops it (like Stop).
+func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
+	host := l.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	port := l.Port
+	if port == 0 {
+		p, err := freeLoopbackPort(host)
+		if err != nil {
+			return nil, fmt.Errorf("exec launcher: pick a free port: %w", err)
+		}
+		port = p
+	}
+	argv, err := l.CommandArgs(ExecVars{ModelDir: s.ModelDir, EngineConfig: s.EngineConfig, Host: host, Port: port})
+	if err != nil {
+		return nil, err
+	}
+	logPath := s.LogPath
+	var logf *os.File
+	if logPath == "" {
+		logf, err = os.CreateTemp("", "lifeboat-replica-*.log")
+	} else {
+		if err = os.MkdirAll(filepath.Dir(logPath), 0o755); err == nil {
+			logf, err = os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("exec launcher: log file: %w", err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(append(os.Environ(), l.Env...), s.Env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("exec launcher: start %s: %w", argv[0], err)
+	}
+	grace := l.Grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	inst := &execInstance{
+		cmd: cmd, pgid: cmd.Process.Pid, logPath: logf.Name(), grace: grace,
+		baseURL: "http://" + net.JoinHostPort(host, strconv.Itoa(port)),
+		exited:  make(chan struct{}),
+	}
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		inst.exitErr = err
+		close(inst.exited)
+	}()
+	if ctx.Done() != nil {
+		go func() {
+			select {
+			case <-ctx.Done():
+				sctx, cancel := context.WithTimeout(context.Background(), grace+5*time.Second)
+				defer cancel()
+				_ = inst.Stop(sctx)
+			case <-inst.exited:
+			}
+		}()
+	}
+	return inst, nil
+}
+
+type execInstance struct {
+	cmd     *exec.Cmd
+	pgid    int
+	logPath string
+	baseURL string
+	grace   time.Duration
+	exited  chan struct{}
+	exitErr error // written before exited is closed
+	stopMu  sync.Mutex
+}
+
+func (e *execInstance) BaseURL() string         { return e.baseURL }
+func (e *execInstance) Exited() <-chan struct{} { return e.exited }
+
+// PGID is the process group of the replica (its leader's pid).
+func (e *execInstance) PGID() int { return e.pgid }
+
+// LogPath is the file holding the replica's stdout and stderr.
+func (e *execInstance) LogPath() string { return e.logPath }
+
+func (e *execInstance) ExitErr() error {
+	select {
+	case <-e.exited:
+		return e.exitErr
+	default:
+		return nil
+	}
+}
+
+func (e *execInstance) LogTail(n int) string { return tailFile(e.logPath, n) }
+
+// Stop sends SIGTERM to the whole process group, then SIGKILL after the grace period (or when ctx
+// ends first), and waits for the leader to be reaped. Members that outlive the leader get SIGKILL.
+func (e *execInstance) Stop(ctx context.Context) error {
+	e.stopMu.Lock()
+	defer e.stopMu.Unlock()
+	select {
+	case <-e.exited:
+	default:
+		_ = syscall.Kill(-e.pgid, syscall.SIGTERM)
+		t := time.NewTimer(e.grace)
+		select {
+		case <-e.exited:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	_ = syscall.Kill(-e.pgid, syscall.SIGKILL) // stragglers in the group; ESRCH when none
+	select {
+	case <-e.exited:
+	case <-ctx.Done():
+		return fmt.Errorf("exec launcher: stop pid %d: %w", e.pgid, ctx.Err())
+	}
+	// Wait (bounded) until no member of the group is left.
+	for syscall.Kill(-e.pgid, 0) == nil {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("exec launcher: process group %d still alive: %w", e.pgid, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func freeLoopbackPort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailFile returns the last n lines of the file (reading at most its last 64 KiB).
+func tailFile(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const maxTail = 64 << 10
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(st.Size()-maxTail, 0)
+	data, err := io.ReadAll(io.NewSectionReader(f, off, st.Size()-off))
+	if err != nil {
+		return ""
+	}
+	return lastLines(string(data), n)
+}
+
+func lastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	if n <= 0 || s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// splitWords splits a command line like a POSIX shell does for quoting only: whitespace separates
+// words; '…' is literal; "…" allows \" \\ \$ \` escapes; a backslash outside quotes escapes the next
+// character. Template actions {{ … }} are kept whole (they may contain spaces and quotes).
+func splitWords(s string) ([]string, error) {
+	var (
+		words  []string
+		cur    strings.Builder
+		inWord bool
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case strings.HasPrefix(s[i:], "{{"):
+			end := strings.Index(s[i+2:], "}}")
+			if end < 0 {
+				return nil, errors.New("unterminated {{")
+			}
+			cur.WriteString(s[i : i+2+end+2])
+			i += 2 + end + 1
+			inWord = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return nil, errors.New("unterminated single quote")
+			}
+			cur.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				} else if strings.HasPrefix(s[i:], "{{") {
+					end := strings.Index(s[i+2:], "}}")
+					if end < 0 {
+						return nil, errors.New("unterminated {{")
+					}
+					cur.WriteString(s[i : i+2+end+2])
+					i += 2 + end + 1
+					continue
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, errors.New("unterminated double quote")
+			}
+			inWord = true
+		case c == '\\':
+			if i+1 >= len(s) {
+				return nil, errors.New("trailing backslash")
+			}
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// ---------------------------------------------------------------------------------------------
+// endpoint
+
+// EndpointLauncher "launches" an already-running replica at URL: nothing is started or stopped.
+type EndpointLauncher struct {
+	URL string // base URL, e.g. http://10.0.0.7:8000 (a trailing /v1 is tolerated)
+}
+
+// Launch validates the URL and returns it as an Instance.
+func (l *EndpointLauncher) Launch(_ context.Context, _ Spec) (Instance, error) {
+	u, err := NormalizeBaseURL(l.URL)
+	if err != nil {
+		return nil, err
+	}
+	return endpointInstance(u), nil
+}
+
+type endpointInstance string
+
+func (e endpointInstance) BaseURL() string            { return string(e) }
+func (e endpointInstance) Exited() <-chan struct{}    { return nil }
+func (e endpointInstance) ExitErr() error             { return nil }
+func (e endpointInstance) LogTail(int) string         { return "" }
+func (e endpointInstance) Stop(context.Context) error { return nil }
+
+// NormalizeBaseURL checks that raw is an http(s) URL with a host and returns it without a
+// trailing slash or "/v1" suffix.
+func NormalizeBaseURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("replica URL %q: %w", raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("replica URL %q: want http://HOST:PORT or https://HOST:PORT", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("replica URL %q: no query or fragment expected", raw)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/v1")
+	u.Path = strings.TrimRight(p, "/")
+	return u.String(), nil
+}

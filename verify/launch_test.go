@@ -1,0 +1,228 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lifeboat/manifest/sample"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// lifeboatBin builds the real lifeboat binary once per test run.
+func lifeboatBin(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the lifeboat binary")
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lifeboat-launch-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "lifeboat")
+		out, err := exec.Command("go", "build", "-o", binPath, "lifeboat/cmd/lifeboat").CombinedOutput()
+		if err != nil {
+			binErr = errors.New("go build: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func editFile(t *testing.T, p string, fn func(string) string) {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(fn(string(data))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupGone reports whether no process of the group is left.
+func groupGone(pgid int) bool {
+	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+}
+
+func TestExecLauncherEngineSim(t *testing.T) {
+	bin := lifeboatBin(t)
+	for _, tc := range []struct {
+		name    string
+		opts    sample.Options
+		simArgs string
+		breakIt func(t *testing.T, l *sample.Layout)
+		probe   func(o *ProbeOptions)
+		want    Verdict
+		detail  string // in the reason (or the log tail for EXITED)
+	}{
+		{name: "warm", want: Warm},
+		{name: "warm AWQ without LoRA", opts: sample.Options{Quant: "awq", NoLoRA: true}, want: Warm},
+		{name: "no tokenizer", breakIt: func(t *testing.T, l *sample.Layout) {
+			os.Remove(l.Path("model/tokenizer.json"))
+		}, want: Exited, detail: "Can't load tokenizer"},
+		{name: "truncated shard", breakIt: func(t *testing.T, l *sample.Layout) {
+			p := filepath.Join(l.ModelDir, l.Shards[1])
+			st, _ := os.Stat(p)
+			if err := os.Truncate(p, st.Size()-100); err != nil {
+				t.Fatal(err)
+			}
+		}, want: Exited, detail: "Error while deserializing header"},
+		{name: "missing LoRA adapter", breakIt: func(t *testing.T, l *sample.Layout) {
+			os.RemoveAll(l.Path("model/loras/" + sample.LoRAName))
+		}, want: Exited, detail: "Loading lora sql-lora failed"},
+		{name: "quantization mismatch", opts: sample.Options{Quant: "awq", NoLoRA: true}, breakIt: func(t *testing.T, l *sample.Layout) {
+			editFile(t, l.EngineFile, func(s string) string { return strings.Replace(s, "quantization: awq", "quantization: gptq", 1) })
+		}, want: Exited, detail: "does not match"},
+		{name: "max-model-len over limit", breakIt: func(t *testing.T, l *sample.Layout) {
+			editFile(t, l.EngineFile, func(s string) string { return strings.Replace(s, "max-model-len: 8192", "max-model-len: 200000", 1) })
+		}, want: Exited, detail: "greater than the derived max_model_len"},
+		{name: "missing chat template", breakIt: func(t *testing.T, l *sample.Layout) {
+			if err := l.MutateJSON("model/tokenizer_config.json", func(d map[string]any) error { delete(d, "chat_template"); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, want: ChatFailed, detail: "HTTP 400"},
+		{name: "missing chat template, completions only", breakIt: func(t *testing.T, l *sample.Layout) {
+			if err := l.MutateJSON("model/tokenizer_config.json", func(d map[string]any) error { delete(d, "chat_template"); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}, probe: func(o *ProbeOptions) { o.CompletionsOnly = true }, want: Warm},
+		{name: "slow load", simArgs: "--sim-load-delay 2s", want: Warm},
+		{name: "saturated", simArgs: "--sim-saturate --sim-saturate-wait 300ms", want: Saturated, detail: "num_requests_waiting"},
+		{name: "saturated (slow too)", simArgs: "--sim-saturate", probe: func(o *ProbeOptions) { o.TTFTBudget = time.Second }, want: Saturated},
+		{name: "engine dies", simArgs: "--sim-engine-dead-after 1", want: EngineDead, detail: "EngineCore"},
+		{name: "crashes", simArgs: "--sim-crash-after 1", want: Exited, detail: "simulated crash"},
+		{name: "slow TTFT", simArgs: "--sim-prefill-rate 20", probe: func(o *ProbeOptions) { o.TTFTBudget = 100 * time.Millisecond }, want: Slow, detail: "budget 100ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l, err := sample.Generate(context.Background(), t.TempDir(), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.breakIt != nil {
+				tc.breakIt(t, l)
+			}
+			la := &ExecLauncher{Command: bin + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}} " + tc.simArgs, Grace: 5 * time.Second}
+			inst, err := la.Launch(context.Background(), Spec{ModelDir: l.ModelDir, EngineConfig: l.EngineFile, LogPath: filepath.Join(t.TempDir(), "logs", "replica.log")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pgid := inst.(*execInstance).PGID()
+			o := ProbeOptions{Models: []string{sample.DefaultServedName}, Timeout: 60 * time.Second, RequestTimeout: 30 * time.Second, StallTimeout: 10 * time.Second}
+			if !tc.opts.NoLoRA {
+				o.LoRAs = []string{sample.LoRAName}
+			}
+			if tc.probe != nil {
+				tc.probe(&o)
+			}
+			res := ProbeInstance(context.Background(), inst, o)
+			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := inst.Stop(sctx); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+			if !groupGone(pgid) {
+				t.Errorf("process group %d still has members after Stop", pgid)
+			}
+			js, _ := json.MarshalIndent(res, "", "  ")
+			where := res.Reason
+			if tc.want == Exited {
+				where = res.LogTail
+			}
+			if res.Verdict != tc.want || !strings.Contains(where, tc.detail) {
+				t.Fatalf("verdict %s, want %s with %q\n%s", res.Verdict, tc.want, tc.detail, js)
+			}
+			if tc.want == Warm {
+				tm := res.Timings
+				if tm.ListenS == nil || tm.HealthyS == nil || tm.TTFTS == nil || tm.TokensPerS == nil || tm.WarmS == nil || *tm.TokensPerS <= 0 {
+					t.Errorf("timings incomplete:\n%s", js)
+				}
+				if tc.simArgs != "" && *tm.ListenS < 2 {
+					t.Errorf("listen_s %.3f with a 2 s load delay", *tm.ListenS)
+				}
+			}
+			t.Logf("%s: %s", res.Verdict, res.Reason)
+		})
+	}
+}
+
+// TestExecLauncherStopsGroupOnCancel: cancelling the Launch context stops the whole process group,
+// children included.
+func TestExecLauncherStopsGroupOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	la := &ExecLauncher{Command: `sh -c 'sleep 300 & sleep 300; echo never'`, Grace: 2 * time.Second}
+	inst, err := la.Launch(ctx, Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid := inst.(*execInstance).PGID()
+	defer os.Remove(inst.(*execInstance).LogPath())
+	time.Sleep(100 * time.Millisecond)
+	if groupGone(pgid) {
+		t.Fatal("group not running")
+	}
+	cancel()
+	select {
+	case <-inst.Exited():
+	case <-time.After(15 * time.Second):
+		t.Fatal("not stopped after cancel")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !groupGone(pgid) {
+		if time.Now().After(deadline) {
+			t.Fatal("group members left behind")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestExecLauncherEarlyExit: an exit before listening is EXITED with the log tail, fast.
+func TestExecLauncherEarlyExit(t *testing.T) {
+	la := &ExecLauncher{Command: `sh -c 'echo loading {{.ModelDir}}; echo "ValueError: boom" >&2; exit 3'`}
+	inst, err := la.Launch(context.Background(), Spec{ModelDir: "/m", LogPath: filepath.Join(t.TempDir(), "r.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := ProbeInstance(context.Background(), inst, ProbeOptions{Models: []string{"m"}, Timeout: time.Minute})
+	if res.Verdict != Exited || !strings.Contains(res.LogTail, "loading /m\nValueError: boom") || !strings.Contains(res.Reason, "exit status 3") {
+		t.Errorf("%+v", res)
+	}
+	if err := inst.Stop(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestEndpointLauncher(t *testing.T) {
+	url := newFake(t, nil)
+	inst, err := (&EndpointLauncher{URL: url + "/v1/"}).Launch(context.Background(), Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Exited() != nil || inst.Stop(context.Background()) != nil || inst.BaseURL() != url {
+		t.Errorf("endpoint instance %v", inst.BaseURL())
+	}
+	if res := ProbeInstance(context.Background(), inst, fastOpts()); res.Verdict != Warm {
+		t.Errorf("%+v", res)
+	}
+	if _, err := (&EndpointLauncher{URL: "localhost:8000"}).Launch(context.Background(), Spec{}); err == nil {
+		t.Error("bad URL accepted")
+	}
+}

@@ -1,0 +1,789 @@
+package verify
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Verdict is the prober's answer: WARM or one named reason it is not.
+type Verdict string
+
+const (
+	Warm           Verdict = "WARM"
+	Loading        Verdict = "LOADING"         // never listened before the timeout (or engine not initialised)
+	Exited         Verdict = "EXITED"          // the launched process exited (log tail attached)
+	EngineDead     Verdict = "ENGINE_DEAD"     // /health not 200 (503: engine died), or engine error frames
+	ModelMissing   Verdict = "MODEL_MISSING"   // an expected served name is not in /v1/models
+	AdapterMissing Verdict = "ADAPTER_MISSING" // an expected LoRA adapter is missing or has another parent
+	ChatFailed     Verdict = "CHAT_FAILED"     // the streamed generation failed (no chat template, error frame, garbage, stall …)
+	Slow           Verdict = "SLOW"            // TTFT over budget
+	Saturated      Verdict = "SATURATED"       // healthy, but waiting queue or KV-cache usage over thresholds
+)
+
+// verdictRank orders failures: the first failure in this order names the verdict.
+var verdictRank = []Verdict{Exited, Loading, EngineDead, ModelMissing, AdapterMissing, ChatFailed, Saturated, Slow}
+
+// Defaults for ProbeOptions zero values.
+const (
+	DefaultProbeTimeout      = 10 * time.Minute
+	DefaultTTFTBudget        = 2 * time.Second
+	DefaultRequestTimeout    = 60 * time.Second
+	DefaultProbeStallTimeout = 30 * time.Second
+	DefaultMaxWaiting        = 16 // the CLI's --max-waiting default (a replica already taking traffic)
+	DefaultMaxKVUsage        = 0.9
+	// MaxPollInterval bounds the wait between connection attempts, so a replica that starts to
+	// listen is seen within it (plus one loopback connect).
+	MaxPollInterval = 200 * time.Millisecond
+)
+
+// ProbeOptions say what "warm" means for one replica. Zero values take the defaults.
+type ProbeOptions struct {
+	Models          []string // expected served names; the first one is probed (default: the first base card listed)
+	LoRAs           []string // expected LoRA adapters: listed with parent = a served name, and each answers one streamed request
+	CompletionsOnly bool     // the model serves no chat: probe /v1/completions instead of /v1/chat/completions
+
+	Timeout        time.Duration // overall wait for the port to listen (default 10m)
+	TTFTBudget     time.Duration // time to first content token (default 2s; negative: no budget)
+	RequestTimeout time.Duration // deadline of each HTTP exchange, whole stream included (default 60s)
+	StallTimeout   time.Duration // a stream silent this long fails (default 30s)
+	MaxWaiting     int           // vllm:num_requests_waiting must be <= this after the probe (zero value: an empty queue, right for a fresh replica; negative: no check)
+	MaxKVUsage     float64       // vllm:kv_cache_usage_perc must be <= this (default 0.9; negative: no check)
+	MaxTokens      int           // output tokens asked for (default 8)
+	Prompt         string        // default "Reply with one word: ready?"
+
+	Instance   Instance     // optional: the launched replica (its exit ends the wait with EXITED)
+	HTTPClient *http.Client // optional (no client-level timeout is needed: every exchange has its own)
+	LogLines   int          // log tail lines attached to EXITED (default 40)
+}
+
+func (o *ProbeOptions) defaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultProbeTimeout
+	}
+	if o.TTFTBudget == 0 {
+		o.TTFTBudget = DefaultTTFTBudget
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultProbeStallTimeout
+	}
+	if o.MaxKVUsage == 0 {
+		o.MaxKVUsage = DefaultMaxKVUsage
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = 8
+	}
+	if o.Prompt == "" {
+		o.Prompt = "Reply with one word: ready?"
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			ResponseHeaderTimeout: 0, // bounded by the per-request context
+			DisableCompression:    true,
+		}}
+	}
+	if o.LogLines <= 0 {
+		o.LogLines = 40
+	}
+}
+
+// ProbeResult is the evidence behind a verdict. JSON field names are stable.
+type ProbeResult struct {
+	URL     string       `json:"url"`
+	Verdict Verdict      `json:"verdict"`
+	Reason  string       `json:"reason"`
+	Timings ProbeTimings `json:"timings"`
+	Checks  []ProbeCheck `json:"checks"`
+	LogTail string       `json:"log_tail,omitempty"`
+}
+
+// ProbeTimings are seconds since the probe started (tokens_per_s is a rate); null when not reached.
+type ProbeTimings struct {
+	ListenS    *float64 `json:"listen_s"`
+	HealthyS   *float64 `json:"healthy_s"`
+	TTFTS      *float64 `json:"ttft_s"` // of the probe request itself
+	TokensPerS *float64 `json:"tokens_per_s"`
+	WarmS      *float64 `json:"warm_s"`
+}
+
+// ProbeCheck is one check that ran and what it saw. Skipped checks (an optional series absent)
+// are listed with skipped=true and ok=false: not checked is not OK.
+type ProbeCheck struct {
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Skipped bool   `json:"skipped,omitempty"`
+	Detail  string `json:"detail"`
+
+	verdict Verdict // the verdict this failure implies
+}
+
+// ProbeInstance probes a launched instance (its exit is watched, its log tail reported).
+func ProbeInstance(ctx context.Context, inst Instance, o ProbeOptions) ProbeResult {
+	o.Instance = inst
+	return Probe(ctx, inst.BaseURL(), o)
+}
+
+type prober struct {
+	o     ProbeOptions
+	base  string
+	start time.Time
+	res   *ProbeResult
+}
+
+func secs(d time.Duration) *float64 {
+	v := d.Seconds()
+	return &v
+}
+
+func (p *prober) since() *float64 { return secs(time.Since(p.start)) }
+
+func (p *prober) check(name string, ok bool, v Verdict, format string, args ...any) bool {
+	p.res.Checks = append(p.res.Checks, ProbeCheck{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...), verdict: v})
+	return ok
+}
+
+func (p *prober) skip(name, format string, args ...any) {
+	p.res.Checks = append(p.res.Checks, ProbeCheck{Name: name, Skipped: true, Detail: fmt.Sprintf(format, args...)})
+}
+
+// exited reports whether the instance's process has exited.
+func (p *prober) exited() bool {
+	if p.o.Instance == nil || p.o.Instance.Exited() == nil {
+		return false
+	}
+	select {
+	case <-p.o.Instance.Exited():
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitExit waits up to d for a launched process to exit (a refused or reset connection is often
+// the process dying an instant before it is reaped).
+func (p *prober) awaitExit(d time.Duration) bool {
+	if p.o.Instance == nil || p.o.Instance.Exited() == nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.o.Instance.Exited():
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (p *prober) exitCheck() {
+	err := p.o.Instance.ExitErr()
+	status := "exit status 0"
+	if err != nil {
+		status = err.Error()
+	}
+	p.res.LogTail = p.o.Instance.LogTail(p.o.LogLines)
+	last := lastLines(p.res.LogTail, 1)
+	p.check("process", false, Exited, "replica process exited (%s): %s", status, last)
+}
+
+// Probe decides whether the replica at baseURL is warm, following vLLM's readiness contract:
+// listen → /health → /v1/models → a streamed generation (TTFT, tokens/s) → /metrics. It always
+// returns (every wait has a deadline); ctx cancellation ends it with LOADING or the verdict
+// reached so far.
+func Probe(ctx context.Context, baseURL string, o ProbeOptions) ProbeResult {
+	o.defaults()
+	res := ProbeResult{URL: baseURL}
+	p := &prober{o: o, base: strings.TrimRight(baseURL, "/"), start: time.Now(), res: &res}
+	p.run(ctx)
+	res.Verdict, res.Reason = Warm, "listening, healthy, models listed, streamed generation within budget, metrics in bounds"
+	for _, v := range verdictRank {
+		for _, c := range res.Checks {
+			if !c.OK && !c.Skipped && c.verdict == v {
+				res.Verdict, res.Reason = v, c.Name+": "+c.Detail
+				goto done
+			}
+		}
+	}
+	res.Timings.WarmS = p.since()
+done:
+	if res.Checks == nil {
+		res.Checks = []ProbeCheck{}
+	}
+	return res
+}
+
+func (p *prober) run(ctx context.Context) {
+	if !p.waitListen(ctx) {
+		return
+	}
+	if !p.health(ctx, "health") {
+		return
+	}
+	p.res.Timings.HealthyS = p.since()
+
+	before, _ := p.metrics(ctx) // errors are reported by the second scrape
+	model, ok := p.models(ctx)
+	if !ok {
+		return
+	}
+
+	genOK := p.generate(ctx, "generate", model, true)
+	for _, l := range p.o.LoRAs {
+		if genOK {
+			genOK = p.generate(ctx, "generate lora "+l, l, false)
+		}
+	}
+	if !genOK {
+		// Tell an engine death from a request failure.
+		if p.exited() {
+			p.exitCheck()
+		} else {
+			p.health(ctx, "health after failure")
+		}
+		return
+	}
+
+	after, err := p.metricsAfter(ctx, before)
+	if err != nil {
+		p.check("metrics", false, EngineDead, "%v", err)
+	} else {
+		p.checkMetrics(before, after)
+	}
+	if p.exited() {
+		p.exitCheck()
+		return
+	}
+	p.health(ctx, "health after probe")
+}
+
+// waitListen connects until the port accepts, the instance exits, or the timeout passes.
+func (p *prober) waitListen(ctx context.Context) bool {
+	u, err := url.Parse(p.base)
+	if err != nil || u.Host == "" {
+		p.check("listen", false, Loading, "bad URL %q", p.base)
+		return false
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	defer cancel()
+	var exited <-chan struct{}
+	if p.o.Instance != nil {
+		exited = p.o.Instance.Exited()
+	}
+	wait := 10 * time.Millisecond
+	attempts := 0
+	var lastErr error
+	for {
+		attempts++
+		d := net.Dialer{Timeout: min(2*time.Second, MaxPollInterval*5)}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+			p.res.Timings.ListenS = p.since()
+			p.check("listen", true, "", "%s accepted a connection after %d attempt(s)", addr, attempts)
+			return true
+		}
+		lastErr = err
+		if p.exited() {
+			p.exitCheck()
+			return false
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-exited:
+			t.Stop()
+			p.exitCheck()
+			return false
+		case <-ctx.Done():
+			t.Stop()
+			why := "timed out"
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = "interrupted"
+			}
+			p.check("listen", false, Loading, "%s did not listen (%s after %s, %d attempts; last: %v)", addr, why, time.Since(p.start).Round(time.Millisecond), attempts, lastErr)
+			return false
+		}
+		wait = min(wait*2, MaxPollInterval)
+	}
+}
+
+func (p *prober) get(ctx context.Context, path string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.o.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := p.o.HTTPClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return resp.StatusCode, body, err
+}
+
+func (p *prober) health(ctx context.Context, name string) bool {
+	code, _, err := p.get(ctx, "/health")
+	switch {
+	case err != nil:
+		if p.awaitExit(2 * time.Second) {
+			p.exitCheck()
+			return false
+		}
+		return p.check(name, false, EngineDead, "GET /health: %v", err)
+	case code == http.StatusOK:
+		return p.check(name, true, "", "GET /health: 200")
+	case code == http.StatusServiceUnavailable:
+		return p.check(name, false, EngineDead, "GET /health: 503 (engine dead)")
+	default:
+		return p.check(name, false, EngineDead, "GET /health: %d (want 200)", code)
+	}
+}
+
+type modelCard struct {
+	ID     string  `json:"id"`
+	Parent *string `json:"parent"`
+}
+
+func (p *prober) models(ctx context.Context) (string, bool) {
+	code, body, err := p.get(ctx, "/v1/models")
+	if err != nil || code != http.StatusOK {
+		if err == nil {
+			err = fmt.Errorf("HTTP %d: %s", code, snippet(body))
+		}
+		p.check("models", false, ModelMissing, "GET /v1/models: %v", err)
+		return "", false
+	}
+	var list struct {
+		Data []modelCard `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		p.check("models", false, ModelMissing, "GET /v1/models: not a model list: %v", err)
+		return "", false
+	}
+	cards := map[string]modelCard{}
+	var bases, ids []string
+	for _, c := range list.Data {
+		cards[c.ID] = c
+		ids = append(ids, c.ID)
+		if c.Parent == nil {
+			bases = append(bases, c.ID)
+		}
+	}
+	want := p.o.Models
+	if len(want) == 0 {
+		if len(bases) == 0 {
+			p.check("models", false, ModelMissing, "GET /v1/models lists no base model (saw %v)", ids)
+			return "", false
+		}
+		want = bases[:1]
+	}
+	ok := true
+	for _, m := range want {
+		c, found := cards[m]
+		switch {
+		case !found:
+			ok = p.check("model "+m, false, ModelMissing, "not in /v1/models (saw %v)", ids) && ok
+		case c.Parent != nil:
+			ok = p.check("model "+m, false, ModelMissing, "listed as an adapter of %q, not a served model", *c.Parent) && ok
+		default:
+			p.check("model "+m, true, "", "listed")
+		}
+	}
+	for _, l := range p.o.LoRAs {
+		c, found := cards[l]
+		switch {
+		case !found:
+			ok = p.check("lora "+l, false, AdapterMissing, "not in /v1/models (saw %v)", ids) && ok
+		case c.Parent == nil:
+			ok = p.check("lora "+l, false, AdapterMissing, "listed as a base model, not an adapter") && ok
+		case !contains(want, *c.Parent):
+			ok = p.check("lora "+l, false, AdapterMissing, "parent %q, want one of %v", *c.Parent, want) && ok
+		default:
+			p.check("lora "+l, true, "", "listed with parent %q", *c.Parent)
+		}
+	}
+	return want[0], ok
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// apiErrorMessage extracts vLLM's {"error": {"message", "type"}} (or {"message"}) from a body.
+func apiErrorMessage(b []byte) (msg, typ string) {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+		Msg   string          `json:"message"`
+	}
+	if json.Unmarshal(b, &e) != nil {
+		return snippet(b), ""
+	}
+	var inner struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	if len(e.Error) > 0 && json.Unmarshal(e.Error, &inner) == nil && inner.Message != "" {
+		return inner.Message, inner.Type
+	}
+	var s string
+	if len(e.Error) > 0 && json.Unmarshal(e.Error, &s) == nil {
+		return s, ""
+	}
+	if e.Msg != "" {
+		return e.Msg, ""
+	}
+	return snippet(b), ""
+}
+
+// generate sends one streamed request and reads it to [DONE] under the request and stall
+// deadlines. primary marks the request whose TTFT and rate are the result's timings.
+func (p *prober) generate(ctx context.Context, name, model string, primary bool) bool {
+	path := "/v1/chat/completions"
+	req := map[string]any{"model": model, "max_tokens": p.o.MaxTokens, "stream": true,
+		"temperature": 0, "stream_options": map[string]any{"include_usage": true}}
+	if p.o.CompletionsOnly {
+		path = "/v1/completions"
+		req["prompt"] = p.o.Prompt
+	} else {
+		req["messages"] = []map[string]string{{"role": "user", "content": p.o.Prompt}}
+	}
+	name += " " + path
+	body, _ := json.Marshal(req)
+
+	ctx, cancel := context.WithTimeout(ctx, p.o.RequestTimeout)
+	defer cancel()
+	var stalled atomic.Bool
+	watchdog := time.AfterFunc(p.o.StallTimeout, func() { stalled.Store(true); cancel() })
+	defer watchdog.Stop()
+
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+path, bytes.NewReader(body))
+	if err != nil {
+		return p.check(name, false, ChatFailed, "%v", err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	sent := time.Now()
+	resp, err := p.o.HTTPClient.Do(hreq)
+	if err != nil {
+		return p.check(name, false, ChatFailed, "%s", p.streamErr(err, &stalled, ctx, "no response"))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		msg, typ := apiErrorMessage(b)
+		v := ChatFailed
+		if typ == "EngineDeadError" {
+			v = EngineDead
+		}
+		return p.check(name, false, v, "HTTP %d: %s", resp.StatusCode, msg)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return p.check(name, false, ChatFailed, "HTTP 200 with Content-Type %q, not an event stream: %s", ct, snippet(b))
+	}
+
+	var (
+		tokens, chunks int
+		usageTokens    int
+		ttft           time.Duration
+		firstAt        time.Time
+		lastAt         time.Time
+		done           bool
+	)
+	r := bufio.NewReaderSize(resp.Body, 64<<10)
+	for !done {
+		line, err := r.ReadString('\n')
+		if len(line) > 0 {
+			watchdog.Reset(p.o.StallTimeout)
+		}
+		if err != nil && (len(line) == 0 || !strings.HasSuffix(line, "\n")) {
+			if errors.Is(err, io.EOF) {
+				return p.check(name, false, ChatFailed, "stream ended before [DONE] (%d chunks, %d tokens)", chunks, tokens)
+			}
+			return p.check(name, false, ChatFailed, "%s (%d chunks, %d tokens)", p.streamErr(err, &stalled, ctx, "stream broke before [DONE]"), chunks, tokens)
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "" || strings.HasPrefix(line, ":"):
+			continue // event separator or comment
+		case strings.HasPrefix(line, "event:") || strings.HasPrefix(line, "id:") || strings.HasPrefix(line, "retry:"):
+			continue
+		case !strings.HasPrefix(line, "data:"):
+			return p.check(name, false, ChatFailed, "not server-sent events: %q", snippet([]byte(line)))
+		}
+		data := strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+		if data == "[DONE]" {
+			done = true
+			break
+		}
+		chunks++
+		var chunk struct {
+			Error   json.RawMessage `json:"error"`
+			Choices []struct {
+				Text  *string `json:"text"`
+				Delta struct {
+					Content *string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			return p.check(name, false, ChatFailed, "garbage in the event stream (chunk %d): %q", chunks, snippet([]byte(data)))
+		}
+		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+			msg, typ := apiErrorMessage([]byte(data))
+			v := ChatFailed
+			if typ == "EngineDeadError" {
+				v = EngineDead
+			}
+			return p.check(name, false, v, "error frame after %d tokens: %s", tokens, msg)
+		}
+		if chunk.Usage != nil {
+			usageTokens = chunk.Usage.CompletionTokens
+		}
+		for _, c := range chunk.Choices {
+			s := c.Delta.Content
+			if c.Text != nil {
+				s = c.Text
+			}
+			if s != nil && *s != "" {
+				now := time.Now()
+				if tokens == 0 {
+					firstAt, ttft = now, now.Sub(sent)
+				}
+				lastAt = now
+				tokens++
+			}
+		}
+	}
+	if tokens == 0 {
+		return p.check(name, false, ChatFailed, "[DONE] without any content (%d chunks)", chunks)
+	}
+	n := tokens
+	if usageTokens > 0 {
+		n = usageTokens
+	}
+	var rate float64
+	if span := lastAt.Sub(firstAt); n > 1 && span > 0 {
+		rate = float64(n-1) / span.Seconds()
+	} else {
+		rate = float64(n) / lastAt.Sub(sent).Seconds()
+	}
+	p.check(name, true, "", "%d tokens, [DONE], ttft %s, %.1f tokens/s", n, ttft.Round(time.Millisecond), rate)
+	if primary {
+		p.res.Timings.TTFTS = secs(ttft)
+		p.res.Timings.TokensPerS = &rate
+	}
+	if p.o.TTFTBudget > 0 {
+		p.check("ttft "+model, ttft <= p.o.TTFTBudget, Slow, "%s (budget %s)", ttft.Round(time.Millisecond), p.o.TTFTBudget)
+	}
+	return true
+}
+
+func (p *prober) streamErr(err error, stalled *atomic.Bool, ctx context.Context, what string) string {
+	switch {
+	case stalled.Load():
+		return fmt.Sprintf("%s: stalled, nothing for %s", what, p.o.StallTimeout)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Sprintf("%s: no [DONE] within %s", what, p.o.RequestTimeout)
+	default:
+		return fmt.Sprintf("%s: %v", what, err)
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// metrics
+
+type scrape map[string]*dto.MetricFamily
+
+func (p *prober) metrics(ctx context.Context) (scrape, error) {
+	code, body, err := p.get(ctx, "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %v", err)
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: HTTP %d", code)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: not Prometheus text format: %v", err)
+	}
+	return fams, nil
+}
+
+// metricsAfter scrapes until vllm:request_success_total rose above before (vLLM logs stats
+// asynchronously), for up to 5 s.
+func (p *prober) metricsAfter(ctx context.Context, before scrape) (scrape, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	b, hasB := before.sum("vllm:request_success_total")
+	for {
+		after, err := p.metrics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a, hasA := after.sum("vllm:request_success_total")
+		if !hasB || !hasA || a > b || time.Now().After(deadline) || ctx.Err() != nil {
+			return after, nil
+		}
+		select {
+		case <-ctx.Done():
+			return after, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue()
+	}
+	return 0
+}
+
+// sum adds every series of a counter or gauge (all engines, models, finished reasons).
+func (s scrape) sum(name string) (float64, bool) {
+	f := s[name]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return 0, false
+	}
+	var t float64
+	for _, m := range f.GetMetric() {
+		t += value(m)
+	}
+	return t, true
+}
+
+// maxOf is the largest series of a gauge (the worst engine).
+func (s scrape) maxOf(name string) (float64, bool) {
+	f := s[name]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return 0, false
+	}
+	v := value(f.GetMetric()[0])
+	for _, m := range f.GetMetric()[1:] {
+		v = max(v, value(m))
+	}
+	return v, true
+}
+
+func label(m *dto.Metric, name string) (string, bool) {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue(), true
+		}
+	}
+	return "", false
+}
+
+func (p *prober) checkMetrics(before, after scrape) {
+	// Engine initialised: every cache_config_info series carries num_gpu_blocks > 0.
+	if f := after["vllm:cache_config_info"]; f == nil || len(f.GetMetric()) == 0 {
+		p.skip("engine initialised", "vllm:cache_config_info not exported")
+	} else {
+		var blocks []string
+		ok, seen := true, false
+		for _, m := range f.GetMetric() {
+			v, has := label(m, "num_gpu_blocks")
+			if !has || v == "" || v == "None" {
+				continue
+			}
+			seen = true
+			blocks = append(blocks, v)
+			if n, err := strconv.ParseFloat(v, 64); err != nil || n <= 0 {
+				ok = false
+			}
+		}
+		if !seen {
+			p.skip("engine initialised", "vllm:cache_config_info has no num_gpu_blocks label")
+		} else {
+			p.check("engine initialised", ok, Loading, "vllm:cache_config_info num_gpu_blocks=%s", strings.Join(blocks, ","))
+		}
+	}
+	// The probe was counted.
+	b, hasB := before.sum("vllm:request_success_total")
+	a, hasA := after.sum("vllm:request_success_total")
+	switch {
+	case before == nil:
+		p.skip("probe counted", "no /metrics scrape before the probe")
+	case !hasA:
+		p.skip("probe counted", "vllm:request_success_total not exported")
+	default:
+		if !hasB {
+			b = 0 // vLLM exports no series before the first finished request
+		}
+		p.check("probe counted", a > b, ChatFailed, "vllm:request_success_total %g → %g", b, a)
+	}
+	// Waiting queue.
+	if p.o.MaxWaiting >= 0 {
+		if w, ok := after.maxOf("vllm:num_requests_waiting"); ok {
+			p.check("waiting queue", w <= float64(p.o.MaxWaiting), Saturated, "vllm:num_requests_waiting %g (max %d)", w, p.o.MaxWaiting)
+		} else {
+			p.skip("waiting queue", "vllm:num_requests_waiting not exported")
+		}
+	}
+	// KV-cache usage (newer name first).
+	if p.o.MaxKVUsage >= 0 {
+		name := "vllm:kv_cache_usage_perc"
+		kv, ok := after.maxOf(name)
+		if !ok {
+			name = "vllm:gpu_cache_usage_perc"
+			kv, ok = after.maxOf(name)
+		}
+		if ok {
+			p.check("kv cache usage", kv <= p.o.MaxKVUsage, Saturated, "%s %.3g (max %.3g)", name, kv, p.o.MaxKVUsage)
+		} else {
+			p.skip("kv cache usage", "neither vllm:kv_cache_usage_perc nor vllm:gpu_cache_usage_perc exported")
+		}
+	}
+}

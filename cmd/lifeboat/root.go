@@ -131,7 +131,7 @@ Results go to stdout (-o text|json, and junit where CI consumes it); progress an
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug details to stderr")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "junit"}, cobra.ShellCompDirectiveNoFileComp))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v (see --help)", err) })
-	root.AddCommand(a.manifestCmd(), a.verifyCmd(), a.replicateCmd(), a.probeCmd(), a.engineSimCmd(), a.demoCmd(), a.versionCmd())
+	root.AddCommand(a.manifestCmd(), a.verifyCmd(), a.replicateCmd(), a.restoreCmd(), a.probeCmd(), a.bootCmd(), a.engineSimCmd(), a.demoCmd(), a.versionCmd())
 	return root
 }
 

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/failover"
+	"lifeboat/providers"
+	"lifeboat/verify"
+)
+
+func (a *app) bootCmd() *cobra.Command {
+	var (
+		fleetFile, region, workdir string
+		keep                       bool
+		po                         verify.ProbeOptions
+		jobs                       int
+	)
+	c := &cobra.Command{
+		Use:   "boot --fleet FILE --region NAME [--keep] [--workdir DIR] [--ttft-budget 2s] [--timeout 10m] [-o text|json]",
+		Short: "Restore a region's replica, boot it with the region's launcher and judge whether it is warm",
+		Long: `Boot proves that a region's replica does not only verify but starts and serves:
+
+  1. restore the region's replica (regions.NAME.replica in the fleet file) into --workdir, checking
+     every byte against the manifest (model.manifest) as it streams, as 'lifeboat restore' does.
+     A working directory restored and proven by an earlier boot, whose files are unchanged since
+     (same size and modification time), is not restored again;
+  2. launch it with the region's launcher (regions.NAME.launcher): kind exec runs the command
+     template on this host — {{.ModelDir}} is WORKDIR/bundle/model, {{.EngineConfig}} the restored
+     engine config, {{.Port}} a free port, {{.Host}} 127.0.0.1 — with the launcher's env, its
+     output in WORKDIR/replica.log; a command starting with "lifeboat" runs this binary. Kind
+     endpoint probes a replica already running at launcher.url (or the region's endpoint), and
+     restores nothing;
+  3. probe it as 'lifeboat probe' does: the served names are the engine config's
+     served-model-name(s), the LoRA adapters its lora-modules;
+  4. report the verdict and timings (restore_s, launch_s, listen_s, healthy_s, ttft_s,
+     tokens_per_s, warm_s) and stop the replica and its whole process group, unless --keep
+     (kept only when WARM; Ctrl-C stops it).
+
+To boot a real vLLM on a GPU host, set the region's launcher to
+  {kind: exec, command: "vllm serve {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}"}
+
+Exit codes: 0 WARM (and the restore, if one ran, complete); 1 not warm, or files could not be
+restored; 2 bad input (fleet file, region, manifest, launcher); 4 the replica's store stayed
+unreachable.`,
+		Example: `  lifeboat boot --fleet fleet.yaml --region eu-west-1
+  lifeboat boot --fleet fleet.yaml --region us-east-1 --workdir /srv/boot/use1 --ttft-budget 5s -o json
+  lifeboat boot --fleet fleet.yaml --region us-east-1 --keep    # leave it running (until Ctrl-C)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			if fleetFile == "" || region == "" {
+				return usageErr("boot needs --fleet FILE and --region NAME (see --help)")
+			}
+			if jobs < 0 {
+				return usageErr("-j %d: must be at least 1", jobs)
+			}
+			data, err := os.ReadFile(fleetFile)
+			if err != nil {
+				return usageErr("--fleet: %v", err)
+			}
+			fl, err := failover.ParseFleet(data, fleetFile)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			r := fl.Regions[region]
+			if r == nil {
+				return usageErr("--region %s: not in %s (regions: %s)", region, fleetFile, strings.Join(fl.RegionNames(), ", "))
+			}
+			if r.Launcher == nil {
+				return usageErr("%s:%d: regions.%s has no launcher: add launcher: {kind: exec, command: ...} or {kind: endpoint}", fleetFile, r.Line, region)
+			}
+			o := verify.BootOptions{Keep: keep, Probe: po, Restore: verify.ReplicateOptions{Jobs: jobs, Log: a.log}}
+			for _, k := range sortedEnvKeys(r.Launcher.Env) {
+				o.Env = append(o.Env, k+"="+r.Launcher.Env[k])
+			}
+			switch r.Launcher.Kind {
+			case failover.LauncherEndpoint:
+				u := r.Launcher.URL
+				if u == "" {
+					u = r.Endpoint
+				}
+				o.Launcher, o.NoRestore = &verify.EndpointLauncher{URL: u}, true
+			default:
+				el := &verify.ExecLauncher{Command: selfCommand(r.Launcher.Command)}
+				if _, err := el.CommandArgs(verify.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 1}); err != nil {
+					return usageErr("%s: regions.%s.launcher.command: %v", fleetFile, region, err)
+				}
+				o.Launcher = el
+				o.Manifest, err = a.readManifest(fl.Model.Manifest)
+				if err != nil {
+					return err
+				}
+				if workdir == "" {
+					workdir = filepath.Join(os.TempDir(), "lifeboat-boot", safeName(fl.Model.Name), safeName(region))
+				}
+				o.Workdir = workdir
+				if st, err := os.Stat(workdir); err == nil && !st.IsDir() {
+					return usageErr("--workdir %s is not a directory", workdir)
+				}
+				if err := os.MkdirAll(workdir, 0o755); err != nil {
+					return usageErr("--workdir: %v", err)
+				}
+				if !verify.RestoredEarlier(workdir, o.Manifest) {
+					src, err := urlStoreOpen(ctx, r.Replica)
+					if err != nil {
+						return err
+					}
+					defer src.Close()
+					o.From = src
+				}
+			}
+
+			var bar *progress
+			if !o.NoRestore && o.From != nil {
+				bar = newProgress(a.stderr, "restoring")
+				o.Restore.Progress, o.Restore.Total = bar.Add, bar.SetTotal
+			}
+			fmt.Fprintf(a.stderr, "booting %s in %s\n", fl.Model.Name, region)
+			res, err := verify.Boot(ctx, o)
+			if bar != nil {
+				bar.Done()
+			}
+			if err != nil {
+				switch {
+				case errors.Is(err, verify.ErrBootInput):
+					return withCode(exitUsage, err)
+				case errors.Is(err, providers.ErrUnreachable):
+					return withCode(exitUnreachable, err)
+				case res != nil && res.Restore != nil && res.Restore.ReplicateReport != nil:
+					return withCode(urlStoreErrCode(err), err)
+				case ctx.Err() != nil:
+					return withCode(exitProblem, err)
+				}
+				return withCode(exitUsage, err)
+			}
+			if err := a.reportBoot(fl, region, res); err != nil {
+				return err
+			}
+			if res.Kept {
+				fmt.Fprintf(a.stderr, "replica kept running at %s; Ctrl-C stops it\n", res.URL)
+				<-ctx.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_ = res.Instance.Stop(sctx)
+			}
+			if !res.OK {
+				return &exitError{code: exitProblem}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&fleetFile, "fleet", "", "the fleet file (required)")
+	f.StringVar(&region, "region", "", "the region whose replica to boot (required)")
+	f.BoolVar(&keep, "keep", false, "leave a warm replica running until interrupted")
+	f.StringVar(&workdir, "workdir", "", "where to restore and keep the replica's log (default: TMPDIR/lifeboat-boot/MODEL/REGION, reused across runs)")
+	f.DurationVar(&po.TTFTBudget, "ttft-budget", verify.DefaultTTFTBudget, "time to first token the probe request must meet")
+	f.DurationVar(&po.Timeout, "timeout", verify.DefaultProbeTimeout, "how long to wait for the replica to listen")
+	f.IntVarP(&jobs, "jobs", "j", verify.DefaultReplicateJobs, "files restored at once")
+	_ = c.MarkFlagFilename("fleet", "yaml", "yml")
+	_ = c.MarkFlagDirname("workdir")
+	return c
+}
+
+// selfCommand makes a command template that starts with the word "lifeboat" run this very
+// binary, so that the demo and tests need no lifeboat on PATH.
+func selfCommand(command string) string {
+	trimmed := strings.TrimLeft(command, " \t")
+	rest, ok := strings.CutPrefix(trimmed, "lifeboat")
+	if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+		return command
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return command
+	}
+	return shellQuote(exe) + rest
+}
+
+// shellQuote quotes s as one word for the launcher's command splitter.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\{}$`") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func sortedEnvKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// safeName turns a model or region name into one path element.
+func safeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 || strings.Trim(b.String(), ".") == "" {
+		return "_"
+	}
+	return b.String()
+}
+
+func (a *app) reportBoot(fl *failover.Fleet, region string, res *verify.BootResult) error {
+	if a.output == "json" {
+		v := struct {
+			Fleet  string `json:"fleet"`
+			Model  string `json:"model"`
+			Region string `json:"region"`
+			*verify.BootResult
+		}{fl.File, fl.Model.Name, region, res}
+		return a.writeJSON(v)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "Boot %s in %s\n", fl.Model.Name, region)
+	switch {
+	case res.RestoreSkipped != "":
+		fmt.Fprintf(w, "restore: skipped — %s\n", res.RestoreSkipped)
+	case res.Restore != nil:
+		rp := res.Restore
+		fmt.Fprintf(w, "restore: %s — %d copied (%s), %d already intact, %d failed → %s\n",
+			rp.Status, rp.Copied, humanBytes(rp.Bytes), rp.AlreadyOK+rp.RereadOK, rp.Failed, rp.Dir)
+		for _, c := range rp.Files {
+			if c.Outcome == verify.OutcomeFailed {
+				fmt.Fprintf(w, "  FAILED %s: %s\n", c.Path, c.Error)
+			}
+		}
+	}
+	if len(res.Models) > 0 {
+		fmt.Fprintf(w, "expected: model %s", strings.Join(res.Models, ", "))
+		if len(res.LoRAs) > 0 {
+			fmt.Fprintf(w, "; LoRA %s", strings.Join(res.LoRAs, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	if res.URL != "" {
+		fmt.Fprintf(w, "replica: %s", res.URL)
+		if res.LogPath != "" {
+			fmt.Fprintf(w, " (log %s)", res.LogPath)
+		}
+		fmt.Fprintln(w)
+	}
+	if p := res.Probe; p != nil {
+		for _, c := range p.Checks {
+			mark := "ok  "
+			switch {
+			case c.Skipped:
+				mark = "skip"
+			case !c.OK:
+				mark = "FAIL"
+			}
+			fmt.Fprintf(w, "  %s %-22s %s\n", mark, c.Name, c.Detail)
+		}
+		if p.LogTail != "" && !res.OK {
+			fmt.Fprintln(w, "replica log (tail):")
+			for _, l := range strings.Split(p.LogTail, "\n") {
+				fmt.Fprintf(w, "  | %s\n", l)
+			}
+		}
+	}
+	t := res.Timings
+	var parts []string
+	for _, x := range []struct {
+		name string
+		v    *float64
+		unit string
+	}{{"restore", t.RestoreS, "s"}, {"launch", t.LaunchS, "s"}, {"listen", t.ListenS, "s"}, {"healthy", t.HealthyS, "s"},
+		{"ttft", t.TTFTS, "s"}, {"tokens/s", t.TokensPerS, ""}, {"warm", t.WarmS, "s"}, {"total", t.TotalS, "s"}} {
+		if x.v != nil {
+			parts = append(parts, fmt.Sprintf("%s %.3g%s", x.name, *x.v, x.unit))
+		}
+	}
+	fmt.Fprintf(w, "%s: %s\n", res.Verdict, res.Reason)
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "timings: %s\n", strings.Join(parts, ", "))
+	}
+	return nil
+}

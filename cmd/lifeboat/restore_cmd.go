@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/manifest"
+	"lifeboat/providers"
+	"lifeboat/verify"
+)
+
+func (a *app) restoreCmd() *cobra.Command {
+	var manifestFile, from, to string
+	var o verify.ReplicateOptions
+	c := &cobra.Command{
+		Use:   "restore --manifest FILE --from URL --to DIR [-j N] [-o text|json]",
+		Short: "Materialise a replica into a local directory, checking every byte against the manifest",
+		Long: `Restore copies the DR bundle of a replica (--from: a directory or a store URL, as for
+'lifeboat replicate') into the local directory --to, with the bundle layout the manifest names:
+DIR/model (the model repository, what 'vllm serve' is given), DIR/engine (the engine config) and
+DIR/deploy.
+
+Every byte is checked against the manifest's size and checksums while it streams; a file is
+written to a temporary name and renamed into place only when it matched, so nothing half-written
+ever appears under a file's name, and the files written are not read a second time. Running it
+again resumes: a file already in DIR is kept only if it is proven intact (same size, and its
+SHA-256 re-read matches the manifest); anything missing or different is fetched again. A manifest
+path that would land outside DIR (absolute, "..", or through a symbolic link leading out of DIR)
+refuses the whole restore before anything is written. Files in DIR the manifest does not list are
+reported and left alone.
+
+Exit codes: 0 the bundle in DIR is complete and proven; 1 some files could not be restored
+(missing or corrupt in the source); 2 bad input (manifest, URL, DIR, a path outside DIR);
+4 the store stayed unreachable.`,
+		Example: `  lifeboat restore --manifest dr/manifest.json --from 's3://dr-use1/llama/?region=us-east-1' --to /srv/restore/llama
+  lifeboat restore --manifest dr/manifest.json --from gs://dr-usc1/llama/ --to ./llama -j 8 -o json
+  vllm serve ./llama/model --config ./llama/engine/engine.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			if manifestFile == "" || from == "" || to == "" {
+				return usageErr("restore needs --manifest FILE, --from URL and --to DIR (see --help)")
+			}
+			if o.Jobs < 0 {
+				return usageErr("-j %d: must be at least 1", o.Jobs)
+			}
+			m, err := a.readManifest(manifestFile)
+			if err != nil {
+				return err
+			}
+			bar := newProgress(a.stderr, "restoring")
+			o.Progress, o.Total, o.Log = bar.Add, bar.SetTotal, a.log
+			rep, err := a.restore(cmd.Context(), m, from, to, o)
+			bar.Done()
+			if err != nil {
+				return err
+			}
+			return a.reportRestore(manifestFile, rep)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&manifestFile, "manifest", "", "the DR manifest (required)")
+	f.StringVar(&from, "from", "", "the replica to restore from: a directory or a store URL (required)")
+	f.StringVar(&to, "to", "", "the local directory to restore into, created if missing (required)")
+	f.IntVarP(&o.Jobs, "jobs", "j", verify.DefaultReplicateJobs, "files copied at once")
+	_ = c.MarkFlagFilename("manifest", "json")
+	_ = c.MarkFlagDirname("to")
+	return c
+}
+
+// restore checks the arguments, opens the source and runs verify.Restore. Its errors carry exit
+// codes (2 bad input, 4 unreachable); per-file failures are in the report.
+func (a *app) restore(ctx context.Context, m *manifest.Manifest, from, to string, o verify.ReplicateOptions) (*verify.RestoreReport, error) {
+	fromLoc, err := providers.ParseURL(from)
+	if err != nil {
+		return nil, usageErr("--from: %v", err)
+	}
+	toLoc, err := providers.ParseURL(to)
+	if err != nil {
+		return nil, usageErr("--to: %v", err)
+	}
+	if toLoc.Scheme != "file" {
+		return nil, usageErr("--to %s: restore writes a local directory; to seed a store use 'lifeboat replicate'", to)
+	}
+	if fromLoc.String() == toLoc.String() {
+		return nil, usageErr("--from and --to name the same directory (%s)", toLoc)
+	}
+	if fromLoc.Scheme == "file" {
+		if st, err := os.Stat(fromLoc.Path); err != nil || !st.IsDir() {
+			return nil, usageErr("--from %s is not a directory", fromLoc.Path)
+		}
+	}
+	if st, err := os.Stat(toLoc.Path); err == nil && !st.IsDir() {
+		return nil, usageErr("--to %s is not a directory", toLoc.Path)
+	}
+	src, err := urlStoreOpen(ctx, from)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	rep, err := verify.Restore(ctx, m, src, toLoc.Path, o)
+	if err != nil {
+		if errors.Is(err, verify.ErrOutsideDir) {
+			return rep, withCode(exitUsage, err)
+		}
+		if rep != nil && rep.ReplicateReport != nil && rep.Status == verify.ReplicateUnreachable {
+			return rep, withCode(exitUnreachable, err)
+		}
+		if rep == nil || rep.ReplicateReport == nil {
+			return rep, withCode(exitUsage, fmt.Errorf("--to %s: %w", toLoc.Path, err))
+		}
+		return rep, withCode(urlStoreErrCode(err), err)
+	}
+	return rep, nil
+}
+
+func (a *app) reportRestore(manifestFile string, rep *verify.RestoreReport) error {
+	if a.output == "json" {
+		v := struct {
+			Manifest string `json:"manifest"`
+			*verify.ReplicateReport
+			Dir    string         `json:"dir"`
+			Layout *verify.Layout `json:"layout,omitempty"`
+		}{manifestFile, rep.ReplicateReport, rep.Dir, rep.Layout}
+		if err := a.writeJSON(v); err != nil {
+			return err
+		}
+	} else {
+		if err := a.renderReplicate(rep.ReplicateReport); err != nil {
+			return err
+		}
+		if l := rep.Layout; l != nil {
+			fmt.Fprintf(a.stdout, "restored bundle: model %s", l.ModelDir)
+			if l.EngineConfig != "" {
+				fmt.Fprintf(a.stdout, ", engine config %s", l.EngineConfig)
+			}
+			fmt.Fprintln(a.stdout)
+		}
+	}
+	return restoreExit(rep)
+}
+
+func restoreExit(rep *verify.RestoreReport) error {
+	switch rep.Status {
+	case verify.ReplicateFailed:
+		return &exitError{code: exitProblem}
+	case verify.ReplicateUnreachable:
+		return &exitError{code: exitUnreachable}
+	}
+	return nil
+}

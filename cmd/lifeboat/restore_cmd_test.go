@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/manifest/sample"
+)
+
+// lifeboatAll is lifeboat() with restore and boot registered even before the lead adds them to
+// root.go (it then changes nothing). It mirrors run's error handling.
+func lifeboatAll(t *testing.T, args ...string) result {
+	t.Helper()
+	return runAll(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{})
+}
+
+func runAll(ctx context.Context, args []string, out, errb *bytes.Buffer) result {
+	a := &app{stdin: strings.NewReader(""), stdout: out, stderr: errb}
+	root := a.rootCmd()
+	have := map[string]bool{}
+	for _, c := range root.Commands() {
+		have[c.Name()] = true
+	}
+	for _, c := range []*cobra.Command{a.restoreCmd(), a.bootCmd()} {
+		if !have[c.Name()] {
+			root.AddCommand(c)
+		}
+	}
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errb)
+	err := root.ExecuteContext(ctx)
+	code := exitOK
+	if err != nil {
+		code = exitUsage
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if ee == nil || ee.err != nil {
+			fmt.Fprintf(errb, "lifeboat: %v\n", err)
+		}
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func TestRestoreCLI(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	to := filepath.Join(t.TempDir(), "restored")
+	args := []string{"restore", "--manifest", m, "--from", l.Root, "--to", to}
+
+	r := lifeboatAll(t, append(args, "-o", "json", "-j", "2")...)
+	var rep struct {
+		Status string `json:"status"`
+		Copied int    `json:"copied"`
+		Dir    string `json:"dir"`
+		Layout struct {
+			ModelDir     string `json:"model_dir"`
+			EngineConfig string `json:"engine_config"`
+		} `json:"layout"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+		t.Fatalf("restore: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if rep.Status != "OK" || rep.Copied != len(l.Files) || rep.Layout.ModelDir != filepath.Join(to, "model") || rep.Layout.EngineConfig != filepath.Join(to, "engine", "engine.yaml") {
+		t.Fatalf("report %+v (want %d files)", rep, len(l.Files))
+	}
+	for _, f := range l.Files {
+		want, _ := os.ReadFile(l.Path(f))
+		got, err := os.ReadFile(filepath.Join(to, filepath.FromSlash(f)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s not restored (%v)", f, err)
+		}
+	}
+
+	// Tamper and remove: resumed, only those fetched again.
+	tok := filepath.Join(to, "model", "tokenizer.json")
+	os.WriteFile(tok, bytes.Repeat([]byte("x"), int(fileSize(t, tok))), 0o644)
+	os.Remove(filepath.Join(to, "model", l.Shards[0]))
+	r = lifeboatAll(t, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "OK: 2 copied") || !strings.Contains(r.stdout, "restored bundle: model "+filepath.Join(to, "model")) {
+		t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	want, _ := os.ReadFile(l.Path("model/tokenizer.json"))
+	if got, _ := os.ReadFile(tok); !bytes.Equal(got, want) {
+		t.Fatal("tampered tokenizer.json not fetched again")
+	}
+
+	// A corrupt source file: exit 1, not written.
+	bad := filepath.Join(t.TempDir(), "src")
+	if err := os.CopyFS(bad, os.DirFS(l.Root)); err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(bad, "model", l.Shards[1])
+	data, _ := os.ReadFile(shard)
+	data[100] ^= 1
+	os.WriteFile(shard, data, 0o644)
+	to2 := filepath.Join(t.TempDir(), "r2")
+	r = lifeboatAll(t, "restore", "--manifest", m, "--from", bad, "--to", to2)
+	if r.code != 1 || !strings.Contains(r.stdout, "source-corrupt") {
+		t.Fatalf("corrupt source: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(to2, "model", l.Shards[1])); err == nil {
+		t.Fatal("corrupt shard written")
+	}
+}
+
+func fileSize(t *testing.T, p string) int64 {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+func TestRestoreCLIUsage(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	file := filepath.Join(t.TempDir(), "afile")
+	os.WriteFile(file, []byte("x"), 0o644)
+	to := filepath.Join(t.TempDir(), "restored")
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"restore"}, "needs --manifest"},
+		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", "s3://bucket/x"}, "local directory"},
+		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", file}, "not a directory"},
+		{[]string{"restore", "--manifest", m, "--from", "/nonexistent", "--to", to}, "not a directory"},
+		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", l.Root}, "same directory"},
+		{[]string{"restore", "--manifest", m, "--from", "ftp://x/y", "--to", to}, "unknown scheme"},
+		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", to, "-o", "junit"}, "-o junit"},
+		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", to, "-j", "-2"}, "-j"},
+	} {
+		r := lifeboatAll(t, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.msg) {
+			t.Errorf("lifeboat %v: exit %d stderr %q; want 2 mentioning %q", c.args, r.code, r.stderr, c.msg)
+		}
+	}
+	if _, err := os.Stat(to); err == nil {
+		t.Error("a refused restore created --to")
+	}
+}
+
+// A store that does not answer: exit 4, for restore and for boot.
+func TestRestoreAndBootUnreachable(t *testing.T) {
+	_, m := fixture(t, sample.Options{})
+	t.Setenv("AWS_ACCESS_KEY_ID", "lifeboattest")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-a-secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_MAX_ATTEMPTS", "2")
+	dead := "s3://nobody/llama?region=us-east-1&endpoint=" + url.QueryEscape("http://127.0.0.1:1")
+	r := lifeboatAll(t, "restore", "--manifest", m, "--from", dead, "--to", filepath.Join(t.TempDir(), "r"))
+	if r.code != 4 {
+		t.Fatalf("restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = lifeboatAll(t, "boot", "--fleet", bootFleet(t, m, dead), "--region", "local", "--workdir", t.TempDir())
+	if r.code != 4 {
+		t.Fatalf("boot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

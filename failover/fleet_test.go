@@ -1,0 +1,198 @@
+package failover
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFleetFull(t *testing.T) {
+	data, err := os.ReadFile("testdata/fleet/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseFleet(data, "/etc/lifeboat/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Model.Name != "llama-3.3-70b-instruct-awq" || f.Model.Manifest != "/etc/lifeboat/dr/manifest.json" {
+		t.Errorf("model %+v", f.Model)
+	}
+	if got := strings.Join(f.RegionNames(), ","); got != "ap-southeast-1,eu-central-1,eu-west-1,us-east-1,us-west-2" {
+		t.Errorf("regions %s", got)
+	}
+	use1 := f.Regions["us-east-1"]
+	if use1.Geo != "us" || use1.Replica != "s3://models-use1/llama-3.3-70b-awq" || use1.Endpoint != "http://vllm-use1.internal:8000" ||
+		use1.Capacity != (Capacity{60, 8000}) || use1.Launcher == nil || use1.Launcher.Kind != LauncherExec ||
+		!strings.Contains(use1.Launcher.Command, "{{.ModelDir}}") || use1.Line != 5 {
+		t.Errorf("us-east-1 %+v %+v", use1, use1.Launcher)
+	}
+	if r := f.Regions["eu-west-1"]; r.Launcher != nil || r.Replica != "az://acct/models/llama-3.3-70b-awq" {
+		t.Errorf("eu-west-1 %+v", r)
+	}
+	if r := f.Regions["eu-central-1"]; r.Launcher.Kind != LauncherEndpoint || r.Capacity.PrefillTokensPerS != 6000.5 || r.Endpoint != "https://vllm-euc1.internal" {
+		t.Errorf("eu-central-1 %+v", r)
+	}
+	usw2 := f.Regions["us-west-2"]
+	if usw2.Replica != "file:///etc/lifeboat/replicas/usw2" || usw2.Launcher.Env["CUDA_VISIBLE_DEVICES"] != "0,1" || len(usw2.Launcher.Env) != 2 {
+		t.Errorf("us-west-2 %+v %+v", usw2, usw2.Launcher)
+	}
+	if got := strings.Join(f.Tenants["global"], ","); got != "us-east-1,us-west-2,eu-west-1,ap-southeast-1" {
+		t.Errorf("tenants.global %s (want file order)", got)
+	}
+	if f.Router.Driver != "haproxy" || f.Router.Backends["eu-only"] != "be_eu" || f.Router.Socket != "/run/haproxy/admin.sock" {
+		t.Errorf("router %+v", f.Router)
+	}
+	want := Policy{StepPercent: 10, StepInterval: time.Minute, SpillStartMS: 400, SpillStopMS: 150, SpillCapPercent: 30, Expires: 72 * time.Hour}
+	if f.Failover != want {
+		t.Errorf("failover %+v", f.Failover)
+	}
+	if f.State != "file:///etc/lifeboat/.lifeboat" || f.SLA.RTO != 30*time.Minute {
+		t.Errorf("state %q sla %+v", f.State, f.SLA)
+	}
+}
+
+func TestParseFleetMinimalDefaults(t *testing.T) {
+	data, _ := os.ReadFile("testdata/fleet/minimal.yaml")
+	f, err := ParseFleet(data, "fleet.yaml") // no directory: relative to the working directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Model.Manifest != "/abs/manifest.json" || f.Regions["local"].Replica != "./replica" {
+		t.Errorf("%+v %+v", f.Model, f.Regions["local"])
+	}
+	if f.Failover.StepPercent != DefaultStepPercent || f.Failover.Expires != DefaultExpires || f.Regions["local"].Launcher != nil {
+		t.Errorf("defaults %+v", f.Failover)
+	}
+	dir := t.TempDir()
+	f, err = ParseFleet(data, filepath.Join(dir, "fleet.yaml"))
+	if err != nil || f.Regions["local"].Replica != "file://"+filepath.Join(dir, "replica") {
+		t.Errorf("relative replica against the file's directory: %v %+v", err, f)
+	}
+}
+
+func TestParseFleetErrors(t *testing.T) {
+	const head = "model: {name: demo, manifest: m.json}\n"
+	for _, c := range []struct {
+		name, yaml string
+		want       []string // each must appear in the error
+	}{
+		{"empty", "", []string{"fleet.yaml: empty file"}},
+		{"comment only", "# nothing\n", []string{"fleet.yaml: empty file"}},
+		{"not yaml", "model: [\n", []string{"fleet.yaml:"}},
+		{"scalar root", "hello\n", []string{"fleet.yaml:1: want a mapping"}},
+		{"two docs", head + "regions: {a: {replica: ./r}}\n---\nx: 1\n", []string{"one YAML document"}},
+		{"unknown top", head + "regions: {a: {replica: ./r}}\nregion: {}\n", []string{"fleet.yaml:3: region: unknown key"}},
+		{"unknown nested", head + "regions:\n  a:\n    replica: ./r\n    replicas: 3\n", []string{"fleet.yaml:5: regions.a.replicas: unknown key"}},
+		{"launcher kind", "model: {name: demo, manifest: m.json}\nregions:\n  eu-west-1:\n    replica: ./r\n    launcher:\n      kind: docker\n",
+			[]string{"fleet.yaml:6: regions.eu-west-1.launcher.kind: want exec or endpoint"}},
+		{"exec without command", head + "regions:\n  a: {replica: ./r, launcher: {kind: exec}}\n", []string{"regions.a.launcher.command: an exec launcher needs a command"}},
+		{"launcher without kind", head + "regions:\n  a: {replica: ./r, launcher: {command: x}}\n", []string{"regions.a.launcher.kind: required"}},
+		{"bad template", head + "regions:\n  a: {replica: ./r, launcher: {kind: exec, command: 'serve {{.Model}}'}}\n", []string{"fleet.yaml:3: regions.a.launcher.command:"}},
+		{"endpoint without url", head + "regions:\n  a: {replica: ./r, launcher: {kind: endpoint}}\n", []string{"regions.a.launcher.url: an endpoint launcher needs a url"}},
+		{"tenant undefined region", head + "regions: {eu-west-1: {replica: ./r}}\ntenants:\n  eu-only: [eu-west-1, eu-north-9]\n",
+			[]string{"fleet.yaml:4: tenants.eu-only: region \"eu-north-9\" is not defined"}},
+		{"tenant empty", head + "regions: {a: {replica: ./r}}\ntenants: {eu-only: []}\n", []string{"tenants.eu-only: names no region"}},
+		{"tenant dup", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a, a]}\n", []string{"listed twice"}},
+		{"tenant not list", head + "regions: {a: {replica: ./r}}\ntenants: {g: a}\n", []string{"tenants.g: want a list"}},
+		{"backend undefined class", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a]}\nrouter: {driver: file, backends: {eu: be}}\n",
+			[]string{"router.backends.eu: tenant class \"eu\" is not defined"}},
+		{"driver", head + "regions: {a: {replica: ./r}}\nrouter: {driver: nginx}\n", []string{"fleet.yaml:3: router.driver: want one of file, haproxy, http"}},
+		{"endpoint url", head + "regions: {a: {replica: ./r, endpoint: 'ftp://x'}}\n", []string{"regions.a.endpoint: want an http:// or https:// URL"}},
+		{"endpoint creds", head + "regions: {a: {replica: ./r, endpoint: 'http://u:p@x'}}\n", []string{"credentials"}},
+		{"replica url", head + "regions: {a: {replica: 's3://Bad_Bucket/x'}}\n", []string{"fleet.yaml:2: regions.a.replica:", "bucket"}},
+		{"replica required", head + "regions:\n  a: {geo: eu}\n", []string{"fleet.yaml:3: regions.a.replica: required"}},
+		{"duration", head + "regions: {a: {replica: ./r}}\nfailover: {step_interval: 60}\n", []string{"fleet.yaml:3: failover.step_interval: want a positive duration"}},
+		{"duration neg", head + "regions: {a: {replica: ./r}}\nsla: {rto: -5m}\n", []string{"sla.rto: want a positive duration"}},
+		{"percent", head + "regions: {a: {replica: ./r}}\nfailover: {step_percent: 150}\n", []string{"failover.step_percent: want a whole number from 1 to 100"}},
+		{"int type", head + "regions: {a: {replica: ./r, capacity: {replicas: many}}}\n", []string{"regions.a.capacity.replicas: want a whole number"}},
+		{"prefill", head + "regions: {a: {replica: ./r, capacity: {prefill_tokens_per_s: 0}}}\n", []string{"prefill_tokens_per_s: want a number above 0"}},
+		{"hysteresis", head + "regions: {a: {replica: ./r}}\nfailover: {spill_start_ms: 100, spill_stop_ms: 200}\n", []string{"failover.spill_stop_ms"}},
+		{"dup key", head + "regions: {a: {replica: ./r}}\nsla: {rto: 1m}\nsla: {rto: 2m}\n", []string{"fleet.yaml:"}},
+		{"dup region", head + "regions:\n  a: {replica: ./r}\n  a: {replica: ./s}\n", []string{"fleet.yaml:"}},
+		{"alias", "model: &m {name: demo, manifest: m.json}\nregions: {a: {replica: ./r}}\nsla: *m\n", []string{"anchors and aliases"}},
+		{"merge", "base: &b {replica: ./r}\n", []string{"anchors and aliases"}},
+		{"missing model", "regions: {a: {replica: ./r}}\n", []string{"model.name: required", "model.manifest: required"}},
+		{"missing regions", head, []string{"regions: at least one region"}},
+		{"region name", head + "regions: {'a b': {replica: ./r}}\n", []string{"regions.a b: not a valid name"}},
+		{"manifest url", "model: {name: demo, manifest: 's3://b/m.json'}\nregions: {a: {replica: ./r}}\n", []string{"model.manifest: want a local path"}},
+		{"env name", head + "regions: {a: {replica: ./r, launcher: {kind: exec, command: x, env: {'A-B': '1'}}}}\n", []string{"launcher.env.A-B: not an environment variable name"}},
+		{"env value", head + "regions: {a: {replica: ./r, launcher: {kind: exec, command: x, env: {A: [1]}}}}\n", []string{"launcher.env.A: want a string"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := ParseFleet([]byte(c.yaml), "fleet.yaml")
+			if err == nil {
+				t.Fatalf("accepted: %+v", f)
+			}
+			if !errors.Is(err, ErrInvalidFleet) {
+				t.Errorf("error %v does not match ErrInvalidFleet", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Every seed under testdata/fleet is parsed without panicking, and the valid ones round-trip
+// their region names into tenant classes that only name defined regions.
+func FuzzParseFleet(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/fleet/*.yaml")
+	if len(seeds) == 0 {
+		f.Fatal("no seeds under testdata/fleet")
+	}
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, err := ParseFleet(data, "dir/fleet.yaml")
+		if err != nil {
+			if fl != nil {
+				t.Fatal("a fleet and an error")
+			}
+			var fe *FleetError
+			if !errors.As(err, &fe) || len(fe.Problems) == 0 || len(fe.Problems) > maxFleetProblems {
+				t.Fatalf("error %T %v", err, err)
+			}
+			for _, p := range fe.Problems {
+				if !strings.HasPrefix(p, "dir/fleet.yaml") {
+					t.Fatalf("problem %q does not name the file", p)
+				}
+			}
+			return
+		}
+		if fl.Model.Name == "" || fl.Model.Manifest == "" || len(fl.Regions) == 0 {
+			t.Fatalf("accepted without model or regions: %+v", fl)
+		}
+		for class, regions := range fl.Tenants {
+			if len(regions) == 0 {
+				t.Fatalf("class %s with no region accepted", class)
+			}
+			for _, r := range regions {
+				if fl.Regions[r] == nil {
+					t.Fatalf("class %s names undefined region %q", class, r)
+				}
+			}
+		}
+		for name, r := range fl.Regions {
+			if r.Replica == "" {
+				t.Fatalf("region %s without a replica", name)
+			}
+			if l := r.Launcher; l != nil && l.Kind != LauncherExec && l.Kind != LauncherEndpoint {
+				t.Fatalf("region %s launcher kind %q", name, l.Kind)
+			}
+		}
+		if fl.Failover.SpillStopMS > fl.Failover.SpillStartMS || fl.Failover.StepPercent < 1 || fl.Failover.StepPercent > 100 {
+			t.Fatalf("policy %+v", fl.Failover)
+		}
+	})
+}

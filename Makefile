@@ -99,6 +99,17 @@ demo: build
 	@echo; echo "== 11. verify again: all three clean (expect exit 0)"
 	. $(DEMO)/clouds.env && $(LIFEBOAT) verify --manifest $(DEMO)/manifest.json "$$CLOUD_S3" "$$CLOUD_GCS" "$$CLOUD_AZURE" && \
 	  $(LIFEBOAT) verify --deep --manifest $(DEMO)/manifest.json "$$BROKEN"
+	@echo; echo "== 12. restore the repaired S3 replica to local disk (every byte checked as it streams)"
+	. $(DEMO)/clouds.env && $(LIFEBOAT) restore --manifest $(DEMO)/manifest.json --from "$$CLOUD_S3" --to $(DEMO)/restored
+	@echo; echo "== 13. boot it in the vLLM-compatible engine simulator and prove it warm (not just /health 200)"
+	. $(DEMO)/clouds.env && printf '%s\n' \
+	  'model: {name: llama-demo, manifest: $(DEMO)/manifest.json}' \
+	  'regions:' \
+	  '  us-east-1:' \
+	  "    replica: \"$$CLOUD_S3\"" \
+	  '    launcher: {kind: exec, command: "lifeboat engine-sim {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}}"}' \
+	  > $(DEMO)/fleet.yaml
+	. $(DEMO)/clouds.env && $(LIFEBOAT) boot --fleet $(DEMO)/fleet.yaml --region us-east-1 --workdir $(DEMO)/boot
 	@kill $$(cat $(DEMO)/clouds.pid) 2>/dev/null || true
 
 clean:

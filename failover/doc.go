@@ -1,4 +1,4 @@
-// Package failover holds the fleet config, the residency policy, the pure failover planner with its
-// safety invariants, and the executor (lock, journal, resume) that drives router weights.
-// It is populated by the failover work; nothing here yet.
+// Package failover holds the fleet config (regions, replicas, launchers, tenant residency
+// classes, router, failover tuning, SLA). The residency policy, the pure failover planner, its
+// safety invariants and the executor (lock, journal, resume) are the next part of this work.
 package failover

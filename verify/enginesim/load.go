@@ -55,7 +55,7 @@ type Model struct {
 	Engine       *modelrepo.EngineConfig
 	ServedNames  []string
 	MaxModelLen  int64
-	Tokenizer    *modelrepo.BPETokenizer
+	Tokenizer    tokenizer               // byte-level BPE (tokenizer.json, vocab.json + merges.txt) or SentencePiece
 	ChatTemplate *modelrepo.ChatTemplate // nil when the repository has none
 	BOSToken     string
 	EOSToken     string
@@ -272,18 +272,42 @@ func pyList(xs []string) string {
 
 func (m *Model) loadTokenizer(dir string) error {
 	p := filepath.Join(dir, "tokenizer.json")
+	var tok tokenizer
 	data, err := os.ReadFile(p)
-	if err != nil {
-		for _, slow := range []string{"tokenizer.model", "vocab.json", "tiktoken.model"} {
-			if _, err := os.Stat(filepath.Join(dir, slow)); err == nil {
-				return loadErr("tokenizer", "OSError: Can't load tokenizer for '%s': engine-sim only supports byte-level BPE tokenizer.json, and this directory has only %s (vLLM itself may load it)", dir, slow)
+	switch {
+	case err == nil:
+		bpe, err := modelrepo.ParseBPETokenizer(data, p)
+		if err != nil {
+			return loadErr("tokenizer", "Exception: Can't load tokenizer for '%s': %v", dir, err)
+		}
+		tok = bpe
+	case fileExists(filepath.Join(dir, "tokenizer.model")):
+		// A slow SentencePiece tokenizer (LlamaTokenizer and kin), which vLLM loads too.
+		p = filepath.Join(dir, "tokenizer.model")
+		d, err := os.ReadFile(p)
+		if err != nil {
+			return loadErr("tokenizer", "OSError: Can't load tokenizer for '%s': %v", dir, err)
+		}
+		spm, err := newSPMTokenizer(d, p)
+		if err != nil {
+			return loadErr("tokenizer", "RuntimeError: Internal: could not parse ModelProto from %s (%v)", p, err)
+		}
+		tok = spm
+	case fileExists(filepath.Join(dir, "vocab.json")) && fileExists(filepath.Join(dir, "merges.txt")):
+		// A slow GPT-2 style BPE tokenizer.
+		p = filepath.Join(dir, "vocab.json")
+		bpe, err := slowBPETokenizer(dir)
+		if err != nil {
+			return loadErr("tokenizer", "Exception: Can't load tokenizer for '%s': %v", dir, err)
+		}
+		tok = bpe
+	default:
+		for _, slow := range []string{"vocab.json", "tiktoken.model"} {
+			if fileExists(filepath.Join(dir, slow)) {
+				return loadErr("tokenizer", "OSError: Can't load tokenizer for '%s': engine-sim only supports tokenizer.json, tokenizer.model and vocab.json + merges.txt, and this directory has only %s (vLLM itself may load it)", dir, slow)
 			}
 		}
 		return loadErr("tokenizer", "OSError: Can't load tokenizer for '%s'. If you were trying to load it from 'https://huggingface.co/models', make sure you don't have a local directory with the same name. Otherwise, make sure '%s' is the correct path to a directory containing all relevant files for a PreTrainedTokenizerFast tokenizer.", dir, dir)
-	}
-	tok, err := modelrepo.ParseBPETokenizer(data, p)
-	if err != nil {
-		return loadErr("tokenizer", "Exception: Can't load tokenizer for '%s': %v", dir, err)
 	}
 	m.Tokenizer = tok
 	if d, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
@@ -293,7 +317,16 @@ func (m *Model) loadTokenizer(dir string) error {
 			return loadErr("tokenizer", "ValueError: %v", err)
 		}
 	}
-	if id, ok := tok.TokenID(m.EOSToken); ok {
+	if spm, ok := tok.(*spmTokenizer); ok {
+		// Without tokenizer_config.json's special tokens, LlamaTokenizer uses <s> / </s>.
+		if m.BOSToken == "" {
+			m.BOSToken = spm.BOS()
+		}
+		if m.EOSToken == "" {
+			m.EOSToken = spm.EOS()
+		}
+	}
+	if id, ok := tok.TokenID(m.EOSToken); ok && m.EOSToken != "" {
 		m.StopIDs[id] = true
 	}
 	// Output tokens: regular tokens that decode to valid, non-empty UTF-8.
@@ -479,4 +512,9 @@ func (m *Model) readShard(ctx context.Context, f *os.File, p string, want []stri
 	}
 	m.WeightBytes += n
 	return nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }

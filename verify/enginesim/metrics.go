@@ -37,6 +37,7 @@ type metrics struct {
 	genTokens     uint64
 	success       map[string]uint64
 	ttft, e2e, qt histogram
+	itl, prefill  histogram
 }
 
 func (m *metrics) init() {
@@ -49,6 +50,12 @@ func (m *metrics) observeQueue(d time.Duration) {
 	m.mu.Unlock()
 }
 
+func (m *metrics) observePrefill(d time.Duration) {
+	m.mu.Lock()
+	m.prefill.observe(d.Seconds())
+	m.mu.Unlock()
+}
+
 func (m *metrics) finish(prompt, gen int, reason string, ttft, e2e time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -57,6 +64,14 @@ func (m *metrics) finish(prompt, gen int, reason string, ttft, e2e time.Duration
 	m.success[reason]++
 	m.ttft.observe(ttft.Seconds())
 	m.e2e.observe(e2e.Seconds())
+	// vLLM observes every gap between output tokens; the simulator's gaps are equal, so the
+	// mean gap is observed once per gap.
+	if gen > 1 {
+		gap := (e2e - ttft).Seconds() / float64(gen-1)
+		for range gen - 1 {
+			m.itl.observe(gap)
+		}
+	}
 }
 
 func promLabel(s string) string {
@@ -108,6 +123,8 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", &m.ttft)
 	hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", &m.e2e)
 	hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", &m.qt)
+	hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", &m.prefill)
+	hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", &m.itl)
 	m.mu.Unlock()
 
 	fmt.Fprintf(&b, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n")

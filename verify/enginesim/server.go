@@ -454,9 +454,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		}()
 	}
 	s.met.observeQueue(queued)
-	if err := sleep(ctx, time.Duration(float64(len(prompt))/s.o.PrefillRate*float64(time.Second))); err != nil {
+	prefill := time.Duration(float64(len(prompt)) / s.o.PrefillRate * float64(time.Second))
+	if err := sleep(ctx, prefill); err != nil {
 		return
 	}
+	s.met.observePrefill(prefill)
 	out := s.outputTokens(model, prompt, maxTokens)
 	id := fmt.Sprintf("%s-%x", map[bool]string{true: "chatcmpl", false: "cmpl"}[chat], sha256.Sum256([]byte(fmt.Sprint(n, start.UnixNano()))))[:40]
 	created := start.Unix()

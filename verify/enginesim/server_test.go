@@ -274,6 +274,9 @@ func TestMetricsCountersRise(t *testing.T) {
 		{"vllm:generation_tokens_total", ""},
 		{"vllm:time_to_first_token_seconds_count", ""},
 		{"vllm:e2e_request_latency_seconds_count", ""},
+		{"vllm:request_queue_time_seconds_count", ""},
+		{"vllm:request_prefill_time_seconds_count", ""},
+		{"vllm:inter_token_latency_seconds_count", ""},
 	} {
 		if b, a := metricValue(t, before, c.name, c.sub), metricValue(t, after, c.name, c.sub); a <= b {
 			t.Errorf("%s did not rise: %v → %v", c.name, b, a)

@@ -317,11 +317,7 @@ func (s *azureStore) Write(ctx context.Context, key string, r io.Reader, opts Wr
 }
 
 func (s *azureStore) writeFail(key string, opts WriteOptions, err error) error {
-	e := s.fail("write", key, err).(*Error)
-	if opts.IfMatch != "" && e.Kind == ErrNotFound {
-		e.Kind = ErrPreconditionFailed
-	}
-	return e
+	return casWriteError(s.fail("write", key, err).(*Error), opts)
 }
 
 type azureUpload struct {

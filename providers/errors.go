@@ -187,3 +187,13 @@ func (s sourceReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// casWriteError applies the rule every store shares for a failed write: a compare-and-swap
+// (IfMatch) against an object that no longer exists lost its precondition, it did not find
+// "nothing" — the caller's view of the object is stale either way.
+func casWriteError(e *Error, opts WriteOptions) *Error {
+	if opts.IfMatch != "" && e.Kind == ErrNotFound {
+		e.Kind = ErrPreconditionFailed
+	}
+	return e
+}

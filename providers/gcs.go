@@ -329,11 +329,7 @@ func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts Writ
 }
 
 func (s *gcsStore) writeFail(key string, opts WriteOptions, err error) error {
-	e := s.fail("write", key, err).(*Error)
-	if opts.IfMatch != "" && e.Kind == ErrNotFound {
-		e.Kind = ErrPreconditionFailed
-	}
-	return e
+	return casWriteError(s.fail("write", key, err).(*Error), opts)
 }
 
 func (s *gcsStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {

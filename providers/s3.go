@@ -400,11 +400,7 @@ func (s *s3Store) Write(ctx context.Context, key string, r io.Reader, opts Write
 
 // writeFail classifies a write error; a CAS against a missing object is a failed precondition.
 func (s *s3Store) writeFail(key string, opts WriteOptions, err error) error {
-	e := s.fail("write", key, err).(*Error)
-	if opts.IfMatch != "" && e.Kind == ErrNotFound {
-		e.Kind = ErrPreconditionFailed
-	}
-	return e
+	return casWriteError(s.fail("write", key, err).(*Error), opts)
 }
 
 type s3Upload struct {

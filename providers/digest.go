@@ -94,6 +94,10 @@ func (d *digester) check(size int64) error {
 	return nil
 }
 
+// Value returns the checksum of one algorithm, or "" when it is not set (or the algorithm is one
+// Checksums does not carry, such as SHA-1).
+func (c Checksums) Value(alg Algorithm) string { return c.byAlgorithm()[alg] }
+
 func (c Checksums) byAlgorithm() map[Algorithm]string {
 	return map[Algorithm]string{SHA256: c.SHA256, MD5: c.MD5, CRC32C: c.CRC32C, CRC64NVME: c.CRC64NVME, CRC32: c.CRC32}
 }

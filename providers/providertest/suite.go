@@ -136,22 +136,6 @@ func Sums(r io.Reader) (providers.Checksums, int64) {
 
 func sumsOf(b []byte) providers.Checksums { s, _ := Sums(bytes.NewReader(b)); return s }
 
-func expectedValue(s providers.Checksums, alg providers.Algorithm) string {
-	switch alg {
-	case providers.SHA256:
-		return s.SHA256
-	case providers.MD5:
-		return s.MD5
-	case providers.CRC32C:
-		return s.CRC32C
-	case providers.CRC32:
-		return s.CRC32
-	case providers.CRC64NVME:
-		return s.CRC64NVME
-	}
-	return ""
-}
-
 func put(t *testing.T, s providers.Store, key string, data []byte, o providers.WriteOptions) providers.Object {
 	t.Helper()
 	if o.Size == 0 {
@@ -225,12 +209,12 @@ func checkNative(t *testing.T, what string, obj providers.Object, want providers
 			t.Errorf("%s: no full-object %s reported; got %+v", what, alg, obj.Checksums)
 			continue
 		}
-		if c.Value != expectedValue(want, alg) {
-			t.Errorf("%s: %s = %s, want %s", what, alg, c.Value, expectedValue(want, alg))
+		if c.Value != want.Value(alg) {
+			t.Errorf("%s: %s = %s, want %s", what, alg, c.Value, want.Value(alg))
 		}
 	}
 	for _, c := range obj.Checksums {
-		if exp := expectedValue(want, c.Algorithm); !c.Composite && exp != "" && c.Value != exp {
+		if exp := want.Value(c.Algorithm); !c.Composite && exp != "" && c.Value != exp {
 			t.Errorf("%s: reports %s = %s (fromETag=%v), content has %s", what, c.Algorithm, c.Value, c.FromETag, exp)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/providers"
-	"lifeboat/verify"
+	"lifeboat/verify/warm"
 )
 
 // Fleet is a parsed, validated fleet file: the model, its regions (replica, endpoint, capacity,
@@ -67,7 +67,7 @@ const (
 // Launcher says how to start a candidate replica of a region.
 type Launcher struct {
 	Kind string `json:"kind"`
-	// Command is the exec launcher's command line (see verify.ExecLauncher), a Go template over
+	// Command is the exec launcher's command line (see warm.ExecLauncher), a Go template over
 	// .ModelDir, .EngineConfig, .Host and .Port (e.g. "vllm serve {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}}").
 	Command string            `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
@@ -586,8 +586,8 @@ func (p *fleetParser) launcher(n *yaml.Node, at string) *Launcher {
 				return
 			}
 			// Render it once, as the exec launcher will, so that a bad template fails here.
-			el := &verify.ExecLauncher{Command: l.Command}
-			if _, err := el.CommandArgs(verify.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 8000}); err != nil {
+			el := &warm.ExecLauncher{Command: l.Command}
+			if _, err := el.CommandArgs(warm.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 8000}); err != nil {
 				p.errf(n.Line, at, "%s (fields: {{.ModelDir}}, {{.EngineConfig}}, {{.Host}}, {{.Port}})", strings.TrimPrefix(err.Error(), "exec launcher: "))
 			}
 		},

@@ -24,7 +24,7 @@ import (
 	"github.com/opencontainers/image-spec/schema"
 
 	"lifeboat/manifest"
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 func genSample(t testing.TB, o sample.Options) *sample.Layout {

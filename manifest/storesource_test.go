@@ -26,7 +26,7 @@ import (
 	"lifeboat/internal/faultproxy"
 	"lifeboat/manifest"
 	"lifeboat/manifest/lint"
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 	"lifeboat/providers"
 )
 

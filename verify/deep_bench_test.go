@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"lifeboat/internal/testbed"
 	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/verify"
@@ -36,7 +37,7 @@ func BenchmarkDeep(b *testing.B) {
 	b.SetBytes(total)
 	for b.Loop() {
 		if r := verify.Deep(context.Background(), m, s, verify.Options{}); r.Status != verify.ReplicaOK {
-			b.Fatal(dump(r))
+			b.Fatal(testbed.Dump(r))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package verify_test
 import (
 	"encoding/base64"
 	"errors"
+	"lifeboat/internal/testbed"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ var (
 func noneOK(t *testing.T, r verify.ReplicaResult) {
 	t.Helper()
 	if n := r.Counts[verify.StatusOK]; n != 0 {
-		t.Errorf("%d file(s) OK on a replica that could not be read\n%s", n, dump(r))
+		t.Errorf("%d file(s) OK on a replica that could not be read\n%s", n, testbed.Dump(r))
 	}
 }
 
@@ -35,26 +36,26 @@ func noneOK(t *testing.T, r verify.ReplicaResult) {
 // reported, never accepted; altered checksums are caught.
 func TestFaults(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "large")
-	shard := f.shards()[0]
-	for _, mk := range []func(testing.TB) *backend{s3Backend, gcsBackend, azureBackend} {
+	f := testbed.Sample(t, "large")
+	shard := f.Shards()[0]
+	for _, mk := range []func(testing.TB) *testbed.Backend{testbed.S3Backend, testbed.GCSBackend, testbed.AzureBackend} {
 		b := mk(t)
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			prefix := freshPrefix("faults")
-			seed(t, b.open(t, prefix, nil), f)
+			prefix := testbed.FreshPrefix("faults")
+			testbed.Seed(t, b.Open(t, prefix, nil), f)
 			// run verifies the clean replica through a fresh injector holding rules.
 			runWith := func(t *testing.T, mode verify.Mode, o verify.Options, rules ...*faultproxy.Rule) verify.ReplicaResult {
 				t.Helper()
-				s := b.open(t, prefix, faultproxy.New(rules...).Client())
+				s := b.Open(t, prefix, faultproxy.New(rules...).Client())
 				if mode == verify.ModeDeep {
-					return verify.Deep(ctxT(t), f.m, s, o)
+					return verify.Deep(testbed.Ctx(t), f.M, s, o)
 				}
-				return verify.Quick(ctxT(t), f.m, s, o)
+				return verify.Quick(testbed.Ctx(t), f.M, s, o)
 			}
 			run := func(t *testing.T, mode verify.Mode, rules ...*faultproxy.Rule) verify.ReplicaResult {
 				t.Helper()
-				return runWith(t, mode, verifyOptions(), rules...)
+				return runWith(t, mode, testbed.VerifyOptions(), rules...)
 			}
 			fired := func(t *testing.T, rules ...*faultproxy.Rule) {
 				t.Helper()
@@ -75,13 +76,13 @@ func TestFaults(t *testing.T) {
 					}
 					if mode == verify.ModeQuick {
 						rules = rules[:2] // quick verification reads nothing
-						if b.name == "s3" {
+						if b.Name == "s3" {
 							rules = append(rules, &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpStat), Times: 2, Action: faultproxy.Status(503, "0")})
 						}
 					}
 					r := run(t, mode, rules...)
 					if r.Status != verify.ReplicaOK {
-						t.Errorf("%s under a burst: %s\n%s", mode, r.Status, dump(r))
+						t.Errorf("%s under a burst: %s\n%s", mode, r.Status, testbed.Dump(r))
 					}
 					fired(t, rules...)
 				}
@@ -94,21 +95,21 @@ func TestFaults(t *testing.T) {
 						t.Errorf("%s: status %s kind %s err %v, want UNREACHABLE", mode, r.Status, r.ErrorKind, r.Err)
 					}
 					noneOK(t, r)
-					if len(r.Files) != len(f.m.Files) {
+					if len(r.Files) != len(f.M.Files) {
 						t.Errorf("%s: %d file results, want every manifest file", mode, len(r.Files))
 					}
 				}
 			})
 
-			if b.name == "s3" {
+			if b.Name == "s3" {
 				t.Run("PersistentStat503", func(t *testing.T) {
 					// The listing works, the Stats that would prove the multipart shards do not.
 					r := run(t, verify.ModeQuick, &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpStat), Action: faultproxy.Status(503, "0")})
 					if r.Status != verify.ReplicaUnreachable {
-						t.Errorf("status %s, want UNREACHABLE\n%s", r.Status, dump(r))
+						t.Errorf("status %s, want UNREACHABLE\n%s", r.Status, testbed.Dump(r))
 					}
-					for _, sh := range f.shards() {
-						if st := byPath(r)[sh].Status; st != verify.StatusError {
+					for _, sh := range f.Shards() {
+						if st := testbed.ByPath(r)[sh].Status; st != verify.StatusError {
 							t.Errorf("%s: %s, want ERROR", sh, st)
 						}
 					}
@@ -125,7 +126,7 @@ func TestFaults(t *testing.T) {
 					}
 					r := run(t, verify.ModeDeep, rules...)
 					if r.Status != verify.ReplicaOK {
-						t.Errorf("deep with one %T: %s\n%s", act, r.Status, dump(r))
+						t.Errorf("deep with one %T: %s\n%s", act, r.Status, testbed.Dump(r))
 					}
 					fired(t, rules...)
 				}
@@ -135,14 +136,14 @@ func TestFaults(t *testing.T) {
 				// Every response for the shard breaks before its first byte (or delivers a clean
 				// but short body): no attempt can make progress, so the file is ERROR. (GCS's
 				// reader reopens such bodies without limit: only the stall timeout ends it.)
-				o := verifyOptions()
+				o := testbed.VerifyOptions()
 				o.StallTimeout, o.ReadAttempts = 500*time.Millisecond, 2
 				for _, act := range []faultproxy.Action{faultproxy.Reset(0), faultproxy.Truncate(0), faultproxy.Shorten(100 << 10)} {
 					r := runWith(t, verify.ModeDeep, o, &faultproxy.Rule{Match: faultproxy.All(reads, faultproxy.PathContains(shard)), Action: act})
 					if r.Status != verify.ReplicaUnreachable || r.Error == "" {
 						t.Errorf("%#v: replica %s (%q), want UNREACHABLE with an error", act, r.Status, r.Error)
 					}
-					expectStatuses(t, r, map[string][]verify.Status{shard: {verify.StatusError}}, verify.StatusOK)
+					testbed.ExpectStatuses(t, r, map[string][]verify.Status{shard: {verify.StatusError}}, verify.StatusOK)
 				}
 				// Breaking every response after 100 kB: GCS's reader and Azure's retry reader
 				// resume from the last byte received, so they may well get through (and the
@@ -150,7 +151,7 @@ func TestFaults(t *testing.T) {
 				// never OK with other bytes.
 				for _, act := range []faultproxy.Action{faultproxy.Reset(100 << 10), faultproxy.Truncate(100 << 10)} {
 					r := run(t, verify.ModeDeep, &faultproxy.Rule{Match: faultproxy.All(reads, faultproxy.PathContains(shard)), Action: act})
-					fr := byPath(r)[shard]
+					fr := testbed.ByPath(r)[shard]
 					switch {
 					case fr.Status == verify.StatusOK && fr.Actual.SHA256 == fr.Expected.SHA256 && fr.Actual.Source == "read":
 					case fr.Status == verify.StatusError && r.Status == verify.ReplicaUnreachable:
@@ -163,7 +164,7 @@ func TestFaults(t *testing.T) {
 			t.Run("AlteredChecksums", func(t *testing.T) {
 				var rule *faultproxy.Rule
 				target := "model/config.json"
-				switch b.name {
+				switch b.Name {
 				case "s3":
 					// HeadObject says another CRC64NVME for the multipart shards.
 					target = shard
@@ -178,7 +179,7 @@ func TestFaults(t *testing.T) {
 					rule = &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Action: faultproxy.Body(alterXML("Content-MD5"))}
 				}
 				r := run(t, verify.ModeQuick, rule)
-				expectStatuses(t, r, map[string][]verify.Status{target: {verify.StatusChecksumMismatch}})
+				testbed.ExpectStatuses(t, r, map[string][]verify.Status{target: {verify.StatusChecksumMismatch}})
 				if r.Status != verify.ReplicaFailed {
 					t.Errorf("status %s, want FAILED", r.Status)
 				}
@@ -186,29 +187,29 @@ func TestFaults(t *testing.T) {
 				for _, fr := range r.Files {
 					noneOK = noneOK && fr.Status != verify.StatusOK
 				}
-				if b.name != "s3" && !noneOK {
-					t.Errorf("every listed checksum was altered, yet some file is OK\n%s", dump(r))
+				if b.Name != "s3" && !noneOK {
+					t.Errorf("every listed checksum was altered, yet some file is OK\n%s", testbed.Dump(r))
 				}
 			})
 
-			if b.name == "s3" {
+			if b.Name == "s3" {
 				t.Run("ListingETagIsNotProof", func(t *testing.T) {
 					// A listing ETag that differs from the manifest's MD5 is a mismatch only once
 					// a Stat shows the object is not SSE-KMS/SSE-C: here the Stat shows the true
 					// ETag, so the files are OK — and if the Stat lies too, they mismatch.
 					in := faultproxy.New(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Action: faultproxy.Body(alterXML("ETag"))})
-					r := verify.Quick(ctxT(t), f.m, b.open(t, prefix, in.Client()), verifyOptions())
+					r := verify.Quick(testbed.Ctx(t), f.M, b.Open(t, prefix, in.Client()), testbed.VerifyOptions())
 					if r.Status != verify.ReplicaOK {
-						t.Errorf("listing ETags altered: %s\n%s", r.Status, dump(r))
+						t.Errorf("listing ETags altered: %s\n%s", r.Status, testbed.Dump(r))
 					}
-					if n := in.Counts()[faultproxy.OpStat]; n != len(f.m.Files) {
-						t.Errorf("%d stats, want one per file (%d)", n, len(f.m.Files))
+					if n := in.Counts()[faultproxy.OpStat]; n != len(f.M.Files) {
+						t.Errorf("%d stats, want one per file (%d)", n, len(f.M.Files))
 					}
 					in.Add(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpStat), Action: faultproxy.Header(func(h http.Header) {
 						h.Set("ETag", `"00112233445566778899aabbccddeeff"`)
 					})})
-					r = verify.Quick(ctxT(t), f.m, b.open(t, prefix, in.Client()), verifyOptions())
-					expectStatuses(t, r, map[string][]verify.Status{"model/config.json": {verify.StatusChecksumMismatch}})
+					r = verify.Quick(testbed.Ctx(t), f.M, b.Open(t, prefix, in.Client()), testbed.VerifyOptions())
+					testbed.ExpectStatuses(t, r, map[string][]verify.Status{"model/config.json": {verify.StatusChecksumMismatch}})
 				})
 
 				t.Run("AlteredChecksumOnRead", func(t *testing.T) {
@@ -221,7 +222,7 @@ func TestFaults(t *testing.T) {
 							h.Set("x-amz-checksum-crc64nvme", base64.StdEncoding.EncodeToString([]byte("12345678")))
 						}
 					})})
-					fr := byPath(r)["model/config.json"]
+					fr := testbed.ByPath(r)["model/config.json"]
 					if fr.Status != verify.StatusOK || fr.Actual.SHA256 != fr.Expected.SHA256 || !strings.Contains(fr.Detail, "overrules") {
 						t.Errorf("config.json with a wrong checksum header on every read: %s (%s)", fr.Status, fr.Detail)
 					}
@@ -231,9 +232,9 @@ func TestFaults(t *testing.T) {
 					// Bytes changed on the server's disk under the object's stored checksums:
 					// metadata still says OK (quick cannot know), every whole-object GET fails the
 					// SDK's check, and deep verification reports CORRUPT, not a network problem.
-					rotPrefix := freshPrefix("rot")
-					seed(t, b.open(t, rotPrefix, nil), f)
-					path := filepath.Join(b.s3.Dir, bucket, rotPrefix, "model", "config.json")
+					rotPrefix := testbed.FreshPrefix("rot")
+					testbed.Seed(t, b.Open(t, rotPrefix, nil), f)
+					path := filepath.Join(b.S3.Dir, testbed.Bucket, rotPrefix, "model", "config.json")
 					data, err := os.ReadFile(path)
 					if err != nil {
 						t.Skipf("versitygw layout: %v", err)
@@ -242,12 +243,12 @@ func TestFaults(t *testing.T) {
 					if err := os.WriteFile(path, data, 0o644); err != nil {
 						t.Fatal(err)
 					}
-					s := b.open(t, rotPrefix, nil)
-					if q := byPath(verify.Quick(ctxT(t), f.m, s, verifyOptions()))["model/config.json"]; q.Status != verify.StatusOK {
+					s := b.Open(t, rotPrefix, nil)
+					if q := testbed.ByPath(verify.Quick(testbed.Ctx(t), f.M, s, testbed.VerifyOptions()))["model/config.json"]; q.Status != verify.StatusOK {
 						t.Logf("quick: %s (%s)", q.Status, q.Detail)
 					}
-					d := verify.Deep(ctxT(t), f.m, s, verifyOptions())
-					fr := byPath(d)["model/config.json"]
+					d := verify.Deep(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
+					fr := testbed.ByPath(d)["model/config.json"]
 					if fr.Status != verify.StatusCorrupt || !strings.Contains(fr.Detail, "damaged at rest") || d.Status != verify.ReplicaFailed {
 						t.Errorf("rot at rest: %s (%s), replica %s", fr.Status, fr.Detail, d.Status)
 					}

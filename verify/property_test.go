@@ -3,6 +3,7 @@ package verify_test
 import (
 	"bytes"
 	"fmt"
+	"lifeboat/internal/testbed"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -20,17 +21,17 @@ import (
 // checksums over other bytes, which only deep verification can catch.
 func TestPropertyNeverOKForDifferentBytes(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "small")
+	f := testbed.Sample(t, "small")
 	type run struct {
-		b     *backend
+		b     *testbed.Backend
 		iters int
 	}
-	runs := []run{{fileBackend(t), 20}, {gcsBackend(t), 20}, {s3Backend(t), 10}, {azureBackend(t), 5}}
+	runs := []run{{testbed.FileBackend(t), 20}, {testbed.GCSBackend(t), 20}, {testbed.S3Backend(t), 10}, {testbed.AzureBackend(t), 5}}
 	for _, rn := range runs {
-		t.Run(rn.b.name, func(t *testing.T) {
+		t.Run(rn.b.Name, func(t *testing.T) {
 			t.Parallel()
 			for i := range rn.iters {
-				seed := uint64(i)*1000003 + uint64(len(rn.b.name))
+				seed := uint64(i)*1000003 + uint64(len(rn.b.Name))
 				propertyOnce(t, rn.b, f, seed)
 				if t.Failed() {
 					t.Fatalf("failed with seed %d", seed)
@@ -40,34 +41,34 @@ func TestPropertyNeverOKForDifferentBytes(t *testing.T) {
 	}
 }
 
-func propertyOnce(t *testing.T, b *backend, f *fixture, seedN uint64) {
+func propertyOnce(t *testing.T, b *testbed.Backend, f *testbed.Fixture, seedN uint64) {
 	rng := rand.New(rand.NewPCG(seedN, seedN^0x9e3779b97f4a7c15))
-	prefix := freshPrefix("prop")
-	s := b.open(t, prefix, nil)
+	prefix := testbed.FreshPrefix("prop")
+	s := b.Open(t, prefix, nil)
 	var forgeries []func([]byte) []byte // GCS: listings that report the manifest's checksums over other bytes
-	if b.gcs != nil {
+	if b.GCS != nil {
 		in := faultproxy.New(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Action: faultproxy.Body(func(body []byte) []byte {
 			for _, fn := range forgeries {
 				body = fn(body)
 			}
 			return body
 		})})
-		s = b.open(t, prefix, in.Client())
+		s = b.Open(t, prefix, in.Client())
 	}
 	original := map[string][]byte{}
-	paths := make([]string, 0, len(f.m.Files))
-	for _, file := range f.m.Files {
-		original[file.Path] = f.data(t, file.Path)
+	paths := make([]string, 0, len(f.M.Files))
+	for _, file := range f.M.Files {
+		original[file.Path] = f.Data(t, file.Path)
 		paths = append(paths, file.Path)
 	}
-	seed(t, s, f)
+	testbed.Seed(t, s, f)
 	current := map[string][]byte{} // nil: deleted
 	for p, d := range original {
 		current[p] = d
 	}
 	forged := map[string]bool{}
 	kinds := []string{"flip", "truncate", "append", "delete", "other-file", "random-same-size", "swap", "rewrite-same", "empty"}
-	if b.gcs != nil {
+	if b.GCS != nil {
 		kinds = append(kinds, "forged")
 	}
 	n := 1 + rng.IntN(5)
@@ -95,7 +96,7 @@ func propertyOnce(t *testing.T, b *backend, f *fixture, seedN uint64) {
 			next = append(bytes.Clone(cur), byte(rng.IntN(256)))
 		case "delete":
 			if current[p] != nil {
-				del(t, s, p)
+				testbed.Del(t, s, p)
 				current[p] = nil
 			}
 			continue
@@ -112,7 +113,7 @@ func propertyOnce(t *testing.T, b *backend, f *fixture, seedN uint64) {
 			if other == nil {
 				other = original[q]
 			}
-			put(t, s, q, cur, providers.Checksums{})
+			testbed.Put(t, s, q, cur, providers.Checksums{})
 			current[q] = cur
 			delete(forged, q)
 			next = other
@@ -124,24 +125,24 @@ func propertyOnce(t *testing.T, b *backend, f *fixture, seedN uint64) {
 			// Other bytes of the same size, planted with the manifest's checksums.
 			next = bytes.Clone(cur)
 			next[rng.IntN(len(next))] ^= 0x80
-			file, _ := f.m.File(p)
-			put(t, s, p, next, providers.Checksums{})
+			file, _ := f.M.File(p)
+			testbed.Put(t, s, p, next, providers.Checksums{})
 			forgeries = append(forgeries, forgeListing(next, file.Sums.CRC32C, file.Sums.MD5))
 			current[p] = next
 			forged[p] = !bytes.Equal(next, original[p])
 			continue
 		}
-		put(t, s, p, next, providers.Checksums{})
+		testbed.Put(t, s, p, next, providers.Checksums{})
 		current[p] = next
 		delete(forged, p)
 	}
 	sort.Strings(log)
 
-	o := verifyOptions()
+	o := testbed.VerifyOptions()
 	o.RangeSize = 64 << 10 // the shards are read in ranges too
-	q := verify.Quick(ctxT(t), f.m, s, o)
-	d := verify.Deep(ctxT(t), f.m, s, o)
-	qs, ds := byPath(q), byPath(d)
+	q := verify.Quick(testbed.Ctx(t), f.M, s, o)
+	d := verify.Deep(testbed.Ctx(t), f.M, s, o)
+	qs, ds := testbed.ByPath(q), testbed.ByPath(d)
 	anyDiff := false
 	for _, p := range paths {
 		differs := current[p] == nil || !bytes.Equal(current[p], original[p])

@@ -3,17 +3,13 @@ package verify_test
 import (
 	"bytes"
 	"encoding/base64"
-	"fmt"
+	"lifeboat/internal/testbed"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
 	"cloud.google.com/go/storage"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -36,47 +32,47 @@ var (
 // uploaded in parts, whose ETag is not an MD5).
 func TestCleanReplica(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "large")
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	f := testbed.Sample(t, "large")
+	for _, b := range testbed.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			prefix := freshPrefix("clean")
-			seed(t, b.open(t, prefix, nil), f)
+			prefix := testbed.FreshPrefix("clean")
+			testbed.Seed(t, b.Open(t, prefix, nil), f)
 			in := faultproxy.New() // no faults: counts requests
-			s := b.open(t, prefix, in.Client())
+			s := b.Open(t, prefix, in.Client())
 
-			q := verify.Quick(ctxT(t), f.m, s, verifyOptions())
+			q := verify.Quick(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
 			want := verify.ReplicaOK
-			if !b.native {
+			if !b.Native {
 				want = verify.ReplicaUnverified
 			}
-			if q.Status != want || q.Counts[verify.StatusOK]+q.Counts[verify.StatusUnverified] != len(f.m.Files) {
-				t.Fatalf("quick: status %s, want %s\n%s", q.Status, want, dump(q))
+			if q.Status != want || q.Counts[verify.StatusOK]+q.Counts[verify.StatusUnverified] != len(f.M.Files) {
+				t.Fatalf("quick: status %s, want %s\n%s", q.Status, want, testbed.Dump(q))
 			}
-			if b.native {
-				expectStatuses(t, q, nil, quickOK...)
+			if b.Native {
+				testbed.ExpectStatuses(t, q, nil, quickOK...)
 			}
 			counts := in.Counts()
-			if b.name != "file" {
+			if b.Name != "file" {
 				if counts[faultproxy.OpList] != 3 {
 					t.Errorf("quick verify made %d listing requests, want 3 (one per bundle directory)", counts[faultproxy.OpList])
 				}
 				wantStats := 0
-				if b.name == "s3" {
-					wantStats = len(f.shards()) // uploaded in parts: the ETag is not an MD5
+				if b.Name == "s3" {
+					wantStats = len(f.Shards()) // uploaded in parts: the ETag is not an MD5
 				}
 				if counts[faultproxy.OpStat] != wantStats || counts[faultproxy.OpRead] != 0 {
 					t.Errorf("quick verify made %d stats and %d reads, want %d and 0", counts[faultproxy.OpStat], counts[faultproxy.OpRead], wantStats)
 				}
 			}
 
-			d := verify.Deep(ctxT(t), f.m, s, verifyOptions())
+			d := verify.Deep(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
 			if d.Status != verify.ReplicaOK {
-				t.Fatalf("deep: status %s\n%s", d.Status, dump(d))
+				t.Fatalf("deep: status %s\n%s", d.Status, testbed.Dump(d))
 			}
-			expectStatuses(t, d, nil, verify.StatusOK)
+			testbed.ExpectStatuses(t, d, nil, verify.StatusOK)
 			var total int64
-			for _, file := range f.m.Files {
+			for _, file := range f.M.Files {
 				total += file.Size
 			}
 			if d.BytesRead != total {
@@ -91,36 +87,30 @@ func TestCleanReplica(t *testing.T) {
 	}
 }
 
-func flipBit(b []byte, i int) []byte {
-	c := bytes.Clone(b)
-	c[i%len(c)] ^= 0x10
-	return c
-}
-
 // Planted corruption on every provider: a missing file, a truncated file, same-size bit flips (in
 // a small object and in one uploaded in parts), swapped shards and an extra file.
 func TestPlantedCorruption(t *testing.T) {
 	t.Parallel()
-	large, small := getFixture(t, "large"), getFixture(t, "small")
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	large, small := testbed.Sample(t, "large"), testbed.Sample(t, "small")
+	for _, b := range testbed.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			s := b.open(t, freshPrefix("corrupt"), nil)
-			seed(t, s, large)
-			shard := large.shards()[1]
-			del(t, s, "model/tokenizer.json")
-			gen := large.data(t, "model/generation_config.json")
-			put(t, s, "model/generation_config.json", gen[:len(gen)/2], providers.Checksums{})
-			put(t, s, "model/config.json", flipBit(large.data(t, "model/config.json"), 100), providers.Checksums{})
-			put(t, s, shard, flipBit(large.data(t, shard), 3<<20), providers.Checksums{})
-			put(t, s, "model/notes.txt", []byte("not part of the bundle\n"), providers.Checksums{})
+			s := b.Open(t, testbed.FreshPrefix("corrupt"), nil)
+			testbed.Seed(t, s, large)
+			shard := large.Shards()[1]
+			testbed.Del(t, s, "model/tokenizer.json")
+			gen := large.Data(t, "model/generation_config.json")
+			testbed.Put(t, s, "model/generation_config.json", gen[:len(gen)/2], providers.Checksums{})
+			testbed.Put(t, s, "model/config.json", testbed.FlipBit(large.Data(t, "model/config.json"), 100), providers.Checksums{})
+			testbed.Put(t, s, shard, testbed.FlipBit(large.Data(t, shard), 3<<20), providers.Checksums{})
+			testbed.Put(t, s, "model/notes.txt", []byte("not part of the bundle\n"), providers.Checksums{})
 
 			flipped := verify.StatusChecksumMismatch
-			if !b.native {
+			if !b.Native {
 				flipped = verify.StatusUnverified
 			}
-			q := verify.Quick(ctxT(t), large.m, s, verifyOptions())
-			expectStatuses(t, q, map[string][]verify.Status{
+			q := verify.Quick(testbed.Ctx(t), large.M, s, testbed.VerifyOptions())
+			testbed.ExpectStatuses(t, q, map[string][]verify.Status{
 				"model/tokenizer.json":         {verify.StatusMissing},
 				"model/generation_config.json": {verify.StatusSizeMismatch},
 				"model/config.json":            {flipped},
@@ -130,10 +120,10 @@ func TestPlantedCorruption(t *testing.T) {
 			if q.Status != verify.ReplicaFailed {
 				t.Errorf("quick: replica %s, want FAILED", q.Status)
 			}
-			checkMismatchFacts(t, byPath(q))
+			checkMismatchFacts(t, testbed.ByPath(q))
 
-			d := verify.Deep(ctxT(t), large.m, s, verifyOptions())
-			expectStatuses(t, d, map[string][]verify.Status{
+			d := verify.Deep(testbed.Ctx(t), large.M, s, testbed.VerifyOptions())
+			testbed.ExpectStatuses(t, d, map[string][]verify.Status{
 				"model/tokenizer.json":         {verify.StatusMissing},
 				"model/generation_config.json": {verify.StatusSizeMismatch},
 				"model/config.json":            {verify.StatusCorrupt},
@@ -143,24 +133,24 @@ func TestPlantedCorruption(t *testing.T) {
 			if d.Status != verify.ReplicaFailed || d.Counts[verify.StatusExtra] != 1 {
 				t.Errorf("deep: replica %s counts %v", d.Status, d.Counts)
 			}
-			if c := byPath(d)[shard]; (b.name == "s3" || b.name == "gcs") && !strings.Contains(c.Detail, "written with these bytes") {
+			if c := testbed.ByPath(d)[shard]; (b.Name == "s3" || b.Name == "gcs") && !strings.Contains(c.Detail, "written with these bytes") {
 				t.Errorf("deep %s: detail %q does not say the store's checksum describes the bad bytes", shard, c.Detail)
 			}
 
 			// Swapped shards: each shard holds the other's bytes.
-			s2 := b.open(t, freshPrefix("swapped"), nil)
-			seed(t, s2, small)
-			sh := small.shards()
-			put(t, s2, sh[0], small.data(t, sh[1]), providers.Checksums{})
-			put(t, s2, sh[1], small.data(t, sh[0]), providers.Checksums{})
+			s2 := b.Open(t, testbed.FreshPrefix("swapped"), nil)
+			testbed.Seed(t, s2, small)
+			sh := small.Shards()
+			testbed.Put(t, s2, sh[0], small.Data(t, sh[1]), providers.Checksums{})
+			testbed.Put(t, s2, sh[1], small.Data(t, sh[0]), providers.Checksums{})
 			swapped := []verify.Status{verify.StatusSizeMismatch, verify.StatusChecksumMismatch}
-			if !b.native {
+			if !b.Native {
 				swapped = append(swapped, verify.StatusUnverified) // only if the sizes happen to be equal
 			}
-			q = verify.Quick(ctxT(t), small.m, s2, verifyOptions())
-			expectStatuses(t, q, map[string][]verify.Status{sh[0]: swapped, sh[1]: swapped}, quickOKOrUnverified...)
-			d = verify.Deep(ctxT(t), small.m, s2, verifyOptions())
-			expectStatuses(t, d, map[string][]verify.Status{
+			q = verify.Quick(testbed.Ctx(t), small.M, s2, testbed.VerifyOptions())
+			testbed.ExpectStatuses(t, q, map[string][]verify.Status{sh[0]: swapped, sh[1]: swapped}, quickOKOrUnverified...)
+			d = verify.Deep(testbed.Ctx(t), small.M, s2, testbed.VerifyOptions())
+			testbed.ExpectStatuses(t, d, map[string][]verify.Status{
 				sh[0]: {verify.StatusSizeMismatch, verify.StatusCorrupt}, sh[1]: {verify.StatusSizeMismatch, verify.StatusCorrupt},
 			}, verify.StatusOK)
 		})
@@ -195,88 +185,88 @@ func checkMismatchFacts(t *testing.T, files map[string]verify.FileResult) {
 // objects included.
 func TestUnverifiedObjects(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "large")
-	sh := f.shards()
-	good, bad := f.data(t, sh[0]), flipBit(f.data(t, sh[1]), 12345)
+	f := testbed.Sample(t, "large")
+	sh := f.Shards()
+	good, bad := f.Data(t, sh[0]), testbed.FlipBit(f.Data(t, sh[1]), 12345)
 
 	t.Run("s3", func(t *testing.T) {
 		t.Parallel()
-		b := s3Backend(t)
-		prefix := freshPrefix("unverified")
-		s := b.open(t, prefix, nil)
-		seed(t, s, f)
-		client := rawS3(b.s3)
+		b := testbed.S3Backend(t)
+		prefix := testbed.FreshPrefix("unverified")
+		s := b.Open(t, prefix, nil)
+		testbed.Seed(t, s, f)
+		client := testbed.RawS3(b.S3)
 		s3Multipart(t, client, prefix+"/"+sh[0], good, types.ChecksumAlgorithmCrc32)
 		s3Multipart(t, client, prefix+"/"+sh[1], bad, types.ChecksumAlgorithmCrc32)
-		s3Multipart(t, client, prefix+"/model/README.md", f.data(t, "model/README.md"), "")
+		s3Multipart(t, client, prefix+"/model/README.md", f.Data(t, "model/README.md"), "")
 
 		// Like S3 since 2025, versitygw gives a multipart upload sent without any checksum a
 		// full-object CRC64NVME: README.md is proven by a Stat.
-		q := verify.Quick(ctxT(t), f.m, s, verifyOptions())
-		expectStatuses(t, q, map[string][]verify.Status{
+		q := verify.Quick(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
+		testbed.ExpectStatuses(t, q, map[string][]verify.Status{
 			sh[0]: {verify.StatusUnverified}, sh[1]: {verify.StatusUnverified}, "model/README.md": {verify.StatusOK},
 		}, verify.StatusOK)
 		if q.Status != verify.ReplicaUnverified {
 			t.Errorf("quick: replica %s, want UNVERIFIED", q.Status)
 		}
-		if d := byPath(q)[sh[0]].Detail; !strings.Contains(d, "composite") {
+		if d := testbed.ByPath(q)[sh[0]].Detail; !strings.Contains(d, "composite") {
 			t.Errorf("quick %s: detail %q does not name the composite checksum", sh[0], d)
 		}
 		// An object from before S3 kept default checksums has only its "-N" ETag.
 		in := faultproxy.New(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpStat), Action: faultproxy.Header(stripS3Checksums)})
-		q = verify.Quick(ctxT(t), f.m, b.open(t, prefix, in.Client()), verifyOptions())
-		expectStatuses(t, q, map[string][]verify.Status{"model/README.md": {verify.StatusUnverified}})
-		if d := byPath(q)["model/README.md"].Detail; !strings.Contains(d, "no checksum") {
+		q = verify.Quick(testbed.Ctx(t), f.M, b.Open(t, prefix, in.Client()), testbed.VerifyOptions())
+		testbed.ExpectStatuses(t, q, map[string][]verify.Status{"model/README.md": {verify.StatusUnverified}})
+		if d := testbed.ByPath(q)["model/README.md"].Detail; !strings.Contains(d, "no checksum") {
 			t.Errorf("quick README.md without checksums: detail %q", d)
 		}
 
-		d := verify.Deep(ctxT(t), f.m, s, verifyOptions())
-		expectStatuses(t, d, map[string][]verify.Status{sh[1]: {verify.StatusCorrupt}}, verify.StatusOK)
+		d := verify.Deep(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
+		testbed.ExpectStatuses(t, d, map[string][]verify.Status{sh[1]: {verify.StatusCorrupt}}, verify.StatusOK)
 	})
 
 	t.Run("azure", func(t *testing.T) {
 		t.Parallel()
-		b := azureBackend(t)
-		prefix := freshPrefix("unverified")
-		s := b.open(t, prefix, nil)
-		seed(t, s, f)
-		azureBlocks(t, b, prefix+"/"+sh[0], good, nil)
-		azureBlocks(t, b, prefix+"/"+sh[1], bad, nil)
-		q := verify.Quick(ctxT(t), f.m, s, verifyOptions())
-		expectStatuses(t, q, map[string][]verify.Status{sh[0]: {verify.StatusUnverified}, sh[1]: {verify.StatusUnverified}}, verify.StatusOK)
-		d := verify.Deep(ctxT(t), f.m, s, verifyOptions())
-		expectStatuses(t, d, map[string][]verify.Status{sh[1]: {verify.StatusCorrupt}}, verify.StatusOK)
+		b := testbed.AzureBackend(t)
+		prefix := testbed.FreshPrefix("unverified")
+		s := b.Open(t, prefix, nil)
+		testbed.Seed(t, s, f)
+		testbed.AzureBlocks(t, b, prefix+"/"+sh[0], good, nil)
+		testbed.AzureBlocks(t, b, prefix+"/"+sh[1], bad, nil)
+		q := verify.Quick(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
+		testbed.ExpectStatuses(t, q, map[string][]verify.Status{sh[0]: {verify.StatusUnverified}, sh[1]: {verify.StatusUnverified}}, verify.StatusOK)
+		d := verify.Deep(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
+		testbed.ExpectStatuses(t, d, map[string][]verify.Status{sh[1]: {verify.StatusCorrupt}}, verify.StatusOK)
 
 		// An uploader's unvalidated Content-MD5 that disagrees with the bytes: quick reports
 		// the mismatch, deep finds the bytes right and says the metadata is wrong.
-		wrong := f.m.Files[0].Sums.MD5
-		azureBlocks(t, b, prefix+"/"+sh[0], good, mustB64(t, wrong))
-		q = verify.Quick(ctxT(t), f.m, s, verifyOptions())
-		expectStatuses(t, q, map[string][]verify.Status{sh[0]: {verify.StatusChecksumMismatch}})
-		d = verify.Deep(ctxT(t), f.m, s, verifyOptions())
-		expectStatuses(t, d, map[string][]verify.Status{sh[0]: {verify.StatusOK}})
-		if det := byPath(d)[sh[0]].Detail; !strings.Contains(det, "wrong metadata") {
+		wrong := f.M.Files[0].Sums.MD5
+		testbed.AzureBlocks(t, b, prefix+"/"+sh[0], good, mustB64(t, wrong))
+		q = verify.Quick(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
+		testbed.ExpectStatuses(t, q, map[string][]verify.Status{sh[0]: {verify.StatusChecksumMismatch}})
+		d = verify.Deep(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
+		testbed.ExpectStatuses(t, d, map[string][]verify.Status{sh[0]: {verify.StatusOK}})
+		if det := testbed.ByPath(d)[sh[0]].Detail; !strings.Contains(det, "wrong metadata") {
 			t.Errorf("deep %s: detail %q does not report the wrong Content-MD5", sh[0], det)
 		}
 	})
 
 	t.Run("gcs", func(t *testing.T) {
 		t.Parallel()
-		b := gcsBackend(t)
-		prefix := freshPrefix("unverified")
-		s := b.open(t, prefix, nil)
-		seed(t, s, f)
+		b := testbed.GCSBackend(t)
+		prefix := testbed.FreshPrefix("unverified")
+		s := b.Open(t, prefix, nil)
+		testbed.Seed(t, s, f)
 		// A composite object (no MD5, full-object CRC32C) is still proven by its CRC32C.
 		half := len(good) / 2
-		b.gcs.Server.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: prefix + "/tmp-a"}, Content: good[:half]})
-		b.gcs.Server.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: prefix + "/tmp-b"}, Content: good[half:]})
+		b.GCS.Server.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: testbed.Bucket, Name: prefix + "/tmp-a"}, Content: good[:half]})
+		b.GCS.Server.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: testbed.Bucket, Name: prefix + "/tmp-b"}, Content: good[half:]})
 		gcsCompose(t, b, prefix, sh[0])
 		// fake-gcs-server gives composite objects an MD5 (GCS does not, and reports no
 		// componentCount): strip MD5s from listings as GCS would for composite objects.
 		strip := &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Action: faultproxy.Body(dropJSON("md5Hash"))}
-		s = b.open(t, prefix, faultproxy.New(strip).Client())
-		q := verify.Quick(ctxT(t), f.m, s, verifyOptions())
-		fr := byPath(q)[sh[0]]
+		s = b.Open(t, prefix, faultproxy.New(strip).Client())
+		q := verify.Quick(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
+		fr := testbed.ByPath(q)[sh[0]]
 		if fr.Status != verify.StatusOK || fr.Actual.CRC32C == "" || fr.Actual.MD5 != "" {
 			t.Errorf("quick composite %s: %s %+v (%s)", sh[0], fr.Status, fr.Actual, fr.Detail)
 		}
@@ -284,15 +274,15 @@ func TestUnverifiedObjects(t *testing.T) {
 		// A store that reports the manifest's checksums over other bytes (it took an
 		// uploader's word, or its metadata rotted apart from the data): quick verification
 		// cannot tell; deep verification can, and says which side the store's checksum is on.
-		file, _ := f.m.File(sh[1])
-		put(t, s, sh[1], bad, providers.Checksums{})
+		file, _ := f.M.File(sh[1])
+		testbed.Put(t, s, sh[1], bad, providers.Checksums{})
 		forge := faultproxy.New(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Action: faultproxy.Body(forgeListing(bad, file.Sums.CRC32C, file.Sums.MD5))})
-		s = b.open(t, prefix, forge.Client())
-		if st := byPath(verify.Quick(ctxT(t), f.m, s, verifyOptions()))[sh[1]].Status; st != verify.StatusOK {
+		s = b.Open(t, prefix, forge.Client())
+		if st := testbed.ByPath(verify.Quick(testbed.Ctx(t), f.M, s, testbed.VerifyOptions()))[sh[1]].Status; st != verify.StatusOK {
 			t.Fatalf("the forged listing did not take: quick says %s", st)
 		}
-		d := verify.Deep(ctxT(t), f.m, s, verifyOptions())
-		fr = byPath(d)[sh[1]]
+		d := verify.Deep(testbed.Ctx(t), f.M, s, testbed.VerifyOptions())
+		fr = testbed.ByPath(d)[sh[1]]
 		if fr.Status != verify.StatusCorrupt || !strings.Contains(fr.Detail, "matches the manifest, not the bytes") {
 			t.Errorf("deep forged %s: %s (%s)", sh[1], fr.Status, fr.Detail)
 		}
@@ -334,13 +324,13 @@ func mustB64(t *testing.T, s string) []byte {
 // with no checksum at all when alg is "".
 func s3Multipart(t *testing.T, c *s3.Client, key string, data []byte, alg types.ChecksumAlgorithm) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := testbed.Ctx(t)
 	noChecksum := func(o *s3.Options) {
 		if alg == "" {
 			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		}
 	}
-	in := &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	in := &s3.CreateMultipartUploadInput{Bucket: aws.String(testbed.Bucket), Key: aws.String(key)}
 	if alg != "" {
 		in.ChecksumAlgorithm, in.ChecksumType = alg, types.ChecksumTypeComposite
 	}
@@ -348,7 +338,7 @@ func s3Multipart(t *testing.T, c *s3.Client, key string, data []byte, alg types.
 	if err != nil {
 		t.Fatalf("create multipart %s: %v", key, err)
 	}
-	pin := &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: up.UploadId,
+	pin := &s3.UploadPartInput{Bucket: aws.String(testbed.Bucket), Key: aws.String(key), UploadId: up.UploadId,
 		PartNumber: aws.Int32(1), Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
 	if alg != "" {
 		pin.ChecksumAlgorithm = alg
@@ -358,7 +348,7 @@ func s3Multipart(t *testing.T, c *s3.Client, key string, data []byte, alg types.
 		t.Fatalf("upload part %s: %v", key, err)
 	}
 	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-		Bucket: aws.String(bucket), Key: aws.String(key), UploadId: up.UploadId,
+		Bucket: aws.String(testbed.Bucket), Key: aws.String(key), UploadId: up.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{
 			ETag: part.ETag, PartNumber: aws.Int32(1), ChecksumCRC32: part.ChecksumCRC32,
 		}}},
@@ -368,46 +358,20 @@ func s3Multipart(t *testing.T, c *s3.Client, key string, data []byte, alg types.
 	}
 }
 
-// azureBlocks commits data as staged blocks, with the given (unvalidated) Content-MD5 or none.
-func azureBlocks(t *testing.T, b *backend, name string, data, md5 []byte) {
-	t.Helper()
-	c, err := azblob.NewClientFromConnectionString(b.az.ConnectionString(b.az.Key), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bb := c.ServiceClient().NewContainerClient(bucket).NewBlockBlobClient(name)
-	var ids []string
-	for i := 0; i*(1<<20) < len(data); i++ {
-		id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "block-%06d", i))
-		chunk := data[i*(1<<20) : min((i+1)*(1<<20), len(data))]
-		if _, err := bb.StageBlock(ctxT(t), id, streaming.NopCloser(bytes.NewReader(chunk)), nil); err != nil {
-			t.Fatalf("stage block: %v", err)
-		}
-		ids = append(ids, id)
-	}
-	o := &blockblob.CommitBlockListOptions{}
-	if md5 != nil {
-		o.HTTPHeaders = &blob.HTTPHeaders{BlobContentMD5: md5}
-	}
-	if _, err := bb.CommitBlockList(ctxT(t), ids, o); err != nil {
-		t.Fatalf("commit block list: %v", err)
-	}
-}
-
 // gcsCompose composes dst from prefix/tmp-a and prefix/tmp-b with the storage SDK (the emulator
 // is STORAGE_EMULATOR_HOST).
-func gcsCompose(t *testing.T, b *backend, prefix, dst string) {
+func gcsCompose(t *testing.T, b *testbed.Backend, prefix, dst string) {
 	t.Helper()
-	c, err := storage.NewClient(ctxT(t))
+	c, err := storage.NewClient(testbed.Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	bk := c.Bucket(bucket)
-	if _, err := bk.Object(prefix+"/"+dst).ComposerFrom(bk.Object(prefix+"/tmp-a"), bk.Object(prefix+"/tmp-b")).Run(ctxT(t)); err != nil {
+	bk := c.Bucket(testbed.Bucket)
+	if _, err := bk.Object(prefix+"/"+dst).ComposerFrom(bk.Object(prefix+"/tmp-a"), bk.Object(prefix+"/tmp-b")).Run(testbed.Ctx(t)); err != nil {
 		t.Fatalf("compose: %v", err)
 	}
 	for _, n := range []string{"tmp-a", "tmp-b"} {
-		_ = bk.Object(prefix + "/" + n).Delete(ctxT(t))
+		_ = bk.Object(prefix + "/" + n).Delete(testbed.Ctx(t))
 	}
 }

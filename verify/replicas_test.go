@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lifeboat/internal/testbed"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -59,24 +60,24 @@ func (g gauge) Read(ctx context.Context, key string, o providers.ReadOptions, fn
 // of 1 completes — and reports them in the order given.
 func TestReplicasShareTheJobsBound(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "large")
+	f := testbed.Sample(t, "large")
 	var cur, max atomic.Int64
 	var stores []providers.Store
-	for _, b := range []*backend{fileBackend(t), gcsBackend(t), s3Backend(t)} {
-		prefix := freshPrefix("jobs")
-		seed(t, b.open(t, prefix, nil), f)
-		stores = append(stores, gauge{Store: b.open(t, prefix, nil), cur: &cur, max: &max, jitter: true})
+	for _, b := range []*testbed.Backend{testbed.FileBackend(t), testbed.GCSBackend(t), testbed.S3Backend(t)} {
+		prefix := testbed.FreshPrefix("jobs")
+		testbed.Seed(t, b.Open(t, prefix, nil), f)
+		stores = append(stores, gauge{Store: b.Open(t, prefix, nil), cur: &cur, max: &max, jitter: true})
 	}
 	for _, jobs := range []int{1, 3} {
 		for _, mode := range []verify.Mode{verify.ModeQuick, verify.ModeDeep} {
 			max.Store(0)
-			o := verifyOptions()
+			o := testbed.VerifyOptions()
 			o.Jobs, o.RangeSize = jobs, 256<<10
 			var progressed atomic.Int64
 			var planned atomic.Int64
 			o.Progress = func(n int64) { progressed.Add(n) }
 			o.Planned = func(n int64) { planned.Add(n) }
-			rep := verify.Replicas(ctxT(t), f.m, stores, mode, o)
+			rep := verify.Replicas(testbed.Ctx(t), f.M, stores, mode, o)
 			if rep.Mode != string(mode) || len(rep.Replicas) != len(stores) {
 				t.Fatalf("report %+v", rep)
 			}
@@ -85,10 +86,10 @@ func TestReplicasShareTheJobsBound(t *testing.T) {
 					t.Errorf("replica %d is %s, want %s", i, r.URL, stores[i])
 				}
 				if r.Status == verify.ReplicaFailed || r.Status == verify.ReplicaUnreachable {
-					t.Errorf("-j %d %s: %s", jobs, mode, dump(r))
+					t.Errorf("-j %d %s: %s", jobs, mode, testbed.Dump(r))
 				}
 				if mode == verify.ModeDeep && r.Status != verify.ReplicaOK {
-					t.Errorf("-j %d deep: %s", jobs, dump(r))
+					t.Errorf("-j %d deep: %s", jobs, testbed.Dump(r))
 				}
 			}
 			if got := max.Load(); got > int64(jobs) {
@@ -105,18 +106,18 @@ func TestReplicasShareTheJobsBound(t *testing.T) {
 // never reports OK for a file it did not finish.
 func TestDeepCancelled(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "large")
-	b := fileBackend(t)
-	prefix := freshPrefix("cancel")
-	seed(t, b.open(t, prefix, nil), f)
+	f := testbed.Sample(t, "large")
+	b := testbed.FileBackend(t)
+	prefix := testbed.FreshPrefix("cancel")
+	testbed.Seed(t, b.Open(t, prefix, nil), f)
 	var cur, max atomic.Int64
-	s := gauge{Store: b.open(t, prefix, nil), cur: &cur, max: &max, jitter: true}
+	s := gauge{Store: b.Open(t, prefix, nil), cur: &cur, max: &max, jitter: true}
 	ctx, cancel := context.WithCancel(context.Background())
-	o := verifyOptions()
+	o := testbed.VerifyOptions()
 	o.RangeSize = 64 << 10
 	var once sync.Once
 	o.Progress = func(int64) { once.Do(cancel) }
-	r := verify.Deep(ctx, f.m, s, o)
+	r := verify.Deep(ctx, f.M, s, o)
 	if r.ErrorKind != verify.ErrorCanceled || !errors.Is(r.Err, context.Canceled) {
 		t.Errorf("cancelled deep: kind %q err %v", r.ErrorKind, r.Err)
 	}
@@ -126,7 +127,7 @@ func TestDeepCancelled(t *testing.T) {
 		}
 	}
 	if r.Status == verify.ReplicaOK {
-		t.Errorf("a cancelled verification is OK:\n%s", dump(r))
+		t.Errorf("a cancelled verification is OK:\n%s", testbed.Dump(r))
 	}
 }
 
@@ -153,16 +154,16 @@ func (r reinvoker) Read(ctx context.Context, key string, o providers.ReadOptions
 // start: the hashes and range buffers start over, so the result is OK, not CORRUPT.
 func TestDeepCallbackReinvoked(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "large")
-	b := fileBackend(t)
-	prefix := freshPrefix("reinvoke")
-	seed(t, b.open(t, prefix, nil), f)
-	o := verifyOptions()
+	f := testbed.Sample(t, "large")
+	b := testbed.FileBackend(t)
+	prefix := testbed.FreshPrefix("reinvoke")
+	testbed.Seed(t, b.Open(t, prefix, nil), f)
+	o := testbed.VerifyOptions()
 	for _, rs := range []int64{256 << 10, 64 << 20} { // ranged reads, and one read per file
 		o.RangeSize = rs
-		r := verify.Deep(ctxT(t), f.m, reinvoker{b.open(t, prefix, nil)}, o)
+		r := verify.Deep(testbed.Ctx(t), f.M, reinvoker{b.Open(t, prefix, nil)}, o)
 		if r.Status != verify.ReplicaOK {
-			t.Errorf("range size %d: %s", rs, dump(r))
+			t.Errorf("range size %d: %s", rs, testbed.Dump(r))
 		}
 	}
 }

@@ -14,14 +14,15 @@ import (
 
 	"lifeboat/failover"
 	"lifeboat/providers"
-	"lifeboat/verify"
+	"lifeboat/verify/replicate"
+	"lifeboat/verify/warm"
 )
 
 func (a *app) bootCmd() *cobra.Command {
 	var (
 		fleetFile, region, workdir string
 		keep                       bool
-		po                         verify.ProbeOptions
+		po                         warm.ProbeOptions
 		jobs                       int
 	)
 	c := &cobra.Command{
@@ -81,7 +82,7 @@ unreachable.`,
 			if r.Launcher == nil {
 				return usageErr("%s:%d: regions.%s has no launcher: add launcher: {kind: exec, command: ...} or {kind: endpoint}", fleetFile, r.Line, region)
 			}
-			o := verify.BootOptions{Keep: keep, Probe: po, Restore: verify.ReplicateOptions{Jobs: jobs, Log: a.log}}
+			o := warm.BootOptions{Keep: keep, Probe: po, Restore: replicate.Options{Jobs: jobs, Log: a.log}}
 			for _, k := range sortedEnvKeys(r.Launcher.Env) {
 				o.Env = append(o.Env, k+"="+r.Launcher.Env[k])
 			}
@@ -91,10 +92,10 @@ unreachable.`,
 				if u == "" {
 					u = r.Endpoint
 				}
-				o.Launcher, o.NoRestore = &verify.EndpointLauncher{URL: u}, true
+				o.Launcher, o.NoRestore = &warm.EndpointLauncher{URL: u}, true
 			default:
-				el := &verify.ExecLauncher{Command: selfCommand(r.Launcher.Command)}
-				if _, err := el.CommandArgs(verify.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 1}); err != nil {
+				el := &warm.ExecLauncher{Command: selfCommand(r.Launcher.Command)}
+				if _, err := el.CommandArgs(warm.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 1}); err != nil {
 					return usageErr("%s: regions.%s.launcher.command: %v", fleetFile, region, err)
 				}
 				o.Launcher = el
@@ -112,7 +113,7 @@ unreachable.`,
 				if err := os.MkdirAll(workdir, 0o755); err != nil {
 					return usageErr("--workdir: %v", err)
 				}
-				if !verify.RestoredEarlier(workdir, o.Manifest) {
+				if !warm.RestoredEarlier(workdir, o.Manifest) {
 					src, err := urlStoreOpen(ctx, r.Replica)
 					if err != nil {
 						return err
@@ -128,17 +129,17 @@ unreachable.`,
 				o.Restore.Progress, o.Restore.Total = bar.Add, bar.SetTotal
 			}
 			fmt.Fprintf(a.stderr, "booting %s in %s\n", fl.Model.Name, region)
-			res, err := verify.Boot(ctx, o)
+			res, err := warm.Boot(ctx, o)
 			if bar != nil {
 				bar.Done()
 			}
 			if err != nil {
 				switch {
-				case errors.Is(err, verify.ErrBootInput):
+				case errors.Is(err, warm.ErrBootInput):
 					return withCode(exitUsage, err)
 				case errors.Is(err, providers.ErrUnreachable):
 					return withCode(exitUnreachable, err)
-				case res != nil && res.Restore != nil && res.Restore.ReplicateReport != nil:
+				case res != nil && res.Restore != nil && res.Restore.Report != nil:
 					return withCode(urlStoreErrCode(err), err)
 				case ctx.Err() != nil:
 					return withCode(exitProblem, err)
@@ -166,9 +167,9 @@ unreachable.`,
 	f.StringVar(&region, "region", "", "the region whose replica to boot (required)")
 	f.BoolVar(&keep, "keep", false, "leave a warm replica running until interrupted")
 	f.StringVar(&workdir, "workdir", "", "where to restore and keep the replica's log (default: TMPDIR/lifeboat-boot/MODEL/REGION, reused across runs)")
-	f.DurationVar(&po.TTFTBudget, "ttft-budget", verify.DefaultTTFTBudget, "time to first token the probe request must meet")
-	f.DurationVar(&po.Timeout, "timeout", verify.DefaultProbeTimeout, "how long to wait for the replica to listen")
-	f.IntVarP(&jobs, "jobs", "j", verify.DefaultReplicateJobs, "files restored at once")
+	f.DurationVar(&po.TTFTBudget, "ttft-budget", warm.DefaultTTFTBudget, "time to first token the probe request must meet")
+	f.DurationVar(&po.Timeout, "timeout", warm.DefaultProbeTimeout, "how long to wait for the replica to listen")
+	f.IntVarP(&jobs, "jobs", "j", replicate.DefaultJobs, "files restored at once")
 	_ = c.MarkFlagFilename("fleet", "yaml", "yml")
 	_ = c.MarkFlagDirname("workdir")
 	return c
@@ -223,13 +224,13 @@ func safeName(s string) string {
 	return b.String()
 }
 
-func (a *app) reportBoot(fl *failover.Fleet, region string, res *verify.BootResult) error {
+func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult) error {
 	if a.output == "json" {
 		v := struct {
 			Fleet  string `json:"fleet"`
 			Model  string `json:"model"`
 			Region string `json:"region"`
-			*verify.BootResult
+			*warm.BootResult
 		}{fl.File, fl.Model.Name, region, res}
 		return a.writeJSON(v)
 	}
@@ -243,7 +244,7 @@ func (a *app) reportBoot(fl *failover.Fleet, region string, res *verify.BootResu
 		fmt.Fprintf(w, "restore: %s — %d copied (%s), %d already intact, %d failed → %s\n",
 			rp.Status, rp.Copied, humanBytes(rp.Bytes), rp.AlreadyOK+rp.RereadOK, rp.Failed, rp.Dir)
 		for _, c := range rp.Files {
-			if c.Outcome == verify.OutcomeFailed {
+			if c.Outcome == replicate.OutcomeFailed {
 				fmt.Fprintf(w, "  FAILED %s: %s\n", c.Path, c.Error)
 			}
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"lifeboat/internal/emulators"
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 // TestBootHelperProcess is not a test: it is the replica process an exec launcher starts in the

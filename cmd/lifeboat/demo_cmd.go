@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 func (a *app) demoCmd() *cobra.Command {

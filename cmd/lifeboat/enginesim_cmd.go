@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/verify/enginesim"
+	"lifeboat/internal/enginesim"
 )
 
 // engineSimCmd is `lifeboat engine-sim MODEL_DIR --config FILE --port N`: a vLLM-compatible

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 // engineSim runs the engine-sim command in-process (it is registered on the root command by the

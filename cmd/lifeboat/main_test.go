@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 type result struct {

@@ -3,17 +3,16 @@ package main
 import (
 	"fmt"
 	"io"
+	"lifeboat/verify/warm"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-
-	"lifeboat/verify"
 )
 
 // probeCmd is `lifeboat probe URL --model NAME …`: is the vLLM replica at URL warm?
 func (a *app) probeCmd() *cobra.Command {
-	var o verify.ProbeOptions
+	var o warm.ProbeOptions
 	c := &cobra.Command{
 		Use:   "probe URL --model NAME [--lora NAME]... [--ttft-budget 2s] [--timeout 10m] [-o text|json]",
 		Short: "Decide, with evidence, whether a vLLM replica is warm",
@@ -56,7 +55,7 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 			if len(args) != 1 {
 				return usageErr("probe needs exactly one replica URL, got %d (see --help)", len(args))
 			}
-			base, err := verify.NormalizeBaseURL(args[0])
+			base, err := warm.NormalizeBaseURL(args[0])
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -85,7 +84,7 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 			if a.log != nil {
 				a.log.Debug("probing", "url", base, "models", o.Models, "loras", o.LoRAs)
 			}
-			res := verify.Probe(cmd.Context(), base, o)
+			res := warm.Probe(cmd.Context(), base, o)
 			if a.output == "json" {
 				err = a.writeJSON(res)
 			} else {
@@ -104,22 +103,22 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 	f.StringArrayVar(&o.Models, "model", nil, "served model name that must be listed (repeatable; the first is probed)")
 	f.StringArrayVar(&o.LoRAs, "lora", nil, "LoRA adapter that must be listed with a --model as parent, and answer (repeatable)")
 	f.BoolVar(&o.CompletionsOnly, "completions-only", false, "the model serves no chat: probe /v1/completions instead")
-	f.DurationVar(&o.TTFTBudget, "ttft-budget", verify.DefaultTTFTBudget, "time-to-first-token budget (over it: SLOW)")
-	f.DurationVar(&o.Timeout, "timeout", verify.DefaultProbeTimeout, "how long to wait for the port to listen (then: LOADING)")
-	f.DurationVar(&o.RequestTimeout, "request-timeout", verify.DefaultRequestTimeout, "deadline of each HTTP exchange, a whole stream included")
-	f.DurationVar(&o.StallTimeout, "stall-timeout", verify.DefaultProbeStallTimeout, "a stream silent this long fails")
-	f.IntVar(&o.MaxWaiting, "max-waiting", verify.DefaultMaxWaiting, "most requests allowed in vllm:num_requests_waiting (over it: SATURATED)")
-	f.Float64Var(&o.MaxKVUsage, "max-kv-usage", verify.DefaultMaxKVUsage, "highest KV-cache usage allowed, 0..1 (over it: SATURATED)")
+	f.DurationVar(&o.TTFTBudget, "ttft-budget", warm.DefaultTTFTBudget, "time-to-first-token budget (over it: SLOW)")
+	f.DurationVar(&o.Timeout, "timeout", warm.DefaultProbeTimeout, "how long to wait for the port to listen (then: LOADING)")
+	f.DurationVar(&o.RequestTimeout, "request-timeout", warm.DefaultRequestTimeout, "deadline of each HTTP exchange, a whole stream included")
+	f.DurationVar(&o.StallTimeout, "stall-timeout", warm.DefaultProbeStallTimeout, "a stream silent this long fails")
+	f.IntVar(&o.MaxWaiting, "max-waiting", warm.DefaultMaxWaiting, "most requests allowed in vllm:num_requests_waiting (over it: SATURATED)")
+	f.Float64Var(&o.MaxKVUsage, "max-kv-usage", warm.DefaultMaxKVUsage, "highest KV-cache usage allowed, 0..1 (over it: SATURATED)")
 	f.IntVar(&o.MaxTokens, "max-tokens", 8, "output tokens the probe request asks for")
 	return c
 }
 
 // probeExitCode maps a verdict to the exit status documented in probeCmd.
-func probeExitCode(r verify.ProbeResult) int {
+func probeExitCode(r warm.ProbeResult) int {
 	switch {
-	case r.Verdict == verify.Warm:
+	case r.Verdict == warm.Warm:
 		return exitOK
-	case r.Verdict == verify.Loading && r.Timings.ListenS == nil:
+	case r.Verdict == warm.Loading && r.Timings.ListenS == nil:
 		return exitUnreachable
 	default:
 		return exitProblem
@@ -136,7 +135,7 @@ func fmtSecs(v *float64, unit string) string {
 	return fmt.Sprintf("%.3fs", *v)
 }
 
-func renderProbe(w io.Writer, r verify.ProbeResult) error {
+func renderProbe(w io.Writer, r warm.ProbeResult) error {
 	fmt.Fprintf(w, "%s  %s\n", r.Verdict, r.URL)
 	fmt.Fprintf(w, "  %s\n", r.Reason)
 	t := r.Timings

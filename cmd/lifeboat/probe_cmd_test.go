@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/manifest/sample"
-	"lifeboat/verify/enginesim"
+	"lifeboat/internal/enginesim"
+	"lifeboat/internal/sample"
 )
 
 // probeRun runs the CLI with probe registered even before the lead adds it to root.go.

@@ -10,11 +10,12 @@ import (
 
 	"lifeboat/providers"
 	"lifeboat/verify"
+	"lifeboat/verify/replicate"
 )
 
 func (a *app) replicateCmd() *cobra.Command {
 	var manifestFile, from, to string
-	var o verify.ReplicateOptions
+	var o replicate.Options
 	c := &cobra.Command{
 		Use:   "replicate --manifest FILE --from URL --to URL [--dry-run] [--deep] [-j N] [-o text|json]",
 		Short: "Copy to a replica only what it lacks or holds wrong, checking every byte against the manifest",
@@ -112,7 +113,7 @@ URL, missing bucket, refused credentials); 4 a store stayed unreachable.`,
 
 			bar := newProgress(a.stderr, "replicating")
 			o.Progress, o.Total, o.Log = bar.Add, bar.SetTotal, a.log
-			rep, err := verify.Replicate(cmd.Context(), m, src, dst, o)
+			rep, err := replicate.Run(cmd.Context(), m, src, dst, o)
 			bar.Done()
 			if err != nil {
 				return withCode(urlStoreErrCode(err), err)
@@ -120,7 +121,7 @@ URL, missing bucket, refused credentials); 4 a store stayed unreachable.`,
 			if a.output == "json" {
 				v := struct {
 					Manifest string `json:"manifest"`
-					*verify.ReplicateReport
+					*replicate.Report
 				}{manifestFile, rep}
 				if err := a.writeJSON(v); err != nil {
 					return err
@@ -129,9 +130,9 @@ URL, missing bucket, refused credentials); 4 a store stayed unreachable.`,
 				return err
 			}
 			switch rep.Status {
-			case verify.ReplicateFailed:
+			case replicate.Failed:
 				return &exitError{code: exitProblem}
-			case verify.ReplicateUnreachable:
+			case replicate.Unreachable:
 				return &exitError{code: exitUnreachable}
 			}
 			return nil
@@ -143,12 +144,12 @@ URL, missing bucket, refused credentials); 4 a store stayed unreachable.`,
 	f.StringVar(&to, "to", "", "the replica to seed or repair: a directory or a store URL (required)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
 	f.BoolVar(&o.Deep, "deep", false, "plan from a deep verification of the target (re-read every byte): also repairs bytes that rotted under intact checksums")
-	f.IntVarP(&o.Jobs, "jobs", "j", verify.DefaultReplicateJobs, "files copied at once")
+	f.IntVarP(&o.Jobs, "jobs", "j", replicate.DefaultJobs, "files copied at once")
 	_ = c.MarkFlagFilename("manifest", "json")
 	return c
 }
 
-func (a *app) renderReplicate(rep *verify.ReplicateReport) error {
+func (a *app) renderReplicate(rep *replicate.Report) error {
 	w := a.stdout
 	verb := "Replicating"
 	if rep.DryRun {
@@ -161,11 +162,11 @@ func (a *app) renderReplicate(rep *verify.ReplicateReport) error {
 		for _, c := range rep.Files {
 			result := string(c.Outcome)
 			switch {
-			case c.Outcome == verify.OutcomeFailed:
+			case c.Outcome == replicate.OutcomeFailed:
 				result = "FAILED: " + string(c.Failure)
 			case rep.DryRun:
 				result = "would copy"
-			case c.Outcome == verify.OutcomeCopied && c.Attempts > 1:
+			case c.Outcome == replicate.OutcomeCopied && c.Attempts > 1:
 				result = fmt.Sprintf("copied (%d attempts)", c.Attempts)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Path, c.Reason, humanBytes(c.Size), c.From, result)
@@ -189,7 +190,7 @@ func (a *app) renderReplicate(rep *verify.ReplicateReport) error {
 	var planned int
 	var plannedBytes int64
 	for _, c := range rep.Files {
-		if c.Outcome != verify.OutcomeFailed {
+		if c.Outcome != replicate.OutcomeFailed {
 			planned++
 			plannedBytes += c.Size
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"lifeboat/internal/emulators"
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 func TestReplicateUsageErrors(t *testing.T) {

@@ -10,12 +10,12 @@ import (
 
 	"lifeboat/manifest"
 	"lifeboat/providers"
-	"lifeboat/verify"
+	"lifeboat/verify/replicate"
 )
 
 func (a *app) restoreCmd() *cobra.Command {
 	var manifestFile, from, to string
-	var o verify.ReplicateOptions
+	var o replicate.Options
 	c := &cobra.Command{
 		Use:   "restore --manifest FILE --from URL --to DIR [-j N] [-o text|json]",
 		Short: "Materialise a replica into a local directory, checking every byte against the manifest",
@@ -68,15 +68,15 @@ Exit codes: 0 the bundle in DIR is complete and proven; 1 some files could not b
 	f.StringVar(&manifestFile, "manifest", "", "the DR manifest (required)")
 	f.StringVar(&from, "from", "", "the replica to restore from: a directory or a store URL (required)")
 	f.StringVar(&to, "to", "", "the local directory to restore into, created if missing (required)")
-	f.IntVarP(&o.Jobs, "jobs", "j", verify.DefaultReplicateJobs, "files copied at once")
+	f.IntVarP(&o.Jobs, "jobs", "j", replicate.DefaultJobs, "files copied at once")
 	_ = c.MarkFlagFilename("manifest", "json")
 	_ = c.MarkFlagDirname("to")
 	return c
 }
 
-// restore checks the arguments, opens the source and runs verify.Restore. Its errors carry exit
+// restore checks the arguments, opens the source and runs replicate.Restore. Its errors carry exit
 // codes (2 bad input, 4 unreachable); per-file failures are in the report.
-func (a *app) restore(ctx context.Context, m *manifest.Manifest, from, to string, o verify.ReplicateOptions) (*verify.RestoreReport, error) {
+func (a *app) restore(ctx context.Context, m *manifest.Manifest, from, to string, o replicate.Options) (*replicate.RestoreReport, error) {
 	fromLoc, err := providers.ParseURL(from)
 	if err != nil {
 		return nil, usageErr("--from: %v", err)
@@ -104,15 +104,15 @@ func (a *app) restore(ctx context.Context, m *manifest.Manifest, from, to string
 		return nil, err
 	}
 	defer src.Close()
-	rep, err := verify.Restore(ctx, m, src, toLoc.Path, o)
+	rep, err := replicate.Restore(ctx, m, src, toLoc.Path, o)
 	if err != nil {
-		if errors.Is(err, verify.ErrOutsideDir) {
+		if errors.Is(err, replicate.ErrOutsideDir) {
 			return rep, withCode(exitUsage, err)
 		}
-		if rep != nil && rep.ReplicateReport != nil && rep.Status == verify.ReplicateUnreachable {
+		if rep != nil && rep.Report != nil && rep.Status == replicate.Unreachable {
 			return rep, withCode(exitUnreachable, err)
 		}
-		if rep == nil || rep.ReplicateReport == nil {
+		if rep == nil || rep.Report == nil {
 			return rep, withCode(exitUsage, fmt.Errorf("--to %s: %w", toLoc.Path, err))
 		}
 		return rep, withCode(urlStoreErrCode(err), err)
@@ -120,19 +120,19 @@ func (a *app) restore(ctx context.Context, m *manifest.Manifest, from, to string
 	return rep, nil
 }
 
-func (a *app) reportRestore(manifestFile string, rep *verify.RestoreReport) error {
+func (a *app) reportRestore(manifestFile string, rep *replicate.RestoreReport) error {
 	if a.output == "json" {
 		v := struct {
 			Manifest string `json:"manifest"`
-			*verify.ReplicateReport
-			Dir    string         `json:"dir"`
-			Layout *verify.Layout `json:"layout,omitempty"`
-		}{manifestFile, rep.ReplicateReport, rep.Dir, rep.Layout}
+			*replicate.Report
+			Dir    string            `json:"dir"`
+			Layout *replicate.Layout `json:"layout,omitempty"`
+		}{manifestFile, rep.Report, rep.Dir, rep.Layout}
 		if err := a.writeJSON(v); err != nil {
 			return err
 		}
 	} else {
-		if err := a.renderReplicate(rep.ReplicateReport); err != nil {
+		if err := a.renderReplicate(rep.Report); err != nil {
 			return err
 		}
 		if l := rep.Layout; l != nil {
@@ -146,11 +146,11 @@ func (a *app) reportRestore(manifestFile string, rep *verify.RestoreReport) erro
 	return restoreExit(rep)
 }
 
-func restoreExit(rep *verify.RestoreReport) error {
+func restoreExit(rep *replicate.RestoreReport) error {
 	switch rep.Status {
-	case verify.ReplicateFailed:
+	case replicate.Failed:
 		return &exitError{code: exitProblem}
-	case verify.ReplicateUnreachable:
+	case replicate.Unreachable:
 		return &exitError{code: exitUnreachable}
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 // lifeboatAll is lifeboat() with restore and boot registered even before the lead adds them to

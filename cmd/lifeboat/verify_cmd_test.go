@@ -19,8 +19,8 @@ import (
 
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/faultproxy"
+	"lifeboat/internal/sample"
 	"lifeboat/manifest"
-	"lifeboat/manifest/sample"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )

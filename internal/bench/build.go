@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"lifeboat/internal/sample"
 	"lifeboat/manifest"
-	"lifeboat/manifest/sample"
 )
 
 // repo is the generated ≥ 2 GB model repository: the subject of section 1 and, replicated, of

@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"lifeboat/internal/sample"
 	"lifeboat/manifest"
-	"lifeboat/manifest/sample"
 )
 
 // quickBundle is the small-file DR bundle seeded into the three clouds.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"lifeboat/manifest"
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 // Tests of the engine, LoRA and deployment rules (rules_engine.go) on generated sample repositories.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"lifeboat/manifest"
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 // mtModelRuleIDs are the ids of the rules in rules_model.go.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"lifeboat/manifest"
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 func TestManifestRules(t *testing.T) {

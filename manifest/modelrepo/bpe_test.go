@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 func sampleBPE(t *testing.T) *BPETokenizer {

@@ -1,4 +1,4 @@
-package verify
+package warm
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 var (

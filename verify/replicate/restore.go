@@ -1,4 +1,4 @@
-package verify
+package replicate
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // Before anything is written, every manifest path is checked to resolve inside dir (see
 // RestorePath): a path that is absolute, climbs out with "..", or runs through a symbolic link that
 // leads out of dir refuses the whole restore with an error wrapping ErrOutsideDir.
-func Restore(ctx context.Context, m *manifest.Manifest, from providers.Store, dir string, o ReplicateOptions) (*RestoreReport, error) {
+func Restore(ctx context.Context, m *manifest.Manifest, from providers.Store, dir string, o Options) (*RestoreReport, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -43,9 +43,9 @@ func Restore(ctx context.Context, m *manifest.Manifest, from providers.Store, di
 		return nil, err
 	}
 	defer to.Close()
-	rep, err := Replicate(ctx, m, from, to, o)
-	out := &RestoreReport{ReplicateReport: rep, Dir: abs}
-	if rep != nil && rep.Status == ReplicateOK {
+	rep, err := Run(ctx, m, from, to, o)
+	out := &RestoreReport{Report: rep, Dir: abs}
+	if rep != nil && rep.Status == OK {
 		out.Layout = BundleLayout(m, abs)
 	}
 	return out, err
@@ -53,7 +53,7 @@ func Restore(ctx context.Context, m *manifest.Manifest, from providers.Store, di
 
 // RestoreReport is the result of Restore: the replicate report and where the bundle now is.
 type RestoreReport struct {
-	*ReplicateReport
+	*Report
 	Dir string `json:"dir"`
 	// Layout locates the restored bundle; set only when the restore ended OK.
 	Layout *Layout `json:"layout,omitempty"`

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 func genRepo(t testing.TB, o sample.Options) *sample.Layout {

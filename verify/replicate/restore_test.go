@@ -1,8 +1,10 @@
-package verify_test
+package replicate_test
 
 import (
 	"bytes"
 	"errors"
+	"lifeboat/internal/testbed"
+	"lifeboat/verify/replicate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,21 +19,21 @@ import (
 // first run copies every file, a second copies nothing (every file re-read intact), a partial
 // restore resumes, a tampered local file is fetched again, and the bundle layout is right.
 func TestRestoreFromReplicas(t *testing.T) {
-	f := getFixture(t, "small")
-	for _, b := range []*backend{fileBackend(t), s3Backend(t), gcsBackend(t)} {
-		t.Run(b.name, func(t *testing.T) {
-			src := b.open(t, freshPrefix("restore-src"), nil)
-			seed(t, src, f)
+	f := testbed.Sample(t, "small")
+	for _, b := range []*testbed.Backend{testbed.FileBackend(t), testbed.S3Backend(t), testbed.GCSBackend(t)} {
+		t.Run(b.Name, func(t *testing.T) {
+			src := b.Open(t, testbed.FreshPrefix("restore-src"), nil)
+			testbed.Seed(t, src, f)
 			dir := filepath.Join(t.TempDir(), "restored")
-			ctx := ctxT(t)
+			ctx := testbed.Ctx(t)
 
-			rep, err := verify.Restore(ctx, f.m, src, dir, verify.ReplicateOptions{Jobs: 3})
-			if err != nil || rep.Status != verify.ReplicateOK || rep.Copied != len(f.m.Files) || rep.Failed != 0 {
+			rep, err := replicate.Restore(ctx, f.M, src, dir, replicate.Options{Jobs: 3})
+			if err != nil || rep.Status != replicate.OK || rep.Copied != len(f.M.Files) || rep.Failed != 0 {
 				t.Fatalf("first restore: %v %+v", err, rep)
 			}
-			for _, file := range f.m.Files {
+			for _, file := range f.M.Files {
 				got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file.Path)))
-				if err != nil || !bytes.Equal(got, f.data(t, file.Path)) {
+				if err != nil || !bytes.Equal(got, f.Data(t, file.Path)) {
 					t.Fatalf("%s differs after restore (%v)", file.Path, err)
 				}
 			}
@@ -45,14 +47,14 @@ func TestRestoreFromReplicas(t *testing.T) {
 			}
 
 			// Nothing to do: every present file is proven by a SHA-256 re-read, none copied.
-			rep, err = verify.Restore(ctx, f.m, src, dir, verify.ReplicateOptions{})
-			if err != nil || rep.Status != verify.ReplicateOK || rep.Copied != 0 || rep.RereadOK != len(f.m.Files) {
+			rep, err = replicate.Restore(ctx, f.M, src, dir, replicate.Options{})
+			if err != nil || rep.Status != replicate.OK || rep.Copied != 0 || rep.RereadOK != len(f.M.Files) {
 				t.Fatalf("second restore: %v %+v", err, rep)
 			}
 
 			// Partial: two files gone (one of them left as a stray temporary of an interrupted
 			// write), one shard tampered in place with the same size.
-			shard := f.shards()[0]
+			shard := f.Shards()[0]
 			os.Remove(filepath.Join(dir, "model", "tokenizer.json"))
 			os.Remove(filepath.Join(dir, filepath.FromSlash(shard)))
 			os.WriteFile(filepath.Join(dir, "model", ".lifeboat-tmp-123"), []byte("half"), 0o644)
@@ -62,8 +64,8 @@ func TestRestoreFromReplicas(t *testing.T) {
 			os.WriteFile(cfgPath, data, 0o644)
 
 			var done []string
-			rep, err = verify.Restore(ctx, f.m, src, dir, verify.ReplicateOptions{OnFile: func(c verify.CopyResult) { done = append(done, c.Path) }})
-			if err != nil || rep.Status != verify.ReplicateOK || rep.Copied != 3 || rep.RereadOK != len(f.m.Files)-3 {
+			rep, err = replicate.Restore(ctx, f.M, src, dir, replicate.Options{OnFile: func(c replicate.CopyResult) { done = append(done, c.Path) }})
+			if err != nil || rep.Status != replicate.OK || rep.Copied != 3 || rep.RereadOK != len(f.M.Files)-3 {
 				t.Fatalf("resume: %v %+v", err, rep)
 			}
 			reasons := map[string]verify.Status{}
@@ -73,7 +75,7 @@ func TestRestoreFromReplicas(t *testing.T) {
 			if reasons["model/tokenizer.json"] != verify.StatusMissing || reasons[shard] != verify.StatusMissing || reasons["model/config.json"] != verify.StatusCorrupt {
 				t.Fatalf("resume plan %v (done %v)", reasons, done)
 			}
-			if got, _ := os.ReadFile(cfgPath); !bytes.Equal(got, f.data(t, "model/config.json")) {
+			if got, _ := os.ReadFile(cfgPath); !bytes.Equal(got, f.Data(t, "model/config.json")) {
 				t.Fatal("tampered config.json was not fetched again")
 			}
 		})
@@ -82,19 +84,19 @@ func TestRestoreFromReplicas(t *testing.T) {
 
 // A source whose bytes do not match the manifest writes nothing under the file's name.
 func TestRestoreCorruptSourceWritesNothing(t *testing.T) {
-	f := getFixture(t, "small")
-	b := fileBackend(t)
-	src := b.open(t, freshPrefix("restore-bad"), nil)
-	seed(t, src, f)
-	shard := f.shards()[0]
-	data := f.data(t, shard)
+	f := testbed.Sample(t, "small")
+	b := testbed.FileBackend(t)
+	src := b.Open(t, testbed.FreshPrefix("restore-bad"), nil)
+	testbed.Seed(t, src, f)
+	shard := f.Shards()[0]
+	data := f.Data(t, shard)
 	bad := append([]byte{}, data...)
 	bad[len(bad)/3] ^= 1
-	put(t, src, shard, bad, providers.Checksums{})
+	testbed.Put(t, src, shard, bad, providers.Checksums{})
 
 	dir := t.TempDir()
-	rep, err := verify.Restore(ctxT(t), f.m, src, dir, verify.ReplicateOptions{})
-	if err != nil || rep.Status != verify.ReplicateFailed || rep.Failed != 1 || rep.Layout != nil {
+	rep, err := replicate.Restore(testbed.Ctx(t), f.M, src, dir, replicate.Options{})
+	if err != nil || rep.Status != replicate.Failed || rep.Failed != 1 || rep.Layout != nil {
 		t.Fatalf("%v %+v", err, rep)
 	}
 	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(shard))); !errors.Is(err, os.ErrNotExist) {
@@ -120,7 +122,7 @@ func TestRestorePathGuard(t *testing.T) {
 	}
 	os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling"))
 	for _, bad := range []string{"", "/etc/passwd", "../x", "model/../../x", "a/../b", "./a", "a//b", "a/", `a\..\b`, "model/config.json", "dangling/x", "C:/x"} {
-		if p, err := verify.RestorePath(dir, bad); err == nil || !errors.Is(err, verify.ErrOutsideDir) {
+		if p, err := replicate.RestorePath(dir, bad); err == nil || !errors.Is(err, replicate.ErrOutsideDir) {
 			// "C:/x" is a plain relative name on Unix; it must at least stay inside.
 			if bad == "C:/x" && err == nil && strings.HasPrefix(p, dir+string(filepath.Separator)) {
 				continue
@@ -129,7 +131,7 @@ func TestRestorePathGuard(t *testing.T) {
 		}
 	}
 	for _, good := range []string{"engine/inside/engine.yaml", "deploy/x.yaml", "deploy/..hidden"} {
-		if p, err := verify.RestorePath(dir, good); err != nil || !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+		if p, err := replicate.RestorePath(dir, good); err != nil || !strings.HasPrefix(p, dir+string(filepath.Separator)) {
 			t.Errorf("RestorePath(%q) = %q, %v", good, p, err)
 		}
 	}
@@ -138,16 +140,16 @@ func TestRestorePathGuard(t *testing.T) {
 // A manifest that names a path outside DIR (no valid manifest can; this one is forged) refuses
 // the whole restore before anything is written.
 func TestRestoreRefusesPathsOutsideDir(t *testing.T) {
-	f := getFixture(t, "small")
-	src := fileBackend(t).open(t, freshPrefix("restore-evil"), nil)
-	seed(t, src, f)
+	f := testbed.Sample(t, "small")
+	src := testbed.FileBackend(t).Open(t, testbed.FreshPrefix("restore-evil"), nil)
+	testbed.Seed(t, src, f)
 	base := t.TempDir()
 	dir := filepath.Join(base, "restore")
 	for _, evil := range []string{"../escaped", "model/../../escaped", "/tmp/escaped"} {
-		m := &manifest.Manifest{OCI: f.m.OCI, Model: f.m.Model, Files: append([]manifest.File{}, f.m.Files...)}
+		m := &manifest.Manifest{OCI: f.M.OCI, Model: f.M.Model, Files: append([]manifest.File{}, f.M.Files...)}
 		m.Files = append(m.Files, manifest.File{Path: evil, Size: 1, Data: []byte("x"), Role: manifest.RoleOther})
-		rep, err := verify.Restore(ctxT(t), m, src, dir, verify.ReplicateOptions{})
-		if !errors.Is(err, verify.ErrOutsideDir) || rep != nil {
+		rep, err := replicate.Restore(testbed.Ctx(t), m, src, dir, replicate.Options{})
+		if !errors.Is(err, replicate.ErrOutsideDir) || rep != nil {
 			t.Fatalf("%s: %v %+v", evil, err, rep)
 		}
 	}

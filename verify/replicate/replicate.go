@@ -1,4 +1,4 @@
-package verify
+package replicate
 
 import (
 	"bytes"
@@ -23,13 +23,14 @@ import (
 
 	"lifeboat/manifest"
 	"lifeboat/providers"
+	"lifeboat/verify"
 )
 
 // Replicate copies into a target replica every file of a manifest that the target lacks or holds
 // wrong, from a source replica (or, for engine and deployment files, from the bytes embedded in the
 // manifest), and nothing else:
 //
-//   - Plan. The target is verified with Quick (or Deep, with ReplicateOptions.Deep), the same
+//   - Plan. The target is verified with verify.Quick (or verify.Deep, with Options.Deep), the same
 //     verification 'lifeboat verify' runs, so there is one meaning of OK. OK files are left alone; MISSING, SIZE_MISMATCH, CHECKSUM_MISMATCH and ERROR files are
 //     copied. UNVERIFIED files (same size, no comparable native checksum) are copied again when
 //     the target records a native checksum on write (S3, GCS, Azure: the copy is then
@@ -54,14 +55,14 @@ import (
 //
 // An error is returned only when the target (or, with something to copy, the source) cannot be
 // listed at all; per-file failures are in the report.
-func Replicate(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o ReplicateOptions) (*ReplicateReport, error) {
+func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o Options) (*Report, error) {
 	start := time.Now()
 	r := &replicator{m: m, from: from, to: to, o: o.withDefaults()}
-	rep := &ReplicateReport{From: from.String(), To: to.String(), DryRun: o.DryRun, Files: []CopyResult{}, Extra: []string{}}
+	rep := &Report{From: from.String(), To: to.String(), DryRun: o.DryRun, Files: []CopyResult{}, Extra: []string{}}
 	defer func() { rep.Seconds = time.Since(start).Seconds() }()
 
 	r.rereadOK = map[string]bool{}
-	var tgt ReplicaResult
+	var tgt verify.ReplicaResult
 	var err error
 	if o.Deep {
 		tgt, err = r.deep(ctx, m, to)
@@ -69,7 +70,7 @@ func Replicate(ctx context.Context, m *manifest.Manifest, from, to providers.Sto
 		tgt, err = r.quick(ctx, m, to)
 	}
 	if err != nil {
-		rep.Status = replStatusForError(err)
+		rep.Status = statusForError(err)
 		return rep, fmt.Errorf("target: %w", err)
 	}
 
@@ -79,13 +80,13 @@ func Replicate(ctx context.Context, m *manifest.Manifest, from, to providers.Sto
 	for _, fr := range tgt.Files {
 		f, inManifest := m.File(fr.Path)
 		switch {
-		case fr.Status == StatusExtra || !inManifest:
+		case fr.Status == verify.StatusExtra || !inManifest:
 			rep.Extra = append(rep.Extra, fr.Path)
-		case fr.Status == StatusOK && o.Deep:
+		case fr.Status == verify.StatusOK && o.Deep:
 			r.rereadOK[fr.Path] = true
-		case fr.Status == StatusOK:
+		case fr.Status == verify.StatusOK:
 			rep.AlreadyOK++
-		case fr.Status == StatusUnverified && !writesChecksums:
+		case fr.Status == verify.StatusUnverified && !writesChecksums:
 			reread = append(reread, f)
 		default:
 			rep.Files = append(rep.Files, r.planned(f, fr.Status, fr.Detail))
@@ -107,16 +108,16 @@ func Replicate(ctx context.Context, m *manifest.Manifest, from, to providers.Sto
 
 	// Check the source for what it has to provide.
 	if err := r.checkSource(ctx, rep.Files); err != nil {
-		rep.Status = replStatusForError(err)
+		rep.Status = statusForError(err)
 		return rep, fmt.Errorf("source: %w", err)
 	}
 
 	if o.DryRun {
-		rep.Status = ReplicatePlanned
+		rep.Status = Planned
 		for _, c := range rep.Files {
 			if c.Outcome == OutcomeFailed {
 				rep.Failed++
-				rep.Status = ReplicateFailed
+				rep.Status = Failed
 			}
 		}
 		return rep, nil
@@ -169,7 +170,7 @@ func Replicate(ctx context.Context, m *manifest.Manifest, from, to providers.Sto
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		rep.Status = ReplicateFailed
+		rep.Status = Failed
 		return rep, err
 	}
 
@@ -180,15 +181,15 @@ func Replicate(ctx context.Context, m *manifest.Manifest, from, to providers.Sto
 	}
 	rep.Target = &after
 	if err != nil {
-		rep.Status = replStatusForError(err)
+		rep.Status = statusForError(err)
 		return rep, fmt.Errorf("target after copying: %w", err)
 	}
 	rep.Status = r.verdict(rep, after)
 	return rep, nil
 }
 
-// ReplicateOptions tune Replicate. The zero value is the CLI's default.
-type ReplicateOptions struct {
+// Options tune Replicate. The zero value is the CLI's default.
+type Options struct {
 	// DryRun plans (reading the target and the source's metadata, and re-reading UNVERIFIED files
 	// of a target without native checksums) and writes nothing.
 	DryRun bool
@@ -196,7 +197,7 @@ type ReplicateOptions struct {
 	// of a quick one, so that bytes that rotted under intact metadata (a stored checksum that
 	// still describes what was written) are found and copied again.
 	Deep bool
-	// Jobs is the number of files copied (or re-read) at once; 0 means DefaultReplicateJobs.
+	// Jobs is the number of files copied (or re-read) at once; 0 means DefaultJobs.
 	Jobs int
 	// Attempts is how many times a copy is tried when it fails for a transient reason; 0 means 3.
 	Attempts int
@@ -220,13 +221,13 @@ type ReplicateOptions struct {
 // target applies back-pressure to the source while its parts upload.
 const DefaultStallTimeout = 5 * time.Minute
 
-// DefaultReplicateJobs is the default number of files copied at once. Each copy holds at most
+// DefaultJobs is the default number of files copied at once. Each copy holds at most
 // (Options.Concurrency+1) × Options.PartSize of the target store in memory (40 MiB by default).
-const DefaultReplicateJobs = 4
+const DefaultJobs = 4
 
-func (o ReplicateOptions) withDefaults() ReplicateOptions {
+func (o Options) withDefaults() Options {
 	if o.Jobs <= 0 {
-		o.Jobs = DefaultReplicateJobs
+		o.Jobs = DefaultJobs
 	}
 	if o.Attempts <= 0 {
 		o.Attempts = 3
@@ -243,14 +244,14 @@ func (o ReplicateOptions) withDefaults() ReplicateOptions {
 	return o
 }
 
-// ReplicateStatus sums up a replicate run.
-type ReplicateStatus string
+// Status sums up a replicate run.
+type Status string
 
 const (
-	ReplicateOK          ReplicateStatus = "OK"          // every manifest file is proven intact in the target
-	ReplicatePlanned     ReplicateStatus = "PLANNED"     // dry run: the plan can be carried out
-	ReplicateFailed      ReplicateStatus = "FAILED"      // some file could not be repaired (source corrupt or missing, …)
-	ReplicateUnreachable ReplicateStatus = "UNREACHABLE" // a store stayed unreachable after retries
+	OK          Status = "OK"          // every manifest file is proven intact in the target
+	Planned     Status = "PLANNED"     // dry run: the plan can be carried out
+	Failed      Status = "FAILED"      // some file could not be repaired (source corrupt or missing, …)
+	Unreachable Status = "UNREACHABLE" // a store stayed unreachable after retries
 )
 
 // CopyOutcome is what happened to one planned file.
@@ -285,7 +286,7 @@ type CopyResult struct {
 	Path string `json:"path"`
 	// Reason is the target's verdict that put the file in the plan: MISSING, SIZE_MISMATCH,
 	// CHECKSUM_MISMATCH, UNVERIFIED, CORRUPT (re-read and found different) or ERROR.
-	Reason Status `json:"reason"`
+	Reason verify.Status `json:"reason"`
 	// Detail explains Reason (expected vs actual).
 	Detail   string      `json:"detail,omitempty"`
 	Size     int64       `json:"size"`
@@ -296,12 +297,12 @@ type CopyResult struct {
 	Attempts int         `json:"attempts,omitempty"`
 }
 
-// ReplicateReport is the result of Replicate.
-type ReplicateReport struct {
-	From   string          `json:"from"`
-	To     string          `json:"to"`
-	DryRun bool            `json:"dry_run"`
-	Status ReplicateStatus `json:"status"`
+// Report is the result of Replicate.
+type Report struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	DryRun bool   `json:"dry_run"`
+	Status Status `json:"status"`
 	// Files is the plan, in path order, with each file's outcome.
 	Files []CopyResult `json:"files"`
 	// Extra are target files the manifest does not list; they are left alone.
@@ -314,7 +315,7 @@ type ReplicateReport struct {
 	Failed    int   `json:"failed"`
 	Bytes     int64 `json:"bytes_copied"`
 	// Target is the quick verification of the target after copying (absent for dry runs).
-	Target *ReplicaResult `json:"target,omitempty"`
+	Target *verify.ReplicaResult `json:"target,omitempty"`
 	// Unproven lists manifest files that, after the run, are neither OK by the target's native
 	// checksums nor written or re-read by this run (someone else changed the target meanwhile).
 	Unproven []string `json:"unproven,omitempty"`
@@ -324,26 +325,26 @@ type ReplicateReport struct {
 type replicator struct {
 	m        *manifest.Manifest
 	from, to providers.Store
-	o        ReplicateOptions
+	o        Options
 
 	totalFiles atomic.Int64
 	totalBytes atomic.Int64
-	rereadOK   map[string]bool // files of the target re-read and found intact (Deep OK)
+	rereadOK   map[string]bool // files of the target re-read and found intact (deep OK)
 }
 
-// quick is Quick, with a replica that could not be listed at all turned into an error.
-func (r *replicator) quick(ctx context.Context, m *manifest.Manifest, s providers.Store) (ReplicaResult, error) {
-	return r.listed(ctx, m, Quick(ctx, m, s, Options{}))
+// quick is verify.Quick, with a replica that could not be listed at all turned into an error.
+func (r *replicator) quick(ctx context.Context, m *manifest.Manifest, s providers.Store) (verify.ReplicaResult, error) {
+	return r.listed(ctx, m, verify.Quick(ctx, m, s, verify.Options{}))
 }
 
-// deep is Deep, likewise; the bytes it reads count as progress.
-func (r *replicator) deep(ctx context.Context, m *manifest.Manifest, s providers.Store) (ReplicaResult, error) {
-	res := Deep(ctx, m, s, Options{Jobs: r.o.Jobs, Progress: r.progress, Planned: func(n int64) { r.addTotal(0, n) }})
+// deep is verify.Deep, likewise; the bytes it reads count as progress.
+func (r *replicator) deep(ctx context.Context, m *manifest.Manifest, s providers.Store) (verify.ReplicaResult, error) {
+	res := verify.Deep(ctx, m, s, verify.Options{Jobs: r.o.Jobs, Progress: r.progress, Planned: func(n int64) { r.addTotal(0, n) }})
 	return r.listed(ctx, m, res)
 }
 
 // listed turns a verification of a replica that could not be listed into an error.
-func (r *replicator) listed(ctx context.Context, m *manifest.Manifest, res ReplicaResult) (ReplicaResult, error) {
+func (r *replicator) listed(ctx context.Context, m *manifest.Manifest, res verify.ReplicaResult) (verify.ReplicaResult, error) {
 	if res.Err == nil {
 		return res, nil
 	}
@@ -351,7 +352,7 @@ func (r *replicator) listed(ctx context.Context, m *manifest.Manifest, res Repli
 		return res, err
 	}
 	for _, fr := range res.Files {
-		if fr.Status != StatusError && fr.Status != StatusExtra {
+		if fr.Status != verify.StatusError && fr.Status != verify.StatusExtra {
 			return res, nil // listed: the files that could not be stat'ed are planned as ERROR
 		}
 	}
@@ -375,7 +376,7 @@ func (r *replicator) progress(n int64) {
 	}
 }
 
-func (r *replicator) planned(f manifest.File, reason Status, detail string) CopyResult {
+func (r *replicator) planned(f manifest.File, reason verify.Status, detail string) CopyResult {
 	c := CopyResult{Path: f.Path, Reason: reason, Detail: detail, Size: f.Size, From: FromSource, Outcome: OutcomePlanned}
 	if f.Data != nil {
 		c.From = FromManifest
@@ -387,13 +388,13 @@ func (r *replicator) planned(f manifest.File, reason Status, detail string) Copy
 // (CORRUPT, or gone, or unreadable) join the plan.
 func (r *replicator) rereadAll(ctx context.Context, files []manifest.File) []CopyResult {
 	sub := &manifest.Manifest{OCI: r.m.OCI, Model: r.m.Model, Files: files}
-	res := Deep(ctx, sub, r.to, Options{Jobs: r.o.Jobs, Progress: r.progress})
+	res := verify.Deep(ctx, sub, r.to, verify.Options{Jobs: r.o.Jobs, Progress: r.progress})
 	var out []CopyResult
 	for _, fr := range res.Files {
 		f, ok := sub.File(fr.Path)
 		switch {
 		case !ok:
-		case fr.Status == StatusOK:
+		case fr.Status == verify.StatusOK:
 			r.rereadOK[f.Path] = true
 		default:
 			out = append(out, r.planned(f, fr.Status, fr.Detail))
@@ -430,10 +431,10 @@ func (r *replicator) checkSource(ctx context.Context, plan []CopyResult) error {
 		}
 		c := &plan[i]
 		switch fr.Status {
-		case StatusMissing:
+		case verify.StatusMissing:
 			c.Outcome, c.Failure = OutcomeFailed, FailSourceMissing
 			c.Error = fmt.Sprintf("missing from the source %s", r.from)
-		case StatusSizeMismatch, StatusChecksumMismatch:
+		case verify.StatusSizeMismatch, verify.StatusChecksumMismatch:
 			c.Outcome, c.Failure = OutcomeFailed, FailSourceCorrupt
 			c.Error = fmt.Sprintf("the source's copy is corrupt (%s); repair the source or replicate from another replica", fr.Detail)
 		}
@@ -454,8 +455,8 @@ func (r *replicator) copyFile(ctx context.Context, c *CopyResult) {
 			r.o.Log.Debug("copied", "path", f.Path, "bytes", f.Size, "attempts", attempt)
 			return
 		}
-		kind := replFailureKind(err)
-		if attempt >= r.o.Attempts || !replRetryable(ctx, err, kind) {
+		kind := failureKind(err)
+		if attempt >= r.o.Attempts || !retryable(ctx, err, kind) {
 			break
 		}
 		r.o.Log.Warn("copy failed, trying again", "path", f.Path, "attempt", attempt, "err", err)
@@ -465,7 +466,7 @@ func (r *replicator) copyFile(ctx context.Context, c *CopyResult) {
 		}
 		wait *= 2
 	}
-	c.Outcome, c.Failure, c.Error = OutcomeFailed, replFailureKind(err), err.Error()
+	c.Outcome, c.Failure, c.Error = OutcomeFailed, failureKind(err), err.Error()
 	if ctx.Err() != nil {
 		c.Outcome, c.Failure, c.Error = OutcomePlanned, "", "" // interrupted: not attempted to the end
 	}
@@ -477,7 +478,7 @@ func (r *replicator) copyFile(ctx context.Context, c *CopyResult) {
 func (r *replicator) copyOnce(ctx context.Context, f manifest.File, from CopyFrom) error {
 	opts := providers.WriteOptions{Size: f.Size, Checksums: providers.Checksums(f.Sums)}
 	if from == FromManifest {
-		pr := &replProgressReader{r: bytes.NewReader(f.Data), add: r.progress}
+		pr := &progressReader{r: bytes.NewReader(f.Data), add: r.progress}
 		_, err := r.to.Write(ctx, f.Path, pr, opts)
 		if err != nil {
 			r.progress(-pr.n)
@@ -631,12 +632,12 @@ func (e *SourceCorruptError) Error() string {
 // Is makes a SourceCorruptError match providers.ErrContentMismatch.
 func (e *SourceCorruptError) Is(target error) bool { return target == providers.ErrContentMismatch }
 
-func replFailureKind(err error) FailureKind {
+func failureKind(err error) FailureKind {
 	var sc *SourceCorruptError
 	switch {
 	case errors.As(err, &sc):
 		return FailSourceCorrupt
-	case replUnreachable(err):
+	case unreachable(err):
 		return FailUnreachable
 	}
 	return FailError
@@ -645,7 +646,7 @@ func replFailureKind(err error) FailureKind {
 // isUnreachable reports whether err is a network failure or a store that kept failing: a broken
 // connection mid-body reaches us wrapped in the writer's "reading content" error, without the
 // providers' ErrUnreachable.
-func replUnreachable(err error) bool {
+func unreachable(err error) bool {
 	if errors.Is(err, providers.ErrUnreachable) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
@@ -655,7 +656,7 @@ func replUnreachable(err error) bool {
 	return errors.As(err, &ne)
 }
 
-func replRetryable(ctx context.Context, err error, kind FailureKind) bool {
+func retryable(ctx context.Context, err error, kind FailureKind) bool {
 	if ctx.Err() != nil || kind == FailSourceCorrupt {
 		return false
 	}
@@ -670,15 +671,15 @@ func replRetryable(ctx context.Context, err error, kind FailureKind) bool {
 }
 
 // statusForError is the run's status when a store could not be listed.
-func replStatusForError(err error) ReplicateStatus {
-	if replUnreachable(err) {
-		return ReplicateUnreachable
+func statusForError(err error) Status {
+	if unreachable(err) {
+		return Unreachable
 	}
-	return ReplicateFailed
+	return Failed
 }
 
 // verdict sums up a finished run from the per-file outcomes and the final quick verification.
-func (r *replicator) verdict(rep *ReplicateReport, after ReplicaResult) ReplicateStatus {
+func (r *replicator) verdict(rep *Report, after verify.ReplicaResult) Status {
 	proven, failedCopy := map[string]bool{}, map[string]bool{}
 	for _, c := range rep.Files {
 		switch c.Outcome {
@@ -694,7 +695,7 @@ func (r *replicator) verdict(rep *ReplicateReport, after ReplicaResult) Replicat
 			continue // EXTRA, or already accounted for by why its copy failed
 		}
 		switch {
-		case fr.Status == StatusOK:
+		case fr.Status == verify.StatusOK:
 		case fr.Status.Failed():
 			failedFiles = true
 		case proven[fr.Path], r.rereadOK[fr.Path]:
@@ -717,21 +718,21 @@ func (r *replicator) verdict(rep *ReplicateReport, after ReplicaResult) Replicat
 	}
 	switch {
 	case other > 0 || failedFiles || len(rep.Unproven) > 0:
-		return ReplicateFailed
+		return Failed
 	case unreachable > 0:
-		return ReplicateUnreachable
+		return Unreachable
 	}
-	return ReplicateOK
+	return OK
 }
 
-// replProgressReader reports the bytes read through it.
-type replProgressReader struct {
+// progressReader reports the bytes read through it.
+type progressReader struct {
 	r   io.Reader
 	add func(int64)
 	n   int64
 }
 
-func (p *replProgressReader) Read(b []byte) (int, error) {
+func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 {
 		p.n += int64(n)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/manifest/sample"
+	"lifeboat/internal/sample"
 )
 
 func newTestServer(t *testing.T, l *sample.Layout, o ServerOptions) (*Server, *httptest.Server) {

@@ -1,4 +1,4 @@
-package verify
+package warm
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"lifeboat/manifest"
 	"lifeboat/manifest/modelrepo"
 	"lifeboat/providers"
+	"lifeboat/verify/replicate"
 )
 
 // BootOptions say what Boot restores, how it launches the replica and what warm means.
@@ -33,7 +34,7 @@ type BootOptions struct {
 	// Probe says what warm means; Models and LoRAs default to the engine config's
 	// served-model-name(s) (else the model directory, as vLLM does) and lora-modules names.
 	Probe   ProbeOptions
-	Restore ReplicateOptions
+	Restore replicate.Options
 	// Keep leaves the replica running; BootResult.Instance is then the running replica.
 	Keep bool
 	// StopTimeout bounds the teardown (default 30 s).
@@ -47,17 +48,17 @@ type BootResult struct {
 	// OK: the restore (if any) ended OK and the replica was judged WARM.
 	OK bool `json:"ok"`
 	// Restore is the restore's report; nil when it was skipped or not needed.
-	Restore *RestoreReport `json:"restore,omitempty"`
+	Restore *replicate.RestoreReport `json:"restore,omitempty"`
 	// RestoreSkipped says why no restore ran ("" when one ran).
-	RestoreSkipped string       `json:"restore_skipped,omitempty"`
-	Layout         *Layout      `json:"layout,omitempty"`
-	Models         []string     `json:"models"`
-	LoRAs          []string     `json:"loras"`
-	URL            string       `json:"url,omitempty"`
-	LogPath        string       `json:"log_path,omitempty"`
-	Timings        BootTimings  `json:"timings"`
-	Probe          *ProbeResult `json:"probe,omitempty"`
-	Kept           bool         `json:"kept"`
+	RestoreSkipped string            `json:"restore_skipped,omitempty"`
+	Layout         *replicate.Layout `json:"layout,omitempty"`
+	Models         []string          `json:"models"`
+	LoRAs          []string          `json:"loras"`
+	URL            string            `json:"url,omitempty"`
+	LogPath        string            `json:"log_path,omitempty"`
+	Timings        BootTimings       `json:"timings"`
+	Probe          *ProbeResult      `json:"probe,omitempty"`
+	Kept           bool              `json:"kept"`
 	// Instance is the running replica when Keep was set (else it has been stopped).
 	Instance Instance `json:"-"`
 }
@@ -83,7 +84,7 @@ var ErrBootInput = errors.New("boot")
 //
 //   - Restore. When Workdir holds a restore of the same manifest recorded as proven by an earlier
 //     run, and every file still has the size and modification time recorded then, the restore is
-//     skipped; otherwise Restore runs (it keeps the files it proves intact and fetches the rest).
+//     skipped; otherwise replicate.Restore runs (it keeps the files it proves intact and fetches the rest).
 //     A restore that fails for some files still boots what was restored — that is the replica an
 //     outage would get, and the probe names what breaks — but the result is not OK. A store that
 //     stays unreachable ends Boot with an error wrapping providers.ErrUnreachable.
@@ -122,19 +123,19 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 				return res, fmt.Errorf("%w: no replica to restore from", ErrBootInput)
 			}
 			_ = os.Remove(recordPath(wd))
-			rep, err := Restore(ctx, o.Manifest, o.From, bundle, o.Restore)
+			rep, err := replicate.Restore(ctx, o.Manifest, o.From, bundle, o.Restore)
 			res.Restore = rep
 			res.Timings.RestoreS = secs(time.Since(t0))
 			if err != nil {
-				if rep != nil && rep.ReplicateReport != nil && rep.Status == ReplicateUnreachable && !errors.Is(err, providers.ErrUnreachable) {
+				if rep != nil && rep.Report != nil && rep.Status == replicate.Unreachable && !errors.Is(err, providers.ErrUnreachable) {
 					return res, fmt.Errorf("restore: %w: %v", providers.ErrUnreachable, err)
 				}
 				return res, fmt.Errorf("restore: %w", err)
 			}
 			switch rep.Status {
-			case ReplicateUnreachable:
+			case replicate.Unreachable:
 				return res, fmt.Errorf("restore from %s: %w", o.From, providers.ErrUnreachable)
-			case ReplicateOK:
+			case replicate.OK:
 				if err := writeRecord(wd, o.Manifest); err != nil {
 					return res, err
 				}
@@ -142,7 +143,7 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 				restoreOK = false
 			}
 		}
-		res.Layout = BundleLayout(o.Manifest, bundle)
+		res.Layout = replicate.BundleLayout(o.Manifest, bundle)
 		spec.ModelDir, spec.EngineConfig = res.Layout.ModelDir, res.Layout.EngineConfig
 		spec.LogPath = filepath.Join(wd, "replica.log")
 
@@ -242,7 +243,7 @@ func manifestFingerprint(m *manifest.Manifest) string {
 func stamps(bundle string, m *manifest.Manifest) (map[string]fileStamp, error) {
 	out := make(map[string]fileStamp, len(m.Files))
 	for _, f := range m.Files {
-		p, err := RestorePath(bundle, f.Path)
+		p, err := replicate.RestorePath(bundle, f.Path)
 		if err != nil {
 			return nil, err
 		}

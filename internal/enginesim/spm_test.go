@@ -12,8 +12,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"lifeboat/internal/sample"
 	"lifeboat/manifest/modelrepo"
-	"lifeboat/manifest/sample"
 )
 
 type spmPiece struct {

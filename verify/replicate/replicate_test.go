@@ -1,9 +1,11 @@
-package verify_test
+package replicate_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"lifeboat/internal/testbed"
+	"lifeboat/verify/replicate"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -29,37 +31,39 @@ import (
 // (file ← azure, s3 ← file, gcs ← s3, azure ← gcs), and the target must verify OK afterwards —
 // quickly (native checksums) on S3, GCS and Azure, by re-reading on file://, which keeps none.
 
-func replOptions() verify.ReplicateOptions {
-	return verify.ReplicateOptions{Jobs: 4, Backoff: time.Millisecond}
+func replOptions() replicate.Options {
+	return replicate.Options{Jobs: 4, Backoff: time.Millisecond}
 }
 
-// replSourceOf returns the backend that feeds target i of backends(t).
-func replSourceOf(all []*backend, i int) *backend { return all[(i+len(all)-1)%len(all)] }
+// replSourceOf returns the backend that feeds target i of testbed.Backends(t).
+func replSourceOf(all []*testbed.Backend, i int) *testbed.Backend {
+	return all[(i+len(all)-1)%len(all)]
+}
 
 // replFixtureStore is the generated bundle itself, as a read-only file:// replica.
-func replFixtureStore(t testing.TB, f *fixture) providers.Store {
-	return openStore(t, "file://"+f.root, storeOptions())
+func replFixtureStore(t testing.TB, f *testbed.Fixture) providers.Store {
+	return testbed.OpenStore(t, "file://"+f.Root, testbed.StoreOptions())
 }
 
 // replCopyFixture copies the fixture's bundle into a private directory (to break it) and opens it.
-func replCopyFixture(t testing.TB, f *fixture) (string, providers.Store) {
+func replCopyFixture(t testing.TB, f *testbed.Fixture) (string, providers.Store) {
 	t.Helper()
 	dir := t.TempDir()
-	for _, file := range f.m.Files {
+	for _, file := range f.M.Files {
 		p := filepath.Join(dir, filepath.FromSlash(file.Path))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, f.data(t, file.Path), 0o644); err != nil {
+		if err := os.WriteFile(p, f.Data(t, file.Path), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return dir, openStore(t, "file://"+dir, storeOptions())
+	return dir, testbed.OpenStore(t, "file://"+dir, testbed.StoreOptions())
 }
 
-func replicate(t testing.TB, m *manifest.Manifest, from, to providers.Store, o verify.ReplicateOptions) *verify.ReplicateReport {
+func run(t testing.TB, m *manifest.Manifest, from, to providers.Store, o replicate.Options) *replicate.Report {
 	t.Helper()
-	rep, err := verify.Replicate(ctxT(t), m, from, to, o)
+	rep, err := replicate.Run(testbed.Ctx(t), m, from, to, o)
 	if err != nil {
 		t.Fatalf("replicate %s → %s: %v", from, to, err)
 	}
@@ -67,7 +71,7 @@ func replicate(t testing.TB, m *manifest.Manifest, from, to providers.Store, o v
 }
 
 // replPaths returns the paths of the plan with the given outcome, sorted.
-func replPaths(rep *verify.ReplicateReport, outcome verify.CopyOutcome) []string {
+func replPaths(rep *replicate.Report, outcome replicate.CopyOutcome) []string {
 	var out []string
 	for _, c := range rep.Files {
 		if c.Outcome == outcome {
@@ -78,7 +82,7 @@ func replPaths(rep *verify.ReplicateReport, outcome verify.CopyOutcome) []string
 	return out
 }
 
-func replDump(rep *verify.ReplicateReport) string {
+func replDump(rep *replicate.Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s → %s: %s copied=%d failed=%d ok=%d reread=%d extra=%v unproven=%v\n",
 		rep.From, rep.To, rep.Status, rep.Copied, rep.Failed, rep.AlreadyOK, rep.RereadOK, rep.Extra, rep.Unproven)
@@ -93,7 +97,7 @@ func replListing(t testing.TB, s providers.Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, dir := range []string{"model", "engine", "deploy"} {
-		err := s.List(ctxT(t), dir, func(o providers.Object) error {
+		err := s.List(testbed.Ctx(t), dir, func(o providers.Object) error {
 			out[o.Key] = fmt.Sprintf("%d/%s", o.Size, o.Revision)
 			return nil
 		})
@@ -108,21 +112,21 @@ func replListing(t testing.TB, s providers.Store) map[string]string {
 // provider keeps native checksums, quick-verifiable: Quick says OK for every file and each object
 // carries the checksum its store records on write, equal to the manifest's. On file:// (no native
 // checksums) Deep must say OK for every file.
-func replAssertIntact(t *testing.T, b *backend, s providers.Store, m *manifest.Manifest) {
+func replAssertIntact(t *testing.T, b *testbed.Backend, s providers.Store, m *manifest.Manifest) {
 	t.Helper()
-	if !b.native {
-		d := verify.Deep(ctxT(t), m, s, verifyOptions())
+	if !b.Native {
+		d := verify.Deep(testbed.Ctx(t), m, s, testbed.VerifyOptions())
 		if d.Counts[verify.StatusOK] != len(m.Files) {
-			t.Fatalf("deep verify after replicate:\n%s", dump(d))
+			t.Fatalf("deep verify after replicate:\n%s", testbed.Dump(d))
 		}
 		return
 	}
-	q := verify.Quick(ctxT(t), m, s, verifyOptions())
+	q := verify.Quick(testbed.Ctx(t), m, s, testbed.VerifyOptions())
 	if q.Status != verify.ReplicaOK || q.Counts[verify.StatusOK] != len(m.Files) {
-		t.Fatalf("quick verify after replicate is not OK in full:\n%s", dump(q))
+		t.Fatalf("quick verify after replicate is not OK in full:\n%s", testbed.Dump(q))
 	}
 	for _, f := range m.Files {
-		obj, err := s.Stat(ctxT(t), f.Path)
+		obj, err := s.Stat(testbed.Ctx(t), f.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,24 +144,24 @@ func replAssertIntact(t *testing.T, b *backend, s providers.Store, m *manifest.M
 // full; running again copies nothing and writes nothing.
 func TestReplicateSeedsEveryProvider(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "large")
-	all := backends(t)
+	f := testbed.Sample(t, "large")
+	all := testbed.Backends(t)
 	for i, b := range all {
 		src := replSourceOf(all, i)
-		t.Run(src.name+"-to-"+b.name, func(t *testing.T) {
+		t.Run(src.Name+"-to-"+b.Name, func(t *testing.T) {
 			t.Parallel()
-			from := src.open(t, freshPrefix("repl-src"), nil)
-			seed(t, from, f)
-			to := b.open(t, freshPrefix("repl-seed"), nil)
+			from := src.Open(t, testbed.FreshPrefix("repl-src"), nil)
+			testbed.Seed(t, from, f)
+			to := b.Open(t, testbed.FreshPrefix("repl-seed"), nil)
 
-			rep := replicate(t, f.m, from, to, replOptions())
-			if rep.Status != verify.ReplicateOK || rep.Copied != len(f.m.Files) || rep.Failed != 0 || rep.AlreadyOK != 0 {
+			rep := run(t, f.M, from, to, replOptions())
+			if rep.Status != replicate.OK || rep.Copied != len(f.M.Files) || rep.Failed != 0 || rep.AlreadyOK != 0 {
 				t.Fatalf("seed:\n%s", replDump(rep))
 			}
 			for _, c := range rep.Files {
-				wantFrom := verify.FromSource
-				if mf, _ := f.m.File(c.Path); mf.Data != nil {
-					wantFrom = verify.FromManifest
+				wantFrom := replicate.FromSource
+				if mf, _ := f.M.File(c.Path); mf.Data != nil {
+					wantFrom = replicate.FromManifest
 				}
 				if c.Reason != verify.StatusMissing || c.From != wantFrom {
 					t.Errorf("%s: reason %s from %s, want MISSING from %s", c.Path, c.Reason, c.From, wantFrom)
@@ -166,11 +170,11 @@ func TestReplicateSeedsEveryProvider(t *testing.T) {
 			if rep.Target == nil || rep.Target.Counts[verify.StatusError] != 0 || rep.Bytes == 0 {
 				t.Fatalf("report lacks the final verification: %+v", rep.Target)
 			}
-			replAssertIntact(t, b, to, f.m)
+			replAssertIntact(t, b, to, f.M)
 
 			before := replListing(t, to)
-			again := replicate(t, f.m, from, to, replOptions())
-			if again.Status != verify.ReplicateOK || len(again.Files) != 0 || again.AlreadyOK+again.RereadOK != len(f.m.Files) {
+			again := run(t, f.M, from, to, replOptions())
+			if again.Status != replicate.OK || len(again.Files) != 0 || again.AlreadyOK+again.RereadOK != len(f.M.Files) {
 				t.Fatalf("second run is not a no-op:\n%s", replDump(again))
 			}
 			if after := replListing(t, to); !maps.Equal(before, after) {
@@ -184,12 +188,12 @@ func TestReplicateSeedsEveryProvider(t *testing.T) {
 // pending upload); running again copies exactly the files that are still missing.
 func TestReplicateResumesAfterCancel(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "large")
+	f := testbed.Sample(t, "large")
 	// Files go in path order with one job: cancel once 5.5 MiB of the first shard have been
 	// read, when its first 5 MiB part is up and the second is being read.
-	shard := f.shards()[0]
+	shard := f.Shards()[0]
 	var cut int64
-	for _, file := range f.m.Files {
+	for _, file := range f.M.Files {
 		if file.Path == shard {
 			if file.Size < 11<<19+64<<10 {
 				t.Fatalf("fixture shard %s is only %d bytes: no multipart upload to interrupt", shard, file.Size)
@@ -199,12 +203,12 @@ func TestReplicateResumesAfterCancel(t *testing.T) {
 		}
 		cut += file.Size
 	}
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range testbed.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			prefix := freshPrefix("repl-resume")
-			to := b.open(t, prefix, nil)
-			ctx, cancel := context.WithCancel(ctxT(t))
+			prefix := testbed.FreshPrefix("repl-resume")
+			to := b.Open(t, prefix, nil)
+			ctx, cancel := context.WithCancel(testbed.Ctx(t))
 			defer cancel()
 			o := replOptions()
 			o.Jobs = 1
@@ -214,28 +218,28 @@ func TestReplicateResumesAfterCancel(t *testing.T) {
 					cancel()
 				}
 			}
-			rep, err := verify.Replicate(ctx, f.m, replFixtureStore(t, f), to, o)
+			rep, err := replicate.Run(ctx, f.M, replFixtureStore(t, f), to, o)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled run returned %v\n%s", err, replDump(rep))
 			}
 
 			present := replListing(t, to)
 			if _, ok := present[shard]; len(present) == 0 || ok {
-				t.Fatalf("cancellation did not land in the middle of %s: %d of %d objects present", shard, len(present), len(f.m.Files))
+				t.Fatalf("cancellation did not land in the middle of %s: %d of %d objects present", shard, len(present), len(f.M.Files))
 			}
 			var have []manifest.File
-			for _, file := range f.m.Files {
+			for _, file := range f.M.Files {
 				if _, ok := present[file.Path]; ok {
 					have = append(have, file)
 				}
 			}
-			sub := &manifest.Manifest{OCI: f.m.OCI, Model: f.m.Model, Files: have}
-			d := verify.Deep(ctxT(t), sub, to, verifyOptions())
+			sub := &manifest.Manifest{OCI: f.M.OCI, Model: f.M.Model, Files: have}
+			d := verify.Deep(testbed.Ctx(t), sub, to, testbed.VerifyOptions())
 			if d.Counts[verify.StatusOK] != len(have) || d.Counts[verify.StatusExtra] != 0 {
-				t.Fatalf("a partial object is visible after cancellation:\n%s", dump(d))
+				t.Fatalf("a partial object is visible after cancellation:\n%s", testbed.Dump(d))
 			}
-			if b.s3 != nil {
-				ups, err := rawS3(b.s3).ListMultipartUploads(ctxT(t), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(prefix + "/")})
+			if b.S3 != nil {
+				ups, err := testbed.RawS3(b.S3).ListMultipartUploads(testbed.Ctx(t), &s3.ListMultipartUploadsInput{Bucket: aws.String(testbed.Bucket), Prefix: aws.String(prefix + "/")})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -244,17 +248,17 @@ func TestReplicateResumesAfterCancel(t *testing.T) {
 				}
 			}
 
-			rep = replicate(t, f.m, replFixtureStore(t, f), to, replOptions())
+			rep = run(t, f.M, replFixtureStore(t, f), to, replOptions())
 			var want []string
-			for _, file := range f.m.Files {
+			for _, file := range f.M.Files {
 				if _, ok := present[file.Path]; !ok {
 					want = append(want, file.Path)
 				}
 			}
-			if got := replPaths(rep, verify.OutcomeCopied); rep.Status != verify.ReplicateOK || !slices.Equal(got, want) {
+			if got := replPaths(rep, replicate.OutcomeCopied); rep.Status != replicate.OK || !slices.Equal(got, want) {
 				t.Fatalf("resumed run copied %v, want exactly the missing %v\n%s", got, want, replDump(rep))
 			}
-			replAssertIntact(t, b, to, f.m)
+			replAssertIntact(t, b, to, f.M)
 		})
 	}
 }
@@ -264,38 +268,38 @@ func TestReplicateResumesAfterCancel(t *testing.T) {
 // run, which leaves the extra file alone and copies nothing that was intact.
 func TestReplicateRepairsPlantedCorruption(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "small")
-	sh := f.shards()
+	f := testbed.Sample(t, "small")
+	sh := f.Shards()
 	var engine string
-	for _, file := range f.m.Files {
+	for _, file := range f.M.Files {
 		if file.Part == manifest.PartEngine {
 			engine = file.Path
 		}
 	}
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range testbed.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			prefix := freshPrefix("repl-repair")
-			to := b.open(t, prefix, nil)
-			seed(t, to, f)
-			del(t, to, "model/tokenizer.json")
-			del(t, to, engine)
-			cfg := f.data(t, "model/config.json")
-			put(t, to, "model/config.json", cfg[:len(cfg)/2], providers.Checksums{})
-			put(t, to, sh[1], flipBit(f.data(t, sh[1]), 5000), providers.Checksums{})
-			put(t, to, "model/notes.txt", []byte("not part of the bundle\n"), providers.Checksums{})
+			prefix := testbed.FreshPrefix("repl-repair")
+			to := b.Open(t, prefix, nil)
+			testbed.Seed(t, to, f)
+			testbed.Del(t, to, "model/tokenizer.json")
+			testbed.Del(t, to, engine)
+			cfg := f.Data(t, "model/config.json")
+			testbed.Put(t, to, "model/config.json", cfg[:len(cfg)/2], providers.Checksums{})
+			testbed.Put(t, to, sh[1], testbed.FlipBit(f.Data(t, sh[1]), 5000), providers.Checksums{})
+			testbed.Put(t, to, "model/notes.txt", []byte("not part of the bundle\n"), providers.Checksums{})
 			flipped := verify.StatusChecksumMismatch
-			if !b.native {
+			if !b.Native {
 				flipped = verify.StatusCorrupt // re-read: file:// keeps no checksum
 			}
 			want := map[string]verify.Status{
 				"model/tokenizer.json": verify.StatusMissing, engine: verify.StatusMissing,
 				"model/config.json": verify.StatusSizeMismatch, sh[1]: flipped,
 			}
-			if b.az != nil {
+			if b.Az != nil {
 				// A blob committed from blocks without Content-MD5: UNVERIFIED, so copied again
 				// to make it quick-verifiable.
-				azureBlocks(t, b, prefix+"/"+sh[0], f.data(t, sh[0]), nil)
+				testbed.AzureBlocks(t, b, prefix+"/"+sh[0], f.Data(t, sh[0]), nil)
 				want[sh[0]] = verify.StatusUnverified
 			}
 			// The source lacks the engine file: it is written from the manifest.
@@ -307,28 +311,28 @@ func TestReplicateRepairsPlantedCorruption(t *testing.T) {
 			before := replListing(t, to)
 			o := replOptions()
 			o.DryRun = true
-			plan := replicate(t, f.m, from, to, o)
+			plan := run(t, f.M, from, to, o)
 			got := map[string]verify.Status{}
 			for _, c := range plan.Files {
 				got[c.Path] = c.Reason
-				if c.Outcome != verify.OutcomePlanned {
+				if c.Outcome != replicate.OutcomePlanned {
 					t.Errorf("dry run: %s outcome %s", c.Path, c.Outcome)
 				}
 			}
-			if plan.Status != verify.ReplicatePlanned || !maps.Equal(got, want) || !slices.Equal(plan.Extra, []string{"model/notes.txt"}) {
+			if plan.Status != replicate.Planned || !maps.Equal(got, want) || !slices.Equal(plan.Extra, []string{"model/notes.txt"}) {
 				t.Fatalf("dry run plan %v extra %v, want %v\n%s", got, plan.Extra, want, replDump(plan))
 			}
 			if after := replListing(t, to); !maps.Equal(before, after) {
 				t.Fatalf("dry run changed the target:\nbefore %v\nafter  %v", before, after)
 			}
 
-			rep := replicate(t, f.m, from, to, replOptions())
+			rep := run(t, f.M, from, to, replOptions())
 			wantCopied := slices.Sorted(maps.Keys(want))
-			if got := replPaths(rep, verify.OutcomeCopied); rep.Status != verify.ReplicateOK || !slices.Equal(got, wantCopied) {
+			if got := replPaths(rep, replicate.OutcomeCopied); rep.Status != replicate.OK || !slices.Equal(got, wantCopied) {
 				t.Fatalf("copied %v, want %v\n%s", got, wantCopied, replDump(rep))
 			}
 			for _, c := range rep.Files {
-				if c.Path == engine && c.From != verify.FromManifest {
+				if c.Path == engine && c.From != replicate.FromManifest {
 					t.Errorf("%s copied from %s, want from the manifest", engine, c.From)
 				}
 			}
@@ -341,7 +345,7 @@ func TestReplicateRepairsPlantedCorruption(t *testing.T) {
 			if _, ok := after["model/notes.txt"]; !ok || !slices.Equal(rep.Extra, []string{"model/notes.txt"}) {
 				t.Errorf("the extra file was not left alone and reported: extra %v", rep.Extra)
 			}
-			replAssertIntact(t, b, to, f.m)
+			replAssertIntact(t, b, to, f.M)
 		})
 	}
 }
@@ -350,35 +354,35 @@ func TestReplicateRepairsPlantedCorruption(t *testing.T) {
 // nothing under its name; files it lacks fail as missing; the rest is copied.
 func TestReplicateRefusesCorruptSource(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "small")
-	sh := f.shards()
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	f := testbed.Sample(t, "small")
+	sh := f.Shards()
+	for _, b := range testbed.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			srcDir, from := replCopyFixture(t, f)
 			// Same size, other bytes: only reading them shows it (file:// has no checksums).
-			if err := os.WriteFile(filepath.Join(srcDir, filepath.FromSlash(sh[0])), flipBit(f.data(t, sh[0]), 777), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(srcDir, filepath.FromSlash(sh[0])), testbed.FlipBit(f.Data(t, sh[0]), 777), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			// Truncated: its size gives it away before any read.
-			tok := f.data(t, "model/tokenizer.json")
+			tok := f.Data(t, "model/tokenizer.json")
 			if err := os.WriteFile(filepath.Join(srcDir, "model", "tokenizer.json"), tok[:100], 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Remove(filepath.Join(srcDir, "model", "README.md")); err != nil {
 				t.Fatal(err)
 			}
-			to := b.open(t, freshPrefix("repl-badsrc"), nil)
-			rep := replicate(t, f.m, from, to, replOptions())
-			if rep.Status != verify.ReplicateFailed || rep.Failed != 3 || rep.Copied != len(f.m.Files)-3 {
+			to := b.Open(t, testbed.FreshPrefix("repl-badsrc"), nil)
+			rep := run(t, f.M, from, to, replOptions())
+			if rep.Status != replicate.Failed || rep.Failed != 3 || rep.Copied != len(f.M.Files)-3 {
 				t.Fatalf("corrupt source:\n%s", replDump(rep))
 			}
-			wantFail := map[string]verify.FailureKind{
-				sh[0]: verify.FailSourceCorrupt, "model/tokenizer.json": verify.FailSourceCorrupt, "model/README.md": verify.FailSourceMissing,
+			wantFail := map[string]replicate.FailureKind{
+				sh[0]: replicate.FailSourceCorrupt, "model/tokenizer.json": replicate.FailSourceCorrupt, "model/README.md": replicate.FailSourceMissing,
 			}
 			for _, c := range rep.Files {
 				if k, ok := wantFail[c.Path]; ok {
-					if c.Outcome != verify.OutcomeFailed || c.Failure != k || !strings.Contains(c.Error, "source") {
+					if c.Outcome != replicate.OutcomeFailed || c.Failure != k || !strings.Contains(c.Error, "source") {
 						t.Errorf("%s: outcome %s failure %s error %q, want failed %s", c.Path, c.Outcome, c.Failure, c.Error, k)
 					}
 					if c.Path == sh[0] && (c.Attempts != 1 || !strings.Contains(c.Error, "corrupt")) {
@@ -401,27 +405,27 @@ func TestReplicateRefusesCorruptSource(t *testing.T) {
 // gets nothing under that name.
 func TestReplicateCatchesSourceRotUnderItsChecksums(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "small")
-	b := s3Backend(t)
-	prefix := freshPrefix("repl-rot")
-	from := b.open(t, prefix, nil)
-	seed(t, from, f)
-	shard := f.shards()[0]
-	onDisk := filepath.Join(b.s3.Dir, bucket, prefix, filepath.FromSlash(shard))
+	f := testbed.Sample(t, "small")
+	b := testbed.S3Backend(t)
+	prefix := testbed.FreshPrefix("repl-rot")
+	from := b.Open(t, prefix, nil)
+	testbed.Seed(t, from, f)
+	shard := f.Shards()[0]
+	onDisk := filepath.Join(b.S3.Dir, testbed.Bucket, prefix, filepath.FromSlash(shard))
 	data, err := os.ReadFile(onDisk)
 	if err != nil {
 		t.Fatalf("versitygw keeps objects as files: %v", err)
 	}
-	if err := os.WriteFile(onDisk, flipBit(data, 4242), 0o644); err != nil {
+	if err := os.WriteFile(onDisk, testbed.FlipBit(data, 4242), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if q := byPath(verify.Quick(ctxT(t), f.m, from, verifyOptions()))[shard]; q.Status != verify.StatusOK {
+	if q := testbed.ByPath(verify.Quick(testbed.Ctx(t), f.M, from, testbed.VerifyOptions()))[shard]; q.Status != verify.StatusOK {
 		t.Fatalf("precondition: the rotten object should still look OK to quick verify, is %s", q.Status)
 	}
-	to := openStore(t, "file://"+t.TempDir(), storeOptions())
-	rep := replicate(t, f.m, from, to, replOptions())
-	c := rep.Files[slices.IndexFunc(rep.Files, func(c verify.CopyResult) bool { return c.Path == shard })]
-	if rep.Status != verify.ReplicateFailed || c.Outcome != verify.OutcomeFailed || c.Failure != verify.FailSourceCorrupt {
+	to := testbed.OpenStore(t, "file://"+t.TempDir(), testbed.StoreOptions())
+	rep := run(t, f.M, from, to, replOptions())
+	c := rep.Files[slices.IndexFunc(rep.Files, func(c replicate.CopyResult) bool { return c.Path == shard })]
+	if rep.Status != replicate.Failed || c.Outcome != replicate.OutcomeFailed || c.Failure != replicate.FailSourceCorrupt {
 		t.Fatalf("rotten source object:\n%s", replDump(rep))
 	}
 	if _, ok := replListing(t, to)[shard]; ok {
@@ -434,37 +438,37 @@ func TestReplicateCatchesSourceRotUnderItsChecksums(t *testing.T) {
 // verifies OK.
 func TestReplicateProperty(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "small")
-	for _, b := range []*backend{fileBackend(t), gcsBackend(t)} {
-		t.Run(b.name, func(t *testing.T) {
+	f := testbed.Sample(t, "small")
+	for _, b := range []*testbed.Backend{testbed.FileBackend(t), testbed.GCSBackend(t)} {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			seed0 := uint64(time.Now().UnixNano())
 			t.Logf("seed %d", seed0)
 			rng := rand.New(rand.NewPCG(seed0, 7))
 			for iter := range 6 {
-				to := b.open(t, freshPrefix("repl-prop"), nil)
-				seed(t, to, f)
+				to := b.Open(t, testbed.FreshPrefix("repl-prop"), nil)
+				testbed.Seed(t, to, f)
 				damaged := map[string]bool{}
-				for _, file := range f.m.Files {
-					data := f.data(t, file.Path)
+				for _, file := range f.M.Files {
+					data := f.Data(t, file.Path)
 					switch rng.IntN(8) {
 					case 0:
-						del(t, to, file.Path)
+						testbed.Del(t, to, file.Path)
 					case 1:
-						put(t, to, file.Path, data[:rng.IntN(len(data))], providers.Checksums{})
+						testbed.Put(t, to, file.Path, data[:rng.IntN(len(data))], providers.Checksums{})
 					case 2:
-						put(t, to, file.Path, flipBit(data, rng.IntN(len(data))), providers.Checksums{})
+						testbed.Put(t, to, file.Path, testbed.FlipBit(data, rng.IntN(len(data))), providers.Checksums{})
 					case 3:
-						put(t, to, file.Path, append(data, 'x'), providers.Checksums{})
+						testbed.Put(t, to, file.Path, append(data, 'x'), providers.Checksums{})
 					default:
 						continue
 					}
 					damaged[file.Path] = true
 				}
 				before := replListing(t, to)
-				rep := replicate(t, f.m, replFixtureStore(t, f), to, replOptions())
+				rep := run(t, f.M, replFixtureStore(t, f), to, replOptions())
 				want := slices.Sorted(maps.Keys(damaged))
-				if got := replPaths(rep, verify.OutcomeCopied); rep.Status != verify.ReplicateOK || !slices.Equal(got, want) {
+				if got := replPaths(rep, replicate.OutcomeCopied); rep.Status != replicate.OK || !slices.Equal(got, want) {
 					t.Fatalf("iteration %d (seed %d): copied %v, want %v\n%s", iter, seed0, got, want, replDump(rep))
 				}
 				after := replListing(t, to)
@@ -473,7 +477,7 @@ func TestReplicateProperty(t *testing.T) {
 						t.Fatalf("iteration %d (seed %d): intact %s was rewritten", iter, seed0, k)
 					}
 				}
-				replAssertIntact(t, b, to, f.m)
+				replAssertIntact(t, b, to, f.M)
 			}
 		})
 	}
@@ -482,15 +486,15 @@ func TestReplicateProperty(t *testing.T) {
 // Progress never runs past the total and ends at the bytes copied, however many files run at once.
 func TestReplicateProgressAddsUp(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "small")
-	to := openStore(t, "file://"+t.TempDir(), storeOptions())
+	f := testbed.Sample(t, "small")
+	to := testbed.OpenStore(t, "file://"+t.TempDir(), testbed.StoreOptions())
 	var mu sync.Mutex
 	var done, total int64
 	o := replOptions()
 	o.Jobs = 8
 	o.Progress = func(n int64) { mu.Lock(); done += n; mu.Unlock() }
 	o.Total = func(_, n int64) { mu.Lock(); total = n; mu.Unlock() }
-	rep := replicate(t, f.m, replFixtureStore(t, f), to, o)
+	rep := run(t, f.M, replFixtureStore(t, f), to, o)
 	if done != rep.Bytes || total != rep.Bytes {
 		t.Fatalf("progress %d of %d, copied %d", done, total, rep.Bytes)
 	}
@@ -502,12 +506,12 @@ func TestReplicateProgressAddsUp(t *testing.T) {
 // names. Bursts of 503 on the target's writes are ridden out.
 func TestReplicateFaults(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "small")
-	for _, b := range backends(t)[1:] { // the cloud providers: their traffic can be faulted
-		t.Run(b.name, func(t *testing.T) {
+	f := testbed.Sample(t, "small")
+	for _, b := range testbed.Backends(t)[1:] { // the cloud providers: their traffic can be faulted
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			prefix := freshPrefix("repl-fault-src")
-			seed(t, b.open(t, prefix, nil), f)
+			prefix := testbed.FreshPrefix("repl-fault-src")
+			testbed.Seed(t, b.Open(t, prefix, nil), f)
 			for _, tc := range []struct {
 				name   string
 				action faultproxy.Action
@@ -518,36 +522,36 @@ func TestReplicateFaults(t *testing.T) {
 			} {
 				in := faultproxy.New()
 				rule := in.Add(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpRead), Times: 2, Action: tc.action})
-				to := openStore(t, "file://"+t.TempDir(), storeOptions())
-				rep := replicate(t, f.m, b.open(t, prefix, in.Client()), to, replOptions())
-				if rule.Fired() != 2 || rep.Status != verify.ReplicateOK {
+				to := testbed.OpenStore(t, "file://"+t.TempDir(), testbed.StoreOptions())
+				rep := run(t, f.M, b.Open(t, prefix, in.Client()), to, replOptions())
+				if rule.Fired() != 2 || rep.Status != replicate.OK {
 					t.Fatalf("%s: fired %d times\n%s", tc.name, rule.Fired(), replDump(rep))
 				}
-				replAssertIntact(t, fileBackend(t), to, f.m)
+				replAssertIntact(t, testbed.FileBackend(t), to, f.M)
 			}
 
 			// Persistently broken reads (reset before the first byte: the GCS and Azure readers
 			// resume a broken body where it broke, so a later cut only slows them down): every
 			// file read from the source fails, and none is written.
 			in := faultproxy.New(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpRead), Action: faultproxy.Reset(0)})
-			to := openStore(t, "file://"+t.TempDir(), storeOptions())
+			to := testbed.OpenStore(t, "file://"+t.TempDir(), testbed.StoreOptions())
 			o := replOptions()
 			o.StallTimeout = 300 * time.Millisecond // the GCS reader reopens a broken body without end
-			rep := replicate(t, f.m, b.open(t, prefix, in.Client()), to, o)
-			if rep.Status != verify.ReplicateUnreachable {
+			rep := run(t, f.M, b.Open(t, prefix, in.Client()), to, o)
+			if rep.Status != replicate.Unreachable {
 				t.Fatalf("persistent resets: status %s\n%s", rep.Status, replDump(rep))
 			}
 			present := replListing(t, to)
 			for _, c := range rep.Files {
-				mf, _ := f.m.File(c.Path)
+				mf, _ := f.M.File(c.Path)
 				broken := mf.Data == nil
-				if broken != (c.Outcome == verify.OutcomeFailed) {
+				if broken != (c.Outcome == replicate.OutcomeFailed) {
 					t.Errorf("%s (%d bytes): outcome %s", c.Path, mf.Size, c.Outcome)
 				}
 				if !broken {
 					continue
 				}
-				if c.Failure != verify.FailUnreachable || c.Attempts != 3 {
+				if c.Failure != replicate.FailUnreachable || c.Attempts != 3 {
 					t.Errorf("%s: failure %s after %d attempts (%s); want unreachable after 3", c.Path, c.Failure, c.Attempts, c.Error)
 				}
 				if _, ok := present[c.Path]; ok {
@@ -558,13 +562,13 @@ func TestReplicateFaults(t *testing.T) {
 			// 503 bursts on the target's writes: the SDK retries them.
 			in = faultproxy.New()
 			busy := in.Add(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpWrite), Times: 3, Action: faultproxy.Status(503, "")})
-			dst := freshPrefix("repl-fault-dst")
-			tgt := b.open(t, dst, in.Client())
-			rep = replicate(t, f.m, replFixtureStore(t, f), tgt, replOptions())
-			if busy.Fired() != 3 || rep.Status != verify.ReplicateOK {
+			dst := testbed.FreshPrefix("repl-fault-dst")
+			tgt := b.Open(t, dst, in.Client())
+			rep = run(t, f.M, replFixtureStore(t, f), tgt, replOptions())
+			if busy.Fired() != 3 || rep.Status != replicate.OK {
 				t.Fatalf("503 bursts on writes: fired %d\n%s", busy.Fired(), replDump(rep))
 			}
-			replAssertIntact(t, b, b.open(t, dst, nil), f.m)
+			replAssertIntact(t, b, b.Open(t, dst, nil), f.M)
 		})
 	}
 }
@@ -573,34 +577,34 @@ func TestReplicateFaults(t *testing.T) {
 // pass quick verification, so a quick plan leaves them; a deep plan finds and repairs them.
 func TestReplicateDeepRepairsRotUnderItsChecksums(t *testing.T) {
 	t.Parallel()
-	f := getFixture(t, "small")
-	b := s3Backend(t)
-	prefix := freshPrefix("repl-deep")
-	to := b.open(t, prefix, nil)
-	seed(t, to, f)
-	shard := f.shards()[1]
-	onDisk := filepath.Join(b.s3.Dir, bucket, prefix, filepath.FromSlash(shard))
+	f := testbed.Sample(t, "small")
+	b := testbed.S3Backend(t)
+	prefix := testbed.FreshPrefix("repl-deep")
+	to := b.Open(t, prefix, nil)
+	testbed.Seed(t, to, f)
+	shard := f.Shards()[1]
+	onDisk := filepath.Join(b.S3.Dir, testbed.Bucket, prefix, filepath.FromSlash(shard))
 	data, err := os.ReadFile(onDisk)
 	if err != nil {
 		t.Fatalf("versitygw keeps objects as files: %v", err)
 	}
-	if err := os.WriteFile(onDisk, flipBit(data, 999), 0o644); err != nil {
+	if err := os.WriteFile(onDisk, testbed.FlipBit(data, 999), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	from := replFixtureStore(t, f)
-	if rep := replicate(t, f.m, from, to, replOptions()); len(rep.Files) != 0 || rep.AlreadyOK != len(f.m.Files) {
+	if rep := run(t, f.M, from, to, replOptions()); len(rep.Files) != 0 || rep.AlreadyOK != len(f.M.Files) {
 		t.Fatalf("a quick plan cannot see rot under intact checksums, yet:\n%s", replDump(rep))
 	}
 	o := replOptions()
 	o.Deep = true
-	rep := replicate(t, f.m, from, to, o)
+	rep := run(t, f.M, from, to, o)
 	// Deep verification reads the rotten object as CORRUPT — or as ERROR, when the S3 SDK's own
 	// response checksum validation refuses the body first: either way it is copied again.
-	if got := replPaths(rep, verify.OutcomeCopied); rep.Status != verify.ReplicateOK || !slices.Equal(got, []string{shard}) ||
-		(rep.Files[0].Reason != verify.StatusCorrupt && rep.Files[0].Reason != verify.StatusError) || rep.RereadOK != len(f.m.Files)-1 {
+	if got := replPaths(rep, replicate.OutcomeCopied); rep.Status != replicate.OK || !slices.Equal(got, []string{shard}) ||
+		(rep.Files[0].Reason != verify.StatusCorrupt && rep.Files[0].Reason != verify.StatusError) || rep.RereadOK != len(f.M.Files)-1 {
 		t.Fatalf("deep plan:\n%s", replDump(rep))
 	}
-	if d := verify.Deep(ctxT(t), f.m, to, verifyOptions()); d.Status != verify.ReplicaOK {
-		t.Fatalf("deep verify after the repair:\n%s", dump(d))
+	if d := verify.Deep(testbed.Ctx(t), f.M, to, testbed.VerifyOptions()); d.Status != verify.ReplicaOK {
+		t.Fatalf("deep verify after the repair:\n%s", testbed.Dump(d))
 	}
 }

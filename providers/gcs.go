@@ -239,15 +239,10 @@ func (s *gcsStore) Read(ctx context.Context, key string, opts ReadOptions, fn fu
 	if length == 0 {
 		length = -1
 	}
-	// The SDK's reader re-opens a body that breaks mid-read, unboundedly: a watchdog ends the read
-	// when no byte arrives for StallTimeout, so a persistently broken body ends as unreachable.
-	ctx, stall := newStallGuard(ctx, s.opts.Retry.StallTimeout)
-	defer stall.stop()
+	// The SDK's reader re-opens a body that breaks mid-read, unboundedly: the stall guard every
+	// store gets from Open (WithStallGuard) ends such a read as unreachable.
 	r, err := o.NewRangeReader(ctx, opts.Offset, length)
 	if err != nil {
-		if stall.fired() {
-			return &Error{Op: "read", Store: s.url, Key: key, Kind: ErrUnreachable, Err: errStalled}
-		}
 		var ge *googleapi.Error
 		if errors.As(err, &ge) && ge.Code == 416 {
 			return fn(bytes.NewReader(nil))
@@ -260,14 +255,8 @@ func (s *gcsStore) Read(ctx context.Context, key string, opts ReadOptions, fn fu
 		}
 		return e
 	}
-	stall.opened()
 	defer r.Close()
-	return readBody(stall.reader(r), fn, func(err error) error {
-		if stall.fired() {
-			return &Error{Op: "read", Store: s.url, Key: key, Kind: ErrUnreachable, Err: errStalled}
-		}
-		return s.fail("read", key, err)
-	})
+	return readBody(r, fn, func(err error) error { return s.fail("read", key, err) })
 }
 
 func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts WriteOptions) (Object, error) {

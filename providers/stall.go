@@ -3,12 +3,55 @@ package providers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 	"time"
 )
 
-var errStalled = errors.New("no data received within the stall timeout")
+// ErrStalled is the cause of a read that the stall guard ended: the store delivered no byte for
+// the stall timeout. The read fails with ErrUnreachable (errors.Is finds both).
+var ErrStalled = errors.New("no data received within the stall timeout")
+
+// WithStallGuard returns s with every Read guarded: when a call into the store (opening the read,
+// or one Read of its body) blocks for timeout (0 means DefaultStallTimeout), the read is
+// cancelled and fails as ErrUnreachable wrapping ErrStalled. Time the caller's fn spends between
+// Reads (a slow consumer, a target applying back-pressure) does not count. Open applies it to
+// every store with Options.Retry.StallTimeout; a caller may wrap again with a tighter timeout.
+//
+// It is the one stall watchdog: SDKs that resume a broken body by themselves (GCS's reader
+// re-opens after any body error, without limit) would otherwise spin for ever against a server
+// that breaks every response before its first byte, and a peer that stops sending mid-body would
+// hang the read. Safe for concurrent use, like the Store it wraps.
+func WithStallGuard(s Store, timeout time.Duration) Store {
+	if timeout <= 0 {
+		timeout = DefaultStallTimeout
+	}
+	return &stallStore{Store: s, timeout: timeout}
+}
+
+type stallStore struct {
+	Store
+	timeout time.Duration
+}
+
+// Unwrap returns the guarded store.
+func (s *stallStore) Unwrap() Store { return s.Store }
+
+func (s *stallStore) Read(ctx context.Context, key string, opts ReadOptions, fn func(io.Reader) error) error {
+	ctx, g := newStallGuard(ctx, s.timeout)
+	defer g.stop()
+	err := s.Store.Read(ctx, key, opts, func(r io.Reader) error {
+		g.opened()
+		err := fn(g.reader(r))
+		g.blocked() // back in the store: draining, closing, maybe re-opening
+		return err
+	})
+	if err != nil && g.fired() {
+		return &Error{Op: "read", Store: s.String(), Key: key, Kind: ErrUnreachable, Err: fmt.Errorf("%w (%s)", ErrStalled, s.timeout)}
+	}
+	return err
+}
 
 // stallGuard cancels a read's context when a call into the SDK (the open, or one Read) has been
 // blocked for the timeout. Time the caller spends between reads (a slow consumer) does not count.
@@ -38,7 +81,7 @@ func newStallGuard(parent context.Context, timeout time.Duration) (context.Conte
 			case now := <-t.C:
 				if b := g.busy.Load(); b != 0 && now.Sub(time.Unix(0, b)) >= timeout {
 					g.hit.Store(true)
-					cancel(errStalled)
+					cancel(ErrStalled)
 					return
 				}
 			}
@@ -51,6 +94,9 @@ func (g *stallGuard) fired() bool { return g.hit.Load() }
 
 // opened marks the end of the open call.
 func (g *stallGuard) opened() { g.busy.Store(0) }
+
+// blocked marks the start of a call into the store.
+func (g *stallGuard) blocked() { g.busy.Store(time.Now().UnixNano()) }
 
 func (g *stallGuard) stop() {
 	close(g.done)

@@ -245,8 +245,9 @@ type RetryOptions struct {
 	InitialBackoff time.Duration // first backoff (S3: the jitter cap base; Azure: RetryDelay)
 	MaxBackoff     time.Duration // cap on one backoff
 	// StallTimeout ends a read that receives no byte for this long as ErrUnreachable; 0 means
-	// DefaultStallTimeout. It exists for GCS, whose reader re-opens a broken body by itself with no
-	// bound on how often, so a body that keeps breaking before its first byte would hang forever.
+	// DefaultStallTimeout. Open applies it to every store (WithStallGuard): without it, GCS's
+	// reader, which re-opens a broken body by itself with no bound, would hang forever on a body
+	// that keeps breaking before its first byte, and any peer that stops mid-body would too.
 	StallTimeout time.Duration
 }
 

@@ -47,7 +47,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", loc, err)
 	}
-	return s, nil
+	return WithStallGuard(s, opts.Retry.StallTimeout), nil
 }
 
 // Location is a parsed store URL.

@@ -278,49 +278,11 @@ func (r *runner) readObject(ctx context.Context, s providers.Store, key string, 
 	return err
 }
 
-// read is one Store.Read whose body must keep moving: if no byte arrives for StallTimeout, the
-// read is cancelled and fails with a readStallError (which retry retries). SDKs that resume broken
-// bodies by themselves (GCS's reader reopens after any body error, without limit) would
-// otherwise spin for ever against a server that breaks every response before its first byte.
+// read is one Store.Read. A body that stops moving is ended by the store's stall guard
+// (providers.WithStallGuard; Options.StallTimeout tightens it) as ErrUnreachable, which retry
+// retries.
 func (r *runner) read(ctx context.Context, s providers.Store, key string, o providers.ReadOptions, fn func(io.Reader) error) error {
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	err := s.Read(rctx, key, o, func(rd io.Reader) error {
-		w := &stallReader{r: rd, d: r.o.StallTimeout, timer: time.AfterFunc(r.o.StallTimeout, func() { cancel(errReadStalled) })}
-		defer w.timer.Stop()
-		return fn(w)
-	})
-	if err != nil && errors.Is(context.Cause(rctx), errReadStalled) && ctx.Err() == nil {
-		return &readStallError{d: r.o.StallTimeout, err: err}
-	}
-	return err
-}
-
-var errReadStalled = errors.New("read stalled")
-
-// readStallError: a body delivered no byte for the stall timeout.
-type readStallError struct {
-	d   time.Duration
-	err error
-}
-
-func (e *readStallError) Error() string {
-	return fmt.Sprintf("no data for %s, read abandoned (%v)", e.d, e.err)
-}
-
-// stallReader pushes its timer back whenever bytes arrive.
-type stallReader struct {
-	r     io.Reader
-	d     time.Duration
-	timer *time.Timer
-}
-
-func (w *stallReader) Read(p []byte) (int, error) {
-	n, err := w.r.Read(p)
-	if n > 0 {
-		w.timer.Reset(w.d)
-	}
-	return n, err
+	return s.Read(ctx, key, o, fn)
 }
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
@@ -368,10 +330,6 @@ func (r *runner) retry(ctx context.Context, read func() error) error {
 func retryable(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
-	}
-	var se *readStallError
-	if errors.As(err, &se) {
-		return true
 	}
 	for _, final := range []error{providers.ErrNotFound, providers.ErrPermission, providers.ErrPreconditionFailed,
 		providers.ErrInvalidKey, context.Canceled, context.DeadlineExceeded} {

@@ -33,9 +33,6 @@ const (
 	DefaultReadAttempts = 3
 	// DefaultRetryBackoff is the first pause between two attempts at a range (it doubles).
 	DefaultRetryBackoff = 200 * time.Millisecond
-	// DefaultVerifyStallTimeout is how long a deep read's body may deliver nothing before the
-	// read is abandoned and retried.
-	DefaultVerifyStallTimeout = 60 * time.Second
 	// MaxBuffers bounds the range buffers of deep mode however large Jobs is, so memory stays
 	// at most MaxBuffers × RangeSize (24 MiB with the defaults) whatever the replica's size.
 	MaxBuffers = 6
@@ -54,8 +51,9 @@ type Options struct {
 	ReadAttempts int
 	// RetryBackoff is the first pause between attempts at a range; 0 means DefaultRetryBackoff.
 	RetryBackoff time.Duration
-	// StallTimeout abandons (and retries) a read whose body delivers no byte for this long;
-	// 0 means DefaultVerifyStallTimeout.
+	// StallTimeout, if set, tightens the stores' own stall guard for this verification
+	// (providers.WithStallGuard): a read whose body delivers no byte for this long is abandoned
+	// and retried. 0 keeps the guard each store got when it was opened.
 	StallTimeout time.Duration
 	// Planned, if set, is called in deep mode once per replica, after its listing, with the
 	// number of bytes it is about to read (for a progress bar's total).
@@ -77,9 +75,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = DefaultRetryBackoff
-	}
-	if o.StallTimeout <= 0 {
-		o.StallTimeout = DefaultVerifyStallTimeout
 	}
 	if o.Planned == nil {
 		o.Planned = func(int64) {}
@@ -164,6 +159,9 @@ func Replicas(ctx context.Context, m *manifest.Manifest, stores []providers.Stor
 // replica verifies one store.
 func (r *runner) replica(ctx context.Context, m *manifest.Manifest, s providers.Store, mode Mode) ReplicaResult {
 	start := time.Now()
+	if r.o.StallTimeout > 0 {
+		s = providers.WithStallGuard(s, r.o.StallTimeout)
+	}
 	res := ReplicaResult{URL: s.String()}
 	listing, warnings, err := r.list(ctx, s)
 	res.Warnings = warnings

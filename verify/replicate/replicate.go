@@ -57,6 +57,9 @@ import (
 // listed at all; per-file failures are in the report.
 func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o Options) (*Report, error) {
 	start := time.Now()
+	if o.StallTimeout > 0 {
+		from = providers.WithStallGuard(from, o.StallTimeout)
+	}
 	r := &replicator{m: m, from: from, to: to, o: o.withDefaults()}
 	rep := &Report{From: from.String(), To: to.String(), DryRun: o.DryRun, Files: []CopyResult{}, Extra: []string{}}
 	defer func() { rep.Seconds = time.Since(start).Seconds() }()
@@ -203,9 +206,11 @@ type Options struct {
 	Attempts int
 	// Backoff is the wait before the second attempt, doubled before each further one; 0 means 1 s.
 	Backoff time.Duration
-	// StallTimeout abandons an attempt whose source has delivered no byte for this long (a
-	// connection that hangs, or an SDK that keeps reopening a body that keeps breaking); the
-	// attempt counts as unreachable. 0 means DefaultStallTimeout.
+	// StallTimeout, if set, tightens the source store's own stall guard
+	// (providers.WithStallGuard): an attempt whose source delivers no byte for this long (a
+	// connection that hangs, an SDK that keeps reopening a body that keeps breaking) is abandoned
+	// and counts as unreachable. Time the target spends taking the bytes does not count. 0 keeps
+	// the guard the source got when it was opened.
 	StallTimeout time.Duration
 	// Progress, if set, is called with the bytes that pass (copied or re-read), negative to take
 	// back the bytes of an attempt that failed.
@@ -216,10 +221,6 @@ type Options struct {
 	OnFile func(CopyResult)
 	Log    *slog.Logger
 }
-
-// DefaultStallTimeout is how long a copy may wait for its next source byte. It is generous: a slow
-// target applies back-pressure to the source while its parts upload.
-const DefaultStallTimeout = 5 * time.Minute
 
 // DefaultJobs is the default number of files copied at once. Each copy holds at most
 // (Options.Concurrency+1) × Options.PartSize of the target store in memory (40 MiB by default).
@@ -234,9 +235,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Backoff <= 0 {
 		o.Backoff = time.Second
-	}
-	if o.StallTimeout <= 0 {
-		o.StallTimeout = DefaultStallTimeout
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -473,8 +471,8 @@ func (r *replicator) copyFile(ctx context.Context, c *CopyResult) {
 }
 
 // copyOnce streams one file into the target. A retried Read of the source calls the callback again:
-// each call starts a fresh Write (the failed one committed nothing). A watchdog ends the attempt
-// if the source delivers nothing for StallTimeout.
+// each call starts a fresh Write (the failed one committed nothing). The source's stall guard
+// ends an attempt whose source delivers nothing (providers.ErrStalled, unreachable).
 func (r *replicator) copyOnce(ctx context.Context, f manifest.File, from CopyFrom) error {
 	opts := providers.WriteOptions{Size: f.Size, Checksums: providers.Checksums(f.Sums)}
 	if from == FromManifest {
@@ -485,18 +483,13 @@ func (r *replicator) copyOnce(ctx context.Context, f manifest.File, from CopyFro
 		}
 		return err
 	}
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	w := newStallWatch(r.o.StallTimeout, func() { cancel(errStalled) })
-	defer w.stop()
-
 	var tap *sourceTap
-	err := r.from.Read(actx, f.Path, providers.ReadOptions{}, func(rd io.Reader) error {
+	err := r.from.Read(ctx, f.Path, providers.ReadOptions{}, func(rd io.Reader) error {
 		if tap != nil {
 			r.progress(-tap.n) // the store retries from the start
 		}
-		tap = newSourceTap(rd, f, r.progress, w)
-		_, err := r.to.Write(actx, f.Path, tap, opts)
+		tap = newSourceTap(rd, f, r.progress)
+		_, err := r.to.Write(ctx, f.Path, tap, opts)
 		return err
 	})
 	if err == nil {
@@ -508,69 +501,22 @@ func (r *replicator) copyOnce(ctx context.Context, f manifest.File, from CopyFro
 			return cerr
 		}
 	}
-	if ctx.Err() == nil && errors.Is(context.Cause(actx), errStalled) {
-		return fmt.Errorf("%s: %w for %s (last error: %v)", f.Path, errStalled, r.o.StallTimeout, err)
-	}
 	return err
 }
-
-// errStalled: the source delivered nothing for StallTimeout. It counts as unreachable.
-var errStalled = stalledError{}
-
-type stalledError struct{}
-
-func (stalledError) Error() string        { return "the source sent no data" }
-func (stalledError) Is(target error) bool { return target == providers.ErrUnreachable }
-
-// stallWatch calls fire once if touch is not called for timeout while the source is being read.
-type stallWatch struct {
-	last    atomic.Int64 // unix nanoseconds of the last byte
-	reading atomic.Bool  // false once the source reached its end: the upload may still take time
-	done    chan struct{}
-	once    sync.Once
-}
-
-func newStallWatch(timeout time.Duration, fire func()) *stallWatch {
-	w := &stallWatch{done: make(chan struct{})}
-	w.touch()
-	w.reading.Store(true)
-	go func() {
-		t := time.NewTicker(max(timeout/8, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-w.done:
-				return
-			case <-t.C:
-				if w.reading.Load() && time.Since(time.Unix(0, w.last.Load())) > timeout {
-					fire()
-					return
-				}
-			}
-		}
-	}()
-	return w
-}
-
-func (w *stallWatch) touch()    { w.last.Store(time.Now().UnixNano()) }
-func (w *stallWatch) finished() { w.reading.Store(false) }
-func (w *stallWatch) stop()     { w.once.Do(func() { close(w.done) }) }
 
 // sourceTap counts the source bytes and checksums them with the cheapest digest the manifest
 // has, so that a failed Write can tell a corrupt source (all bytes read, and they differ) from a
 // transfer that broke (fewer bytes).
 type sourceTap struct {
-	r     io.Reader
-	add   func(int64)
-	watch *stallWatch
-	n     int64
-	alg   string
-	h     hash.Hash
+	r   io.Reader
+	add func(int64)
+	n   int64
+	alg string
+	h   hash.Hash
 }
 
-func newSourceTap(r io.Reader, f manifest.File, add func(int64), watch *stallWatch) *sourceTap {
-	watch.touch()
-	t := &sourceTap{r: r, add: add, watch: watch}
+func newSourceTap(r io.Reader, f manifest.File, add func(int64)) *sourceTap {
+	t := &sourceTap{r: r, add: add}
 	switch {
 	case f.Sums.CRC32C != "":
 		t.alg, t.h = "crc32c", crc32.New(crc32.MakeTable(crc32.Castagnoli))
@@ -588,10 +534,6 @@ func (t *sourceTap) Read(p []byte) (int, error) {
 		t.h.Write(p[:n])
 		t.n += int64(n)
 		t.add(int64(n))
-		t.watch.touch()
-	}
-	if err == io.EOF {
-		t.watch.finished()
 	}
 	return n, err
 }

@@ -23,8 +23,8 @@ import (
 
 	"github.com/opencontainers/image-spec/schema"
 
-	"lifeboat/manifest"
 	"lifeboat/internal/sample"
+	"lifeboat/manifest"
 )
 
 func genSample(t testing.TB, o sample.Options) *sample.Layout {

@@ -24,9 +24,9 @@ import (
 
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/faultproxy"
+	"lifeboat/internal/sample"
 	"lifeboat/manifest"
 	"lifeboat/manifest/lint"
-	"lifeboat/internal/sample"
 	"lifeboat/providers"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/manifest"
 	"lifeboat/internal/sample"
+	"lifeboat/manifest"
 )
 
 // Tests of the engine, LoRA and deployment rules (rules_engine.go) on generated sample repositories.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/manifest"
 	"lifeboat/internal/sample"
+	"lifeboat/manifest"
 )
 
 // mtModelRuleIDs are the ids of the rules in rules_model.go.

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"lifeboat/manifest"
 	"lifeboat/internal/sample"
+	"lifeboat/manifest"
 )
 
 func TestManifestRules(t *testing.T) {

@@ -5,11 +5,11 @@ import (
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"hash"
 	"hash/crc32"
 	"io"
+	"lifeboat/providers/checksum"
 	"sync"
 	"sync/atomic"
 
@@ -24,8 +24,6 @@ const (
 	hashBuffers = 4
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 type chunk struct {
 	buf  []byte
 	n    int
@@ -39,7 +37,7 @@ type chunk struct {
 func HashReader(ctx context.Context, r io.Reader, progress func(int64)) (Checksums, int64, error) {
 	md := md5.New()
 	sha := sha256.New()
-	c32c := crc32.New(castagnoli)
+	c32c := crc32.New(checksum.Castagnoli)
 	c32 := crc32.NewIEEE()
 	c64 := crc64nvme.New()
 	rest := io.MultiWriter(sha, c32c, c32, c64)
@@ -129,19 +127,7 @@ func fill(r io.Reader, buf []byte) (int, error) {
 func b64(h hash.Hash) string { return base64.StdEncoding.EncodeToString(h.Sum(nil)) }
 
 // ChecksumsOf hashes a byte slice (small embedded files, tests).
-func ChecksumsOf(data []byte) Checksums {
-	s := sha256.Sum256(data)
-	m := md5.Sum(data)
-	var c4 [4]byte
-	var c8 [8]byte
-	enc := base64.StdEncoding.EncodeToString
-	binary.BigEndian.PutUint32(c4[:], crc32.Checksum(data, castagnoli))
-	crc32c := enc(c4[:])
-	binary.BigEndian.PutUint32(c4[:], crc32.ChecksumIEEE(data))
-	crc := enc(c4[:])
-	binary.BigEndian.PutUint64(c8[:], crc64nvme.Checksum(data))
-	return Checksums{SHA256: hex.EncodeToString(s[:]), MD5: enc(m[:]), CRC32C: crc32c, CRC64NVME: enc(c8[:]), CRC32: crc}
-}
+func ChecksumsOf(data []byte) Checksums { return checksum.Of(data) }
 
 func digestOf(hexSHA256 string) digest.Digest {
 	return digest.NewDigestFromEncoded(digest.SHA256, hexSHA256)

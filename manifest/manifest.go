@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"lifeboat/providers/checksum"
 	"sort"
 	"strings"
 
@@ -100,14 +101,8 @@ func (r Role) MediaType() string {
 }
 
 // Checksums are the provider-comparable digests of one file, each in the encoding the provider
-// itself reports, so that verification compares strings without converting.
-type Checksums struct {
-	SHA256    string // lower-case hex (also the layer digest)
-	MD5       string // base64
-	CRC32C    string // base64, big-endian
-	CRC64NVME string // base64, big-endian
-	CRC32     string // base64, big-endian, IEEE polynomial
-}
+// reports it in (see package checksum), so that quick verification compares them as strings.
+type Checksums = checksum.Sums
 
 // File is one layer of the manifest seen as a file of the DR bundle.
 type File struct {

@@ -295,7 +295,7 @@ func (s *azureStore) Write(ctx context.Context, key string, r io.Reader, opts Wr
 	if err := ValidateKey(key); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
-	if err := opts.Checksums.validate(); err != nil {
+	if err := opts.Checksums.Validate(); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
 	if opts.IfNotExists && opts.IfMatch != "" {

@@ -257,7 +257,7 @@ func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts Wri
 	if err := ctx.Err(); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Err: err}
 	}
-	if err := opts.Checksums.validate(); err != nil {
+	if err := opts.Checksums.Validate(); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Err: err}
 	}
 	final := s.path(key) // the root and parent directories are created as needed

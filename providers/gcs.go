@@ -263,7 +263,7 @@ func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts Writ
 	if err := ValidateKey(key); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
-	if err := opts.Checksums.validate(); err != nil {
+	if err := opts.Checksums.Validate(); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
 	o := s.bucket.Object(s.ks.full(key))

@@ -379,7 +379,7 @@ func (s *s3Store) Write(ctx context.Context, key string, r io.Reader, opts Write
 	if err := ValidateKey(key); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
-	if err := opts.Checksums.validate(); err != nil {
+	if err := opts.Checksums.Validate(); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
 	if opts.IfNotExists && opts.IfMatch != "" {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"lifeboat/providers/checksum"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
@@ -123,16 +125,17 @@ func (o Object) Checksum(alg Algorithm) (Checksum, bool) {
 	return Checksum{}, false
 }
 
-// Algorithm names a checksum algorithm, as the manifest does.
-type Algorithm string
+// Algorithm names a checksum algorithm, as the manifest does. The names live in package checksum;
+// they are repeated here because every Store speaks them.
+type Algorithm = checksum.Algorithm
 
 const (
-	SHA256    Algorithm = "sha256"
-	SHA1      Algorithm = "sha1"
-	MD5       Algorithm = "md5"
-	CRC32C    Algorithm = "crc32c"
-	CRC32     Algorithm = "crc32" // IEEE polynomial
-	CRC64NVME Algorithm = "crc64nvme"
+	SHA256    = checksum.SHA256
+	SHA1      = checksum.SHA1
+	MD5       = checksum.MD5
+	CRC32C    = checksum.CRC32C
+	CRC32     = checksum.CRC32
+	CRC64NVME = checksum.CRC64NVME
 )
 
 // Checksum is one native checksum of an object.
@@ -164,15 +167,8 @@ const (
 )
 
 // Checksums are expected digests of content being written, in the manifest's encodings; empty
-// fields are not checked. The fields match manifest.Checksums, so a manifest value converts with
-// providers.Checksums(sums).
-type Checksums struct {
-	SHA256    string // lower-case hex
-	MD5       string // base64
-	CRC32C    string // base64, big-endian
-	CRC64NVME string // base64, big-endian
-	CRC32     string // base64, big-endian, IEEE polynomial
-}
+// fields are not checked. They are manifest.Checksums too (both are checksum.Sums).
+type Checksums = checksum.Sums
 
 // ReadOptions select the bytes of a Read.
 type ReadOptions struct {

@@ -6,80 +6,23 @@ import (
 
 	"lifeboat/manifest"
 	"lifeboat/providers"
+	"lifeboat/providers/checksum"
 )
 
 // emptySHA256 is the SHA-256 of no bytes.
 const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-// comparable are the algorithms the manifest records, in the order verdicts name them.
-var comparable = []providers.Algorithm{
-	providers.SHA256, providers.CRC64NVME, providers.CRC32C, providers.CRC32, providers.MD5,
-}
-
 // want returns the manifest's value of one algorithm ("" if it records none).
-func want(f manifest.File, alg providers.Algorithm) string {
-	switch alg {
-	case providers.SHA256:
-		return f.Sums.SHA256
-	case providers.MD5:
-		return f.Sums.MD5
-	case providers.CRC32C:
-		return f.Sums.CRC32C
-	case providers.CRC64NVME:
-		return f.Sums.CRC64NVME
-	case providers.CRC32:
-		return f.Sums.CRC32
-	}
-	return ""
-}
-
-func equalSum(alg providers.Algorithm, a, b string) bool {
-	if alg == providers.SHA256 || alg == providers.SHA1 {
-		return strings.EqualFold(a, b)
-	}
-	return a == b
-}
-
-// set records one checksum value in facts.
-func (f *Facts) set(alg providers.Algorithm, v string) {
-	switch alg {
-	case providers.SHA256:
-		f.SHA256 = v
-	case providers.MD5:
-		f.MD5 = v
-	case providers.CRC32C:
-		f.CRC32C = v
-	case providers.CRC64NVME:
-		f.CRC64NVME = v
-	case providers.CRC32:
-		f.CRC32 = v
-	}
-}
-
-func (f Facts) get(alg providers.Algorithm) string {
-	switch alg {
-	case providers.SHA256:
-		return f.SHA256
-	case providers.MD5:
-		return f.MD5
-	case providers.CRC32C:
-		return f.CRC32C
-	case providers.CRC64NVME:
-		return f.CRC64NVME
-	case providers.CRC32:
-		return f.CRC32
-	}
-	return ""
-}
+func want(f manifest.File, alg providers.Algorithm) string { return f.Sums.Get(alg) }
 
 // expectedFacts are the manifest's size and SHA-256, plus its value of every algorithm the
 // actual facts carry, so that the two can be read side by side.
 func expectedFacts(f manifest.File, actual Facts) Facts {
 	size := f.Size
-	e := Facts{Size: &size, SHA256: f.Sums.SHA256}
-	for _, alg := range comparable {
-		if actual.get(alg) != "" {
-			e.set(alg, want(f, alg))
+	e := Facts{Size: &size, Sums: checksum.Sums{SHA256: f.Sums.SHA256}}
+	for _, alg := range checksum.Recorded {
+		if actual.Get(alg) != "" {
+			e.Set(alg, want(f, alg))
 		}
 	}
 	return e
@@ -102,14 +45,14 @@ func judgeQuick(f manifest.File, obj providers.Object, source string, caps provi
 	var equal, differ, composite, etagUnknown []string
 	for _, c := range obj.Checksums {
 		exp := want(f, c.Algorithm)
-		if exp == "" || actual.get(c.Algorithm) != "" {
+		if exp == "" || actual.Get(c.Algorithm) != "" {
 			continue // the manifest has no such value (SHA-1), or already seen
 		}
-		actual.set(c.Algorithm, c.Value)
+		actual.Set(c.Algorithm, c.Value)
 		switch {
 		case c.Composite:
 			composite = append(composite, fmt.Sprintf("%s %q", c.Algorithm, c.Value))
-		case equalSum(c.Algorithm, c.Value, exp):
+		case checksum.Equal(c.Algorithm, c.Value, exp):
 			equal = append(equal, string(c.Algorithm))
 		case c.FromETag && (obj.Encryption == providers.EncryptionUnknown ||
 			obj.Encryption == providers.EncryptionKMS || obj.Encryption == providers.EncryptionCustomerKey):

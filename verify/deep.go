@@ -3,12 +3,10 @@ package verify
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc32"
 	"io"
 	"slices"
 	"sort"
@@ -16,10 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/minio/crc64nvme"
-
 	"lifeboat/manifest"
 	"lifeboat/providers"
+	"lifeboat/providers/checksum"
 )
 
 // deepFiles reads and hashes every present, right-sized manifest file, largest first (so that
@@ -146,8 +143,6 @@ func (h *fileHash) matches() bool {
 	return strings.EqualFold(hex.EncodeToString(h.sha.Sum(nil)), h.want)
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 func newFileHash(f manifest.File, obj providers.Object, extra ...providers.Algorithm) *fileHash {
 	h := &fileHash{sha: sha256.New(), want: f.Sums.SHA256, crcs: map[providers.Algorithm]hash.Hash{}}
 	h.all = append(h.all, h.sha)
@@ -155,15 +150,7 @@ func newFileHash(f manifest.File, obj providers.Object, extra ...providers.Algor
 		if _, ok := obj.Checksum(alg); (!ok && !slices.Contains(extra, alg)) || want(f, alg) == "" {
 			continue
 		}
-		var c hash.Hash
-		switch alg {
-		case providers.CRC64NVME:
-			c = crc64nvme.New()
-		case providers.CRC32C:
-			c = crc32.New(castagnoli)
-		case providers.CRC32:
-			c = crc32.NewIEEE()
-		}
+		c := checksum.New(alg)
 		h.crcs[alg] = c
 		h.all = append(h.all, c)
 	}
@@ -186,9 +173,9 @@ func (h *fileHash) Reset() {
 // verdict compares the hashes of all bytes with the manifest.
 func (h *fileHash) verdict(f manifest.File, obj providers.Object) FileResult {
 	size := obj.Size
-	actual := Facts{Size: &size, SHA256: hex.EncodeToString(h.sha.Sum(nil)), Source: "read"}
+	actual := Facts{Size: &size, Sums: checksum.Sums{SHA256: hex.EncodeToString(h.sha.Sum(nil))}, Source: "read"}
 	for alg, c := range h.crcs {
-		actual.set(alg, base64.StdEncoding.EncodeToString(c.Sum(nil)))
+		actual.Set(alg, checksum.Sum(alg, c))
 	}
 	fr := FileResult{Path: f.Path, Actual: actual, Expected: expectedFacts(f, actual)}
 	if strings.EqualFold(actual.SHA256, f.Sums.SHA256) {
@@ -199,7 +186,7 @@ func (h *fileHash) verdict(f manifest.File, obj providers.Object) FileResult {
 		var wrong []string
 		for _, c := range obj.Checksums {
 			exp := want(f, c.Algorithm)
-			if c.Composite || exp == "" || equalSum(c.Algorithm, c.Value, exp) {
+			if c.Composite || exp == "" || checksum.Equal(c.Algorithm, c.Value, exp) {
 				continue
 			}
 			if c.FromETag && obj.Encryption != providers.EncryptionNone && obj.Encryption != providers.EncryptionServerManaged {
@@ -225,10 +212,10 @@ func (h *fileHash) verdict(f manifest.File, obj providers.Object) FileResult {
 			break // said already
 		}
 		stored, _ := obj.Checksum(alg)
-		switch got := actual.get(alg); {
-		case equalSum(alg, stored.Value, got):
+		switch got := actual.Get(alg); {
+		case checksum.Equal(alg, stored.Value, got):
 			fr.Detail += fmt.Sprintf("; the store's %s matches the bytes read: the object was written with these bytes", alg)
-		case equalSum(alg, stored.Value, want(f, alg)):
+		case checksum.Equal(alg, stored.Value, want(f, alg)):
 			fr.Detail += fmt.Sprintf("; the store's %s matches the manifest, not the bytes read: damaged after upload or in transit", alg)
 		}
 	}

@@ -1,5 +1,7 @@
 package verify
 
+import "lifeboat/providers/checksum"
+
 // Status is the verdict on one file of one replica. Quick verification compares metadata only;
 // deep verification re-reads every byte. A file is never OK unless something was compared.
 type Status string
@@ -37,12 +39,8 @@ const (
 // Facts are what is known of a file: expected (from the manifest) or actual (from the replica).
 // Checksums are in the manifest's encodings. Only what was seen is set.
 type Facts struct {
-	Size      *int64 `json:"size,omitempty"`
-	SHA256    string `json:"sha256,omitempty"`
-	MD5       string `json:"md5,omitempty"`
-	CRC32C    string `json:"crc32c,omitempty"`
-	CRC64NVME string `json:"crc64nvme,omitempty"`
-	CRC32     string `json:"crc32,omitempty"`
+	Size *int64 `json:"size,omitempty"`
+	checksum.Sums
 	// Source says where actual facts came from: "listing", "stat" or "read".
 	Source string `json:"source,omitempty"`
 }

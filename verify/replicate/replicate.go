@@ -3,13 +3,9 @@ package replicate
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"net"
@@ -19,10 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/minio/crc64nvme"
-
 	"lifeboat/manifest"
 	"lifeboat/providers"
+	"lifeboat/providers/checksum"
 	"lifeboat/verify"
 )
 
@@ -511,20 +506,20 @@ type sourceTap struct {
 	r   io.Reader
 	add func(int64)
 	n   int64
-	alg string
+	alg checksum.Algorithm
 	h   hash.Hash
 }
 
 func newSourceTap(r io.Reader, f manifest.File, add func(int64)) *sourceTap {
 	t := &sourceTap{r: r, add: add}
-	switch {
-	case f.Sums.CRC32C != "":
-		t.alg, t.h = "crc32c", crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	case f.Sums.CRC64NVME != "":
-		t.alg, t.h = "crc64nvme", crc64nvme.New()
-	default:
-		t.alg, t.h = "sha256", sha256.New()
+	t.alg = checksum.SHA256
+	for _, alg := range []checksum.Algorithm{checksum.CRC32C, checksum.CRC64NVME} { // cheapest first
+		if f.Sums.Get(alg) != "" {
+			t.alg = alg
+			break
+		}
 	}
+	t.h = checksum.New(t.alg)
 	return t
 }
 
@@ -546,16 +541,8 @@ func (t *sourceTap) corrupt(f manifest.File) error {
 	if t.n < f.Size {
 		return nil // cut short: a transfer problem, not (yet) proof of corruption
 	}
-	var want, got string
-	switch t.alg {
-	case "crc32c":
-		want, got = f.Sums.CRC32C, base64.StdEncoding.EncodeToString(t.h.Sum(nil))
-	case "crc64nvme":
-		want, got = f.Sums.CRC64NVME, base64.StdEncoding.EncodeToString(t.h.Sum(nil))
-	default:
-		want, got = f.Sums.SHA256, hex.EncodeToString(t.h.Sum(nil))
-	}
-	if want == got {
+	want, got := f.Sums.Get(t.alg), checksum.Sum(t.alg, t.h)
+	if checksum.Equal(t.alg, want, got) {
 		return nil
 	}
 	return &SourceCorruptError{Path: f.Path, Detail: fmt.Sprintf("its %s is %s, the manifest says %s", t.alg, got, want)}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,10 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"lifeboat/internal/emulators"
@@ -89,9 +85,7 @@ func ssProviders(t *testing.T) []ssProvider {
 	gw, s3err := emulators.StartVersityGW(t.TempDir())
 	if s3err == nil {
 		t.Cleanup(gw.Stop)
-		c := s3.New(s3.Options{Region: gw.Region, BaseEndpoint: aws.String(gw.Endpoint), UsePathStyle: true,
-			Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")})
-		if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(ssBucket)}); err != nil {
+		if err := gw.Bucket(context.Background(), ssBucket); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,11 +95,11 @@ func ssProviders(t *testing.T) []ssProvider {
 		}
 		o := ssOptions(hc)
 		o.S3Credentials = credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")
-		return ssOpen(t, fmt.Sprintf("s3://%s/%s?region=%s&endpoint=%s", ssBucket, prefix, gw.Region, url.QueryEscape(gw.Endpoint)), o)
+		return ssOpen(t, gw.URL(ssBucket, prefix), o)
 	}})
 
 	g := emulators.SharedFakeGCS(t)
-	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: ssBucket})
+	g.Bucket(ssBucket)
 	out = append(out, ssProvider{name: "gcs", open: func(t *testing.T, prefix string, hc *http.Client) providers.Store {
 		return ssOpen(t, "gs://"+ssBucket+"/"+prefix, ssOptions(hc))
 	}})
@@ -113,11 +107,7 @@ func ssProviders(t *testing.T) []ssProvider {
 	az, azErr := emulators.StartAzurite(t.TempDir())
 	if azErr == nil {
 		t.Cleanup(az.Stop)
-		c, err := azblob.NewClientFromConnectionString(az.ConnectionString(az.Key), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.CreateContainer(context.Background(), ssBucket, nil); err != nil {
+		if err := az.Container(context.Background(), ssBucket); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +117,7 @@ func ssProviders(t *testing.T) []ssProvider {
 		}
 		o := ssOptions(hc)
 		o.AzureConnectionString = az.ConnectionString(az.Key)
-		return ssOpen(t, "az://"+emulators.AzuriteAccount+"/"+ssBucket+"/"+prefix, o)
+		return ssOpen(t, az.URL(ssBucket, prefix), o)
 	}})
 	return out
 }

@@ -98,30 +98,18 @@ func TestFile(t *testing.T) {
 	)
 }
 
-func s3URL(gw *emulators.S3, bucket, prefix string) string {
-	return fmt.Sprintf("s3://%s/%s?region=%s&endpoint=%s", bucket, prefix, gw.Region, url.QueryEscape(gw.Endpoint))
-}
-
 func s3Options(gw *emulators.S3, secret string) providers.Options {
 	o := testOptions()
 	o.S3Credentials = credentials.NewStaticCredentialsProvider(gw.AccessKey, secret, "")
 	return o
 }
 
-func rawS3(gw *emulators.S3) *s3.Client {
-	return s3.New(s3.Options{
-		Region: gw.Region, BaseEndpoint: aws.String(gw.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, ""),
-	})
-}
-
 // sharedS3 is the binary's versitygw with the test bucket created.
 func sharedS3(t *testing.T) *emulators.S3 {
 	t.Helper()
 	gw := emulators.SharedVersityGW(t)
-	_, err := rawS3(gw).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(testBucket)})
-	if err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") && !strings.Contains(err.Error(), "BucketAlreadyExists") {
-		t.Fatalf("create bucket: %v", err)
+	if err := gw.Bucket(t.Context(), testBucket); err != nil {
+		t.Fatal(err)
 	}
 	return gw
 }
@@ -130,18 +118,18 @@ func TestS3(t *testing.T) {
 	t.Parallel()
 	gw := sharedS3(t)
 	newStore := func(t *testing.T) providers.Store {
-		return open(t, s3URL(gw, testBucket, freshPrefix()), s3Options(gw, gw.SecretKey))
+		return open(t, gw.URL(testBucket, freshPrefix()), s3Options(gw, gw.SecretKey))
 	}
 	providertest.Run(t, newStore,
 		providertest.WithDenied(func(t *testing.T) providers.Store {
-			return open(t, s3URL(gw, testBucket, freshPrefix()), s3Options(gw, "wrong-"+gw.SecretKey))
+			return open(t, gw.URL(testBucket, freshPrefix()), s3Options(gw, "wrong-"+gw.SecretKey))
 		}),
 		providertest.WithSub(func(t *testing.T, s providers.Store, sub string) providers.Store {
 			return open(t, subURL(t, s, sub), s3Options(gw, gw.SecretKey))
 		}),
 		providertest.WithPlant(func(t *testing.T, s providers.Store, raw string, data []byte) error {
 			u, _ := url.Parse(s.String())
-			_, err := rawS3(gw).PutObject(t.Context(), &s3.PutObjectInput{
+			_, err := gw.Client().PutObject(t.Context(), &s3.PutObjectInput{
 				Bucket: aws.String(testBucket), Key: aws.String(strings.TrimPrefix(u.Path, "/") + raw), Body: bytes.NewReader(data),
 			})
 			return err
@@ -152,7 +140,7 @@ func TestS3(t *testing.T) {
 func sharedGCS(t *testing.T) *emulators.GCS {
 	t.Helper()
 	g := emulators.SharedFakeGCS(t)
-	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: testBucket})
+	g.Bucket(testBucket)
 	return g
 }
 
@@ -193,12 +181,8 @@ func azOptions(a *emulators.Azurite, key string) providers.Options {
 func sharedAzure(t *testing.T) *emulators.Azurite {
 	t.Helper()
 	a := emulators.SharedAzurite(t)
-	c, err := azblob.NewClientFromConnectionString(a.ConnectionString(a.Key), nil)
-	if err != nil {
+	if err := a.Container(t.Context(), testBucket); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := c.CreateContainer(t.Context(), testBucket, nil); err != nil && !strings.Contains(err.Error(), "ContainerAlreadyExists") {
-		t.Fatalf("create container: %v", err)
 	}
 	return a
 }
@@ -247,7 +231,7 @@ func TestMissingBucket(t *testing.T) {
 		},
 		"s3": func(t *testing.T) providers.Store {
 			gw := sharedS3(t)
-			return open(t, s3URL(gw, "no-such-bucket", "x"), s3Options(gw, gw.SecretKey))
+			return open(t, gw.URL("no-such-bucket", "x"), s3Options(gw, gw.SecretKey))
 		},
 		"gs": func(t *testing.T) providers.Store {
 			sharedGCS(t)

@@ -32,8 +32,8 @@ func TestSecretsNeverShown(t *testing.T) {
 		t.Parallel()
 		gw := sharedS3(t)
 		wrong := "WRONG" + gw.SecretKey[5:]
-		seen := exercise(t, open(t, s3URL(gw, testBucket, freshPrefix()), s3Options(gw, gw.SecretKey)))
-		seen += exercise(t, open(t, s3URL(gw, testBucket, freshPrefix()), s3Options(gw, wrong)))
+		seen := exercise(t, open(t, gw.URL(testBucket, freshPrefix()), s3Options(gw, gw.SecretKey)))
+		seen += exercise(t, open(t, gw.URL(testBucket, freshPrefix()), s3Options(gw, wrong)))
 		for _, secret := range []string{gw.SecretKey, wrong} {
 			if strings.Contains(seen, secret) {
 				t.Fatalf("secret shown in:\n%s", seen)

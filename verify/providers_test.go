@@ -195,7 +195,7 @@ func TestUnverifiedObjects(t *testing.T) {
 		prefix := testbed.FreshPrefix("unverified")
 		s := b.Open(t, prefix, nil)
 		testbed.Seed(t, s, f)
-		client := testbed.RawS3(b.S3)
+		client := b.S3.Client()
 		s3Multipart(t, client, prefix+"/"+sh[0], good, types.ChecksumAlgorithmCrc32)
 		s3Multipart(t, client, prefix+"/"+sh[1], bad, types.ChecksumAlgorithmCrc32)
 		s3Multipart(t, client, prefix+"/model/README.md", f.Data(t, "model/README.md"), "")

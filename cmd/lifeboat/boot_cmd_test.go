@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
-
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
 )
@@ -206,7 +204,7 @@ func TestSelfCommand(t *testing.T) {
 // then boot the region whose replica is the gs:// URL.
 func TestRestoreAndBootFromGCS(t *testing.T) {
 	g := emulators.SharedFakeGCS(t) // sets STORAGE_EMULATOR_HOST
-	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "dr-boot"})
+	g.Bucket("dr-boot")
 	l, m := fixture(t, sample.Options{})
 	replica := "gs://dr-boot/llama"
 	if r := lifeboat(t, "replicate", "--manifest", m, "--from", l.Root, "--to", replica); r.code != 0 {

@@ -12,9 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
@@ -153,25 +151,22 @@ func TestCloudURLsThroughCLI(t *testing.T) {
 	t.Cleanup(az.Stop)
 	g := emulators.SharedFakeGCS(t) // sets STORAGE_EMULATOR_HOST
 	ctx := context.Background()
-	s3c := s3.New(s3.Options{Region: gw.Region, BaseEndpoint: aws.String(gw.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")})
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("models")}); err != nil {
+	if err := gw.Bucket(ctx, "models"); err != nil {
 		t.Fatal(err)
 	}
-	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "dr-gcs"})
+	g.Bucket("dr-gcs")
+	if err := az.Container(ctx, "dr-azure"); err != nil {
+		t.Fatal(err)
+	}
+	s3c := gw.Client()
 	azc, err := azblob.NewClientFromConnectionString(az.ConnectionString(az.Key), nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := azc.CreateContainer(ctx, "dr-azure", nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", gw.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", gw.SecretKey)
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", az.ConnectionString(az.Key))
-	s3URL := func(prefix string) string {
-		return fmt.Sprintf("s3://models/%s?region=%s&endpoint=%s", prefix, gw.Region, url.QueryEscape(gw.Endpoint))
-	}
+	s3URL := func(prefix string) string { return gw.URL("models", prefix) }
 
 	l, m := fixture(t, sample.Options{})
 	// The model repository in S3, put there by replicating the local one (a "bundle" whose

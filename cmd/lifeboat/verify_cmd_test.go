@@ -15,8 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
-
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/faultproxy"
 	"lifeboat/internal/sample"
@@ -300,7 +298,7 @@ func TestVerifyExitCodePrecedence(t *testing.T) {
 // quick-verifies OK from one listing per directory; a planted bit flip is CHECKSUM_MISMATCH.
 func TestVerifyGCSThroughCLI(t *testing.T) {
 	g := emulators.SharedFakeGCS(t) // sets STORAGE_EMULATOR_HOST
-	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "verify-cli"})
+	g.Bucket("verify-cli")
 	l, mpath := fixture(t, sample.Options{})
 	m, err := manifest.ReadFile(mpath)
 	if err != nil {

@@ -8,12 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/fsouza/fake-gcs-server/fakestorage"
-
 	"lifeboat/internal/emulators"
 )
 
@@ -84,11 +78,8 @@ func startClouds(ctx context.Context, dir string) (_ *clouds, err error) {
 	}
 	c.stops = append(c.stops, gw.Stop)
 	watched["versitygw"] = findPID("--port", strings.TrimPrefix(gw.Endpoint, "http://"))
-	s3c := s3.New(s3.Options{Region: gw.Region, BaseEndpoint: aws.String(gw.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")})
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil &&
-		!strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") && !strings.Contains(err.Error(), "BucketAlreadyExists") {
-		return nil, fmt.Errorf("creating the S3 bucket: %w", err)
+	if err := gw.Bucket(ctx, bucket); err != nil {
+		return nil, err
 	}
 	c.secrets = append(c.secrets, gw.SecretKey)
 	c.lifeboatEnv = append(c.lifeboatEnv, "AWS_ACCESS_KEY_ID="+gw.AccessKey, "AWS_SECRET_ACCESS_KEY="+gw.SecretKey)
@@ -100,7 +91,7 @@ func startClouds(ctx context.Context, dir string) (_ *clouds, err error) {
 	c.list = append(c.list, cloud{name: "S3", emulator: "versitygw " + gw.Endpoint, remote: "lbs3",
 		onDisk: filepath.Join(gw.Dir, bucket), emuName: "versitygw",
 		url: func(prefix string) string {
-			return fmt.Sprintf("s3://%s/%s?region=%s&endpoint=%s", bucket, prefix, gw.Region, url.QueryEscape(gw.Endpoint))
+			return gw.URL(bucket, prefix)
 		}})
 
 	// GCS: fake-gcs-server, in this process.
@@ -110,7 +101,7 @@ func startClouds(ctx context.Context, dir string) (_ *clouds, err error) {
 	}
 	c.stops = append(c.stops, g.Stop)
 	watched["fake-gcs-server"] = 0 // this process
-	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
+	g.Bucket(bucket)
 	c.lifeboatEnv = append(c.lifeboatEnv, "STORAGE_EMULATOR_HOST="+g.Host)
 	c.rcloneEnv = append(c.rcloneEnv,
 		"RCLONE_CONFIG_LBGCS_TYPE=google cloud storage", "RCLONE_CONFIG_LBGCS_ANONYMOUS=true",
@@ -131,14 +122,10 @@ func startClouds(ctx context.Context, dir string) (_ *clouds, err error) {
 	if u, err := url.Parse(az.Endpoint); err == nil {
 		watched["Azurite"] = findPID("--blobPort", u.Port())
 	}
+	if err := az.Container(ctx, bucket); err != nil {
+		return nil, err
+	}
 	cs := az.ConnectionString(az.Key)
-	azc, err := azblob.NewClientFromConnectionString(cs, nil)
-	if err == nil {
-		_, err = azc.CreateContainer(ctx, bucket, nil)
-	}
-	if err != nil && !strings.Contains(err.Error(), "ContainerAlreadyExists") {
-		return nil, fmt.Errorf("creating the Azure container: %w", err)
-	}
 	c.secrets = append(c.secrets, az.Key)
 	c.lifeboatEnv = append(c.lifeboatEnv, "AZURE_STORAGE_CONNECTION_STRING="+cs)
 	c.rcloneEnv = append(c.rcloneEnv,

@@ -12,19 +12,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"lifeboat/internal/emulators"
 )
@@ -74,15 +67,13 @@ func run(dir, envFile string, watch int) error {
 
 	// S3: versitygw, or a directory.
 	if gw, err := emulators.StartVersityGW(filepath.Join(dir, "versitygw")); err == nil {
-		c := s3.New(s3.Options{Region: gw.Region, BaseEndpoint: aws.String(gw.Endpoint), UsePathStyle: true,
-			Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")})
-		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") {
+		if err := gw.Bucket(ctx, bucket); err != nil {
 			gw.Stop()
-			return fmt.Errorf("creating the S3 bucket: %w", err)
+			return err
 		}
 		env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"] = gw.AccessKey, gw.SecretKey
 		clouds = append(clouds, cloud{name: "S3",
-			url:     fmt.Sprintf("s3://%s/%s?region=%s&endpoint=%s", bucket, prefix, gw.Region, url.QueryEscape(gw.Endpoint)),
+			url:     gw.URL(bucket, prefix),
 			onDisk:  filepath.Join(gw.Dir, bucket, prefix),
 			summary: "versitygw (a real S3 gateway) on " + gw.Endpoint, stop: gw.Stop})
 	} else if c, err := standIn(dir, "S3", err); err == nil {
@@ -96,24 +87,19 @@ func run(dir, envFile string, watch int) error {
 	if err != nil {
 		return fmt.Errorf("fake-gcs-server: %w", err)
 	}
-	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
+	g.Bucket(bucket)
 	env["STORAGE_EMULATOR_HOST"] = g.Host
 	clouds = append(clouds, cloud{name: "GCS", url: "gs://" + bucket + "/" + prefix,
 		summary: "fake-gcs-server (in memory) on http://" + g.Host, stop: g.Stop})
 
 	// Azure: Azurite, or a directory.
 	if az, err := emulators.StartAzurite(filepath.Join(dir, "azurite")); err == nil {
-		cs := az.ConnectionString(az.Key)
-		c, err := azblob.NewClientFromConnectionString(cs, nil)
-		if err == nil {
-			_, err = c.CreateContainer(ctx, bucket, nil)
-		}
-		if err != nil && !strings.Contains(err.Error(), "ContainerAlreadyExists") {
+		if err := az.Container(ctx, bucket); err != nil {
 			az.Stop()
-			return fmt.Errorf("creating the Azure container: %w", err)
+			return err
 		}
-		env["AZURE_STORAGE_CONNECTION_STRING"] = cs
-		clouds = append(clouds, cloud{name: "Azure", url: "az://" + emulators.AzuriteAccount + "/" + bucket + "/" + prefix,
+		env["AZURE_STORAGE_CONNECTION_STRING"] = az.ConnectionString(az.Key)
+		clouds = append(clouds, cloud{name: "Azure", url: az.URL(bucket, prefix),
 			summary: "Azurite on " + az.Endpoint, stop: az.Stop})
 	} else if c, err := standIn(dir, "Azure", err); err == nil {
 		clouds = append(clouds, c)

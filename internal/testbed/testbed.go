@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,10 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
@@ -205,45 +201,24 @@ func OpenStore(t testing.TB, rawURL string, o providers.Options) providers.Store
 	return s
 }
 
-// RawS3 is an SDK client on the versitygw, for what the Store would never do.
-func RawS3(gw *emulators.S3) *s3.Client {
-	return s3.New(s3.Options{
-		Region: gw.Region, BaseEndpoint: aws.String(gw.Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, ""),
-	})
-}
-
-// S3URL is the s3:// URL of a prefix; endpoint "" means the gateway's own.
-func S3URL(gw *emulators.S3, endpoint, bucket, prefix string) string {
-	if endpoint == "" {
-		endpoint = gw.Endpoint
-	}
-	return fmt.Sprintf("s3://%s/%s?region=%s&endpoint=%s", bucket, prefix, gw.Region, url.QueryEscape(endpoint))
-}
-
-var s3BucketOnce, azContainerOnce sync.Once
-
 // S3Backend opens stores on the shared versitygw.
 func S3Backend(t testing.TB) *Backend {
 	gw := emulators.SharedVersityGW(t)
-	s3BucketOnce.Do(func() {
-		_, err := RawS3(gw).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(Bucket)})
-		if err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") {
-			t.Fatalf("create bucket: %v", err)
-		}
-	})
+	if err := gw.Bucket(context.Background(), Bucket); err != nil {
+		t.Fatal(err)
+	}
 	return &Backend{Name: "s3", Native: true, S3: gw, Open: func(t testing.TB, prefix string, hc *http.Client) providers.Store {
 		o := StoreOptions()
 		o.S3Credentials = credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")
 		o.HTTPClient = hc
-		return OpenStore(t, S3URL(gw, "", Bucket, prefix), o)
+		return OpenStore(t, gw.URL(Bucket, prefix), o)
 	}}
 }
 
 // GCSBackend opens stores on the shared fake-gcs-server.
 func GCSBackend(t testing.TB) *Backend {
 	g := emulators.SharedFakeGCS(t)
-	g.Server.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: Bucket})
+	g.Bucket(Bucket)
 	return &Backend{Name: "gcs", Native: true, GCS: g, Open: func(t testing.TB, prefix string, hc *http.Client) providers.Store {
 		o := StoreOptions()
 		o.HTTPClient = hc
@@ -254,20 +229,14 @@ func GCSBackend(t testing.TB) *Backend {
 // AzureBackend opens stores on the shared Azurite.
 func AzureBackend(t testing.TB) *Backend {
 	a := emulators.SharedAzurite(t)
-	azContainerOnce.Do(func() {
-		c, err := azblob.NewClientFromConnectionString(a.ConnectionString(a.Key), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.CreateContainer(context.Background(), Bucket, nil); err != nil && !strings.Contains(err.Error(), "ContainerAlreadyExists") {
-			t.Fatalf("create container: %v", err)
-		}
-	})
+	if err := a.Container(context.Background(), Bucket); err != nil {
+		t.Fatal(err)
+	}
 	return &Backend{Name: "azure", Native: true, Az: a, Open: func(t testing.TB, prefix string, hc *http.Client) providers.Store {
 		o := StoreOptions()
 		o.AzureConnectionString = a.ConnectionString(a.Key)
 		o.HTTPClient = hc
-		return OpenStore(t, "az://"+emulators.AzuriteAccount+"/"+Bucket+"/"+prefix, o)
+		return OpenStore(t, a.URL(Bucket, prefix), o)
 	}}
 }
 

@@ -239,7 +239,7 @@ func TestReplicateResumesAfterCancel(t *testing.T) {
 				t.Fatalf("a partial object is visible after cancellation:\n%s", testbed.Dump(d))
 			}
 			if b.S3 != nil {
-				ups, err := testbed.RawS3(b.S3).ListMultipartUploads(testbed.Ctx(t), &s3.ListMultipartUploadsInput{Bucket: aws.String(testbed.Bucket), Prefix: aws.String(prefix + "/")})
+				ups, err := b.S3.Client().ListMultipartUploads(testbed.Ctx(t), &s3.ListMultipartUploadsInput{Bucket: aws.String(testbed.Bucket), Prefix: aws.String(prefix + "/")})
 				if err != nil {
 					t.Fatal(err)
 				}

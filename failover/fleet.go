@@ -1,21 +1,19 @@
 package failover
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"math"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/failover/yamlnode"
 	"lifeboat/providers"
 	"lifeboat/verify/warm"
 )
@@ -50,6 +48,34 @@ type Region struct {
 	Endpoint string    `json:"endpoint,omitempty"` // base URL of the region's serving endpoint
 	Capacity Capacity  `json:"capacity"`
 	Launcher *Launcher `json:"launcher,omitempty"`
+	Signals  Signals   `json:"signals"`
+}
+
+// Signals says where the failover reads a region's load.
+type Signals struct {
+	// Metrics is the region's Prometheus endpoint (vLLM /metrics, one replica or a federation of
+	// the region's); empty means Endpoint + "/metrics".
+	Metrics string `json:"metrics,omitempty"`
+	// MeanPromptTokens is used when the metrics carry no vllm:request_prompt_tokens histogram
+	// (and no prompt-token counter to derive it from); 0 means unknown.
+	MeanPromptTokens float64 `json:"mean_prompt_tokens,omitempty"`
+}
+
+// MetricsURL is where the region's /metrics are read; "" when it has none.
+func (r *Region) MetricsURL() string {
+	if r.Signals.Metrics != "" {
+		return r.Signals.Metrics
+	}
+	if r.Endpoint != "" {
+		return r.Endpoint + "/metrics"
+	}
+	return ""
+}
+
+// PrefillCapacity is replicas × prefill_tokens_per_s, the region's prefill rate in tokens/s;
+// 0 when either is unset.
+func (r *Region) PrefillCapacity() float64 {
+	return float64(r.Capacity.Replicas) * r.Capacity.PrefillTokensPerS
 }
 
 // Capacity is what a region was provisioned for.
@@ -77,15 +103,32 @@ type Launcher struct {
 
 // Router says which driver moves traffic and how it reaches the router.
 type Router struct {
-	Driver   string            `json:"driver"`
-	Socket   string            `json:"socket,omitempty"`
-	URL      string            `json:"url,omitempty"`
-	Path     string            `json:"path,omitempty"`
-	Backends map[string]string `json:"backends,omitempty"` // tenant class → backend name
+	Driver string `json:"driver"`
+	// Socket is the HAProxy admin socket (level admin).
+	Socket string `json:"socket,omitempty"`
+	// URL is Caddy's admin API (caddy) or the base URL of the per-class documents (http).
+	URL string `json:"url,omitempty"`
+	// Path is the weights document of the file driver.
+	Path string `json:"path,omitempty"`
+	// Backends names, per tenant class, the HAProxy backend, the Caddy route @id or the http
+	// document holding that class's regions.
+	Backends map[string]string `json:"backends,omitempty"`
+	// Timeout bounds one exchange with the router.
+	Timeout time.Duration `json:"timeout"`
 }
 
 // Router drivers.
-var routerDrivers = []string{"file", "haproxy", "http"}
+const (
+	DriverFile    = "file"
+	DriverHAProxy = "haproxy"
+	DriverCaddy   = "caddy"
+	DriverHTTP    = "http"
+)
+
+var routerDrivers = []string{DriverFile, DriverHAProxy, DriverCaddy, DriverHTTP}
+
+// DefaultRouterTimeout bounds one router exchange when router.timeout is unset.
+const DefaultRouterTimeout = 5 * time.Second
 
 // Policy is the failover section: how fast and how far traffic moves.
 type Policy struct {
@@ -95,17 +138,46 @@ type Policy struct {
 	SpillStopMS     int           `json:"spill_stop_ms"`
 	SpillCapPercent int           `json:"spill_cap_percent"`
 	Expires         time.Duration `json:"expires"`
+	// MaxTransitionsPerHour bounds the weight changes of one region in any hour (no flapping).
+	MaxTransitionsPerHour int `json:"max_transitions_per_hour"`
+	// DrainTimeout is how long a draining region may keep in-flight requests before it is cut
+	// off; at least the p99 stream length.
+	DrainTimeout time.Duration `json:"drain_timeout"`
+	// DrainRunningBelow: a draining region is cut off once vllm:num_requests_running is below it.
+	DrainRunningBelow int `json:"drain_running_below"`
+	// FailbackDwell is how long a region must stay warm and under spill_stop_ms before it takes
+	// traffic back.
+	FailbackDwell time.Duration `json:"failback_dwell"`
+	// AssumedUtilizationPercent is the prefill utilisation assumed for a region whose inflow is
+	// not measured (see the README on how queue wait is predicted).
+	AssumedUtilizationPercent int `json:"assumed_utilization_percent"`
 }
 
 // Defaults of the failover section.
 const (
-	DefaultStepPercent     = 10
-	DefaultStepInterval    = 60 * time.Second
-	DefaultSpillStartMS    = 400
-	DefaultSpillStopMS     = 150
-	DefaultSpillCapPercent = 30
-	DefaultExpires         = 72 * time.Hour
+	DefaultStepPercent           = 10
+	DefaultStepInterval          = 60 * time.Second
+	DefaultSpillStartMS          = 400
+	DefaultSpillStopMS           = 150
+	DefaultSpillCapPercent       = 30
+	DefaultExpires               = 72 * time.Hour
+	DefaultMaxTransitionsPerHour = 12
+	DefaultDrainTimeout          = 10 * time.Minute
+	DefaultDrainRunningBelow     = 1
+	DefaultFailbackDwell         = 10 * time.Minute
+	DefaultAssumedUtilization    = 50
 )
+
+// DefaultPolicy is the failover section of a fleet file that sets none of it.
+func DefaultPolicy() Policy {
+	return Policy{
+		StepPercent: DefaultStepPercent, StepInterval: DefaultStepInterval,
+		SpillStartMS: DefaultSpillStartMS, SpillStopMS: DefaultSpillStopMS, SpillCapPercent: DefaultSpillCapPercent,
+		Expires: DefaultExpires, MaxTransitionsPerHour: DefaultMaxTransitionsPerHour,
+		DrainTimeout: DefaultDrainTimeout, DrainRunningBelow: DefaultDrainRunningBelow,
+		FailbackDwell: DefaultFailbackDwell, AssumedUtilizationPercent: DefaultAssumedUtilization,
+	}
+}
 
 // SLA is the recovery target drills are measured against.
 type SLA struct {
@@ -135,127 +207,70 @@ var ErrInvalidFleet = errors.New("invalid fleet file")
 func (e *FleetError) Is(target error) bool { return target == ErrInvalidFleet }
 
 // maxFleetProblems bounds the problems reported for one file.
-const maxFleetProblems = 50
+const maxFleetProblems = yamlnode.MaxProblems
 
 // ParseFleet parses and validates a fleet file. name is used in messages and, when it has a
-// directory, to resolve relative paths (model.manifest, file:// replicas and state); an empty
-// directory means the current one. Unknown keys, anchors and aliases, duplicate keys, values of
-// the wrong type and references to undefined regions or classes are errors; every error is a
-// *FleetError naming the line and the field.
+// directory, to resolve relative paths (model.manifest, file:// replicas and state, the file
+// router's path); an empty directory means the current one. Unknown keys, anchors and aliases,
+// duplicate keys, values of the wrong type and references to undefined regions or classes are
+// errors; every error is a *FleetError naming the line and the field.
 func ParseFleet(data []byte, name string) (*Fleet, error) {
-	p := &fleetParser{name: name, dir: filepath.Dir(name)}
+	p := &fleetParser{Checker: yamlnode.Checker{Name: name}, dir: filepath.Dir(name)}
 	if name == "" {
-		p.name, p.dir = "fleet", "."
+		p.Name, p.dir = "fleet", "."
 	}
 	f := p.parse(data)
-	if len(p.problems) > 0 {
-		return nil, &FleetError{Problems: p.problems}
+	if p.Failed() {
+		return nil, &FleetError{Problems: p.Problems}
 	}
 	return f, nil
 }
 
+// fleetParser decodes one fleet file; lines remembers where things are for cross-checks.
 type fleetParser struct {
-	name, dir string
-	problems  []string
+	yamlnode.Checker
+	dir   string
+	lines fleetLines
 }
 
+type fleetLines struct {
+	model, regions, tenants, router, failover int
+	tenant                                    map[string]int // class → line
+	tenantItem                                map[string]int // class NUL region → line
+	backend                                   map[string]int // class → line
+	field                                     map[string]int // dotted field → line of its value
+}
+
+// Short names for the checker's decoders, as the rest of this file uses them.
 func (p *fleetParser) errf(line int, field, format string, args ...any) {
-	if len(p.problems) >= maxFleetProblems {
-		return
-	}
-	msg := fmt.Sprintf(format, args...)
-	switch {
-	case line > 0 && field != "":
-		p.problems = append(p.problems, fmt.Sprintf("%s:%d: %s: %s", p.name, line, field, msg))
-	case line > 0:
-		p.problems = append(p.problems, fmt.Sprintf("%s:%d: %s", p.name, line, msg))
-	case field != "":
-		p.problems = append(p.problems, fmt.Sprintf("%s: %s: %s", p.name, field, msg))
-	default:
-		p.problems = append(p.problems, fmt.Sprintf("%s: %s", p.name, msg))
-	}
+	p.Errf(line, field, format, args...)
 }
+func (p *fleetParser) str(n *yaml.Node, at string, required bool) string {
+	return p.Str(n, at, required)
+}
+func (p *fleetParser) mapping(n *yaml.Node, at string, top bool, fields map[string]func(*yaml.Node, string)) {
+	p.Mapping(n, at, top, fields)
+}
+func (p *fleetParser) eachKey(n *yaml.Node, at string, fn func(k, v *yaml.Node, at string)) {
+	p.EachKey(n, at, fn)
+}
+func kindName(n *yaml.Node) string { return yamlnode.KindName(n) }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
+// parse decodes the document, then cross-checks it when every field decoded.
 func (p *fleetParser) parse(data []byte) *Fleet {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if err == io.EOF {
-			p.errf(0, "", "empty file")
-			return nil
-		}
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			p.errf(line, "", "%s", m[2])
-		} else {
-			p.errf(0, "", "%s", strings.TrimPrefix(err.Error(), "yaml: "))
-		}
+	root := p.Root(data, "a fleet file")
+	if root == nil {
 		return nil
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err != io.EOF {
-		p.errf(extra.Line, "", "a fleet file holds one YAML document")
-		return nil
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		p.errf(0, "", "empty file")
-		return nil
-	}
-	root := doc.Content[0]
-	if !p.noAliases(root) {
-		return nil
-	}
-	f := &Fleet{File: p.name, Regions: map[string]*Region{}, Tenants: map[string][]string{}}
-	f.Failover = Policy{DefaultStepPercent, DefaultStepInterval, DefaultSpillStartMS, DefaultSpillStopMS, DefaultSpillCapPercent, DefaultExpires}
-	var lines struct{ model, regions, tenants, router, failover int }
-	tenantLines, itemLines := map[string]int{}, map[string]int{} // class → line; class NUL region → line
+	p.lines = fleetLines{tenant: map[string]int{}, tenantItem: map[string]int{}, backend: map[string]int{}, field: map[string]int{}}
+	f := &Fleet{File: p.Name, Regions: map[string]*Region{}, Tenants: map[string][]string{}, Failover: DefaultPolicy()}
+	f.Router.Timeout = DefaultRouterTimeout
 	p.mapping(root, "", true, map[string]func(*yaml.Node, string){
-		"model": func(n *yaml.Node, at string) {
-			lines.model = n.Line
-			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
-				"name":     func(n *yaml.Node, at string) { f.Model.Name = p.str(n, at, true) },
-				"manifest": func(n *yaml.Node, at string) { f.Model.Manifest = p.path(n, at) },
-			})
-		},
-		"regions": func(n *yaml.Node, at string) {
-			lines.regions = n.Line
-			p.eachKey(n, at, func(k, v *yaml.Node, at string) {
-				if !p.checkName(k, at) {
-					return
-				}
-				f.Regions[k.Value] = p.region(k.Value, k.Line, v, at)
-			})
-		},
-		"tenants": func(n *yaml.Node, at string) {
-			lines.tenants = n.Line
-			p.eachKey(n, at, func(k, v *yaml.Node, at string) {
-				if !p.checkName(k, at) {
-					return
-				}
-				f.Tenants[k.Value] = p.strList(v, at)
-				tenantLines[k.Value] = k.Line
-				for _, c := range v.Content {
-					itemLines[k.Value+"\x00"+c.Value] = c.Line
-				}
-			})
-		},
-		"router": func(n *yaml.Node, at string) {
-			lines.router = n.Line
-			f.Router = p.router(n, at)
-		},
-		"failover": func(n *yaml.Node, at string) {
-			lines.failover = n.Line
-			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
-				"step_percent":      func(n *yaml.Node, at string) { f.Failover.StepPercent = p.intIn(n, at, 1, 100) },
-				"step_interval":     func(n *yaml.Node, at string) { f.Failover.StepInterval = p.duration(n, at) },
-				"spill_start_ms":    func(n *yaml.Node, at string) { f.Failover.SpillStartMS = p.intIn(n, at, 0, math.MaxInt32) },
-				"spill_stop_ms":     func(n *yaml.Node, at string) { f.Failover.SpillStopMS = p.intIn(n, at, 0, math.MaxInt32) },
-				"spill_cap_percent": func(n *yaml.Node, at string) { f.Failover.SpillCapPercent = p.intIn(n, at, 0, 100) },
-				"expires":           func(n *yaml.Node, at string) { f.Failover.Expires = p.duration(n, at) },
-			})
-		},
+		"model":    func(n *yaml.Node, at string) { p.model(f, n, at) },
+		"regions":  func(n *yaml.Node, at string) { p.regions(f, n, at) },
+		"tenants":  func(n *yaml.Node, at string) { p.tenants(f, n, at) },
+		"router":   func(n *yaml.Node, at string) { p.lines.router = n.Line; f.Router = p.router(n, at) },
+		"failover": func(n *yaml.Node, at string) { p.policy(&f.Failover, n, at) },
 		"state": func(n *yaml.Node, at string) {
 			if s := p.str(n, at, true); s != "" {
 				f.State = p.storeURL(n, at, s)
@@ -263,223 +278,177 @@ func (p *fleetParser) parse(data []byte) *Fleet {
 		},
 		"sla": func(n *yaml.Node, at string) {
 			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
-				"rto": func(n *yaml.Node, at string) { f.SLA.RTO = p.duration(n, at) },
+				"rto": func(n *yaml.Node, at string) { f.SLA.RTO = p.Duration(n, at) },
 			})
 		},
 	})
-	if len(p.problems) > 0 {
+	if p.Failed() {
 		return f
 	}
+	p.checkModel(f)
+	p.checkTenants(f)
+	p.checkRouter(f)
+	p.checkPolicy(f)
+	p.checkLaunchers(f)
+	return f
+}
 
-	// Cross-references.
+func (p *fleetParser) model(f *Fleet, n *yaml.Node, at string) {
+	p.lines.model = n.Line
+	p.mapping(n, at, false, map[string]func(*yaml.Node, string){
+		"name":     func(n *yaml.Node, at string) { f.Model.Name = p.str(n, at, true) },
+		"manifest": func(n *yaml.Node, at string) { f.Model.Manifest = p.path(n, at) },
+	})
+}
+
+func (p *fleetParser) regions(f *Fleet, n *yaml.Node, at string) {
+	p.lines.regions = n.Line
+	p.eachKey(n, at, func(k, v *yaml.Node, at string) {
+		if p.CheckName(k, at) {
+			f.Regions[k.Value] = p.region(k.Value, k.Line, v, at)
+		}
+	})
+}
+
+func (p *fleetParser) tenants(f *Fleet, n *yaml.Node, at string) {
+	p.lines.tenants = n.Line
+	p.eachKey(n, at, func(k, v *yaml.Node, at string) {
+		if !p.CheckName(k, at) {
+			return
+		}
+		f.Tenants[k.Value] = p.StrList(v, at, "region names")
+		p.lines.tenant[k.Value] = k.Line
+		for _, c := range v.Content {
+			p.lines.tenantItem[k.Value+"\x00"+c.Value] = c.Line
+		}
+	})
+}
+
+func (p *fleetParser) policy(pol *Policy, n *yaml.Node, at string) {
+	p.lines.failover = n.Line
+	field := func(set func(n *yaml.Node, at string)) func(*yaml.Node, string) {
+		return func(n *yaml.Node, at string) { p.lines.field[at] = n.Line; set(n, at) }
+	}
+	p.mapping(n, at, false, map[string]func(*yaml.Node, string){
+		"step_percent":      field(func(n *yaml.Node, at string) { pol.StepPercent = p.IntIn(n, at, 1, 100) }),
+		"step_interval":     field(func(n *yaml.Node, at string) { pol.StepInterval = p.Duration(n, at) }),
+		"spill_start_ms":    field(func(n *yaml.Node, at string) { pol.SpillStartMS = p.IntIn(n, at, 1, math.MaxInt32) }),
+		"spill_stop_ms":     field(func(n *yaml.Node, at string) { pol.SpillStopMS = p.IntIn(n, at, 0, math.MaxInt32) }),
+		"spill_cap_percent": field(func(n *yaml.Node, at string) { pol.SpillCapPercent = p.IntIn(n, at, 0, 100) }),
+		"expires":           field(func(n *yaml.Node, at string) { pol.Expires = p.Duration(n, at) }),
+		"max_transitions_per_hour": field(func(n *yaml.Node, at string) {
+			pol.MaxTransitionsPerHour = p.IntIn(n, at, 1, 3600)
+		}),
+		"drain_timeout":       field(func(n *yaml.Node, at string) { pol.DrainTimeout = p.Duration(n, at) }),
+		"drain_running_below": field(func(n *yaml.Node, at string) { pol.DrainRunningBelow = p.IntIn(n, at, 1, math.MaxInt32) }),
+		"failback_dwell":      field(func(n *yaml.Node, at string) { pol.FailbackDwell = p.Duration(n, at) }),
+		"assumed_utilization_percent": field(func(n *yaml.Node, at string) {
+			pol.AssumedUtilizationPercent = p.IntIn(n, at, 1, 99)
+		}),
+	})
+}
+
+func (p *fleetParser) checkModel(f *Fleet) {
 	if f.Model.Name == "" {
-		p.errf(lines.model, "model.name", "required")
+		p.errf(p.lines.model, "model.name", "required")
 	}
 	if f.Model.Manifest == "" {
-		p.errf(lines.model, "model.manifest", "required")
+		p.errf(p.lines.model, "model.manifest", "required")
 	}
 	if len(f.Regions) == 0 {
-		p.errf(lines.regions, "regions", "at least one region is required")
+		p.errf(p.lines.regions, "regions", "at least one region is required")
 	}
+}
+
+// checkTenants: every class names at least one region, each defined, none twice.
+func (p *fleetParser) checkTenants(f *Fleet) {
 	for _, class := range sortedKeys(f.Tenants) {
 		if len(f.Tenants[class]) == 0 {
-			p.errf(tenantLines[class], "tenants."+class, "names no region: a class must have at least one eligible region")
+			p.errf(p.lines.tenant[class], "tenants."+class, "names no region: a class must have at least one eligible region")
 		}
 		seen := map[string]bool{}
 		for _, r := range f.Tenants[class] {
+			line := p.lines.tenantItem[class+"\x00"+r]
 			if _, ok := f.Regions[r]; !ok {
-				p.errf(itemLines[class+"\x00"+r], "tenants."+class, "region %q is not defined under regions", r)
+				p.errf(line, "tenants."+class, "region %q is not defined under regions", r)
 			}
 			if seen[r] {
-				p.errf(itemLines[class+"\x00"+r], "tenants."+class, "region %q is listed twice", r)
+				p.errf(line, "tenants."+class, "region %q is listed twice", r)
 			}
 			seen[r] = true
 		}
 	}
-	for _, class := range sortedKeys(f.Router.Backends) {
+}
+
+// checkRouter: every backend names a class; each driver has what it needs to reach the router
+// and a backend for every class.
+func (p *fleetParser) checkRouter(f *Fleet) {
+	r := f.Router
+	for _, class := range sortedKeys(r.Backends) {
 		if _, ok := f.Tenants[class]; !ok {
-			p.errf(lines.router, "router.backends."+class, "tenant class %q is not defined under tenants", class)
+			p.errf(p.lines.backend[class], "router.backends."+class, "tenant class %q is not defined under tenants", class)
 		}
 	}
-	if f.Failover.SpillStopMS > f.Failover.SpillStartMS {
-		p.errf(lines.failover, "failover.spill_stop_ms", "%d is above spill_start_ms %d: spilling would never stop", f.Failover.SpillStopMS, f.Failover.SpillStartMS)
+	need := func(ok bool, field, what string) {
+		if !ok {
+			p.errf(p.lines.router, "router."+field, "required with driver %s: %s", r.Driver, what)
+		}
 	}
+	switch r.Driver {
+	case DriverHAProxy:
+		need(r.Socket != "", "socket", "the admin socket (stats socket ... level admin)")
+	case DriverCaddy:
+		need(r.URL != "", "url", "Caddy's admin API, such as http://127.0.0.1:2019")
+		for _, class := range sortedKeys(f.Tenants) {
+			for _, name := range f.Tenants[class] {
+				if reg := f.Regions[name]; reg != nil && reg.Endpoint == "" {
+					p.errf(reg.Line, "regions."+name+".endpoint", "required with driver caddy: it is the upstream of class %s", class)
+				}
+			}
+		}
+	case DriverHTTP:
+		need(r.URL != "", "url", "the base URL of the per-class weight documents")
+	case DriverFile:
+		need(r.Path != "", "path", "the weights document")
+	}
+	if r.Driver == DriverHAProxy || r.Driver == DriverCaddy {
+		for _, class := range sortedKeys(f.Tenants) {
+			if r.Backends[class] == "" {
+				p.errf(p.lines.router, "router.backends", "class %q has no backend: each class needs its own, holding only its eligible regions", class)
+			}
+		}
+	}
+	seen := map[string]string{}
+	for _, class := range sortedKeys(r.Backends) {
+		b := r.Backends[class]
+		if other, dup := seen[b]; dup {
+			p.errf(p.lines.backend[class], "router.backends."+class, "backend %q is also class %s's: a class's backend holds only that class's regions", b, other)
+		}
+		seen[b] = class
+	}
+}
+
+// checkPolicy: thresholds that make sense together.
+func (p *fleetParser) checkPolicy(f *Fleet) {
+	pol := f.Failover
+	line := func(field string) int {
+		if l := p.lines.field["failover."+field]; l > 0 {
+			return l
+		}
+		return p.lines.failover
+	}
+	if pol.SpillStopMS >= pol.SpillStartMS {
+		p.errf(line("spill_stop_ms"), "failover.spill_stop_ms", "%d is not below spill_start_ms %d: spilling would never stop (hysteresis needs stop < start)", pol.SpillStopMS, pol.SpillStartMS)
+	}
+}
+
+func (p *fleetParser) checkLaunchers(f *Fleet) {
 	for _, name := range f.RegionNames() {
 		r := f.Regions[name]
 		if r.Launcher != nil && r.Launcher.Kind == LauncherEndpoint && r.Launcher.URL == "" && r.Endpoint == "" {
 			p.errf(r.Line, "regions."+name+".launcher.url", "an endpoint launcher needs a url, or the region's endpoint")
 		}
 	}
-	return f
-}
-
-// noAliases rejects anchors, aliases and merge keys: a fleet file is read by people during an
-// outage, and must mean what it says on each line.
-func (p *fleetParser) noAliases(n *yaml.Node) bool {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		p.errf(n.Line, "", "YAML anchors and aliases are not supported in a fleet file")
-		return false
-	}
-	for _, c := range n.Content {
-		if !p.noAliases(c) {
-			return false
-		}
-	}
-	return true
-}
-
-func join(at, key string) string {
-	if at == "" {
-		return key
-	}
-	return at + "." + key
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "nothing"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "something else"
-}
-
-// eachKey walks a mapping whose keys are names (regions, tenant classes, env variables).
-func (p *fleetParser) eachKey(n *yaml.Node, at string, fn func(k, v *yaml.Node, at string)) {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		p.errf(n.Line, at, "want a mapping, got %s", kindName(n))
-		return
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			p.errf(k.Line, at, "keys must be plain names")
-			continue
-		}
-		if seen[k.Value] {
-			p.errf(k.Line, join(at, k.Value), "defined twice")
-			continue
-		}
-		seen[k.Value] = true
-		fn(k, v, join(at, k.Value))
-	}
-}
-
-// mapping walks a mapping with a fixed set of keys: an unknown or repeated key is an error.
-func (p *fleetParser) mapping(n *yaml.Node, at string, top bool, fields map[string]func(*yaml.Node, string)) {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && !top {
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		what := at
-		if top {
-			what = ""
-		}
-		p.errf(n.Line, what, "want a mapping, got %s", kindName(n))
-		return
-	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		fn, ok := fields[k.Value]
-		switch {
-		case k.Kind != yaml.ScalarNode:
-			p.errf(k.Line, at, "keys must be plain names")
-		case !ok:
-			p.errf(k.Line, join(at, k.Value), "unknown key (want one of %s)", strings.Join(sortedKeys(fields), ", "))
-		case seen[k.Value]:
-			p.errf(k.Line, join(at, k.Value), "defined twice")
-		default:
-			seen[k.Value] = true
-			fn(v, join(at, k.Value))
-		}
-	}
-}
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-
-func (p *fleetParser) checkName(k *yaml.Node, at string) bool {
-	if !nameRE.MatchString(k.Value) {
-		p.errf(k.Line, at, "not a valid name (letters, digits, '.', '_', '-'; at most 63)")
-		return false
-	}
-	return true
-}
-
-func (p *fleetParser) str(n *yaml.Node, at string, required bool) string {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		if required || n.Kind != yaml.ScalarNode {
-			p.errf(n.Line, at, "want a string, got %s", kindName(n))
-		}
-		return ""
-	}
-	if required && strings.TrimSpace(n.Value) == "" {
-		p.errf(n.Line, at, "must not be empty")
-	}
-	return n.Value
-}
-
-func (p *fleetParser) strList(n *yaml.Node, at string) []string {
-	if n.Kind != yaml.SequenceNode {
-		p.errf(n.Line, at, "want a list of region names, got %s", kindName(n))
-		return nil
-	}
-	out := []string{}
-	for i, c := range n.Content {
-		if s := p.str(c, fmt.Sprintf("%s[%d]", at, i), true); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (p *fleetParser) intIn(n *yaml.Node, at string, lo, hi int) int {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-		p.errf(n.Line, at, "want a whole number, got %s", kindName(n))
-		return 0
-	}
-	v, err := strconv.ParseInt(n.Value, 0, 64)
-	if err != nil || v < int64(lo) || v > int64(hi) {
-		p.errf(n.Line, at, "want a whole number from %d to %d, got %s", lo, hi, n.Value)
-		return 0
-	}
-	return int(v)
-}
-
-func (p *fleetParser) positive(n *yaml.Node, at string) float64 {
-	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
-		p.errf(n.Line, at, "want a number, got %s", kindName(n))
-		return 0
-	}
-	v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-		p.errf(n.Line, at, "want a number above 0, got %s", n.Value)
-		return 0
-	}
-	return v
-}
-
-func (p *fleetParser) duration(n *yaml.Node, at string) time.Duration {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		p.errf(n.Line, at, "want a duration such as 60s or 30m, got %s", kindName(n))
-		return 0
-	}
-	d, err := time.ParseDuration(n.Value)
-	if err != nil || d <= 0 {
-		p.errf(n.Line, at, "want a positive duration such as 60s or 30m, got %q", n.Value)
-		return 0
-	}
-	return d
 }
 
 // path resolves a local path against the fleet file's directory.
@@ -553,11 +522,17 @@ func (p *fleetParser) region(name string, line int, n *yaml.Node, at string) *Re
 		"endpoint": func(n *yaml.Node, at string) { r.Endpoint = p.httpURL(n, at) },
 		"capacity": func(n *yaml.Node, at string) {
 			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
-				"replicas":             func(n *yaml.Node, at string) { r.Capacity.Replicas = p.intIn(n, at, 0, math.MaxInt32) },
-				"prefill_tokens_per_s": func(n *yaml.Node, at string) { r.Capacity.PrefillTokensPerS = p.positive(n, at) },
+				"replicas":             func(n *yaml.Node, at string) { r.Capacity.Replicas = p.IntIn(n, at, 0, math.MaxInt32) },
+				"prefill_tokens_per_s": func(n *yaml.Node, at string) { r.Capacity.PrefillTokensPerS = p.Positive(n, at) },
 			})
 		},
 		"launcher": func(n *yaml.Node, at string) { r.Launcher = p.launcher(n, at) },
+		"signals": func(n *yaml.Node, at string) {
+			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
+				"metrics":            func(n *yaml.Node, at string) { r.Signals.Metrics = p.httpURL(n, at) },
+				"mean_prompt_tokens": func(n *yaml.Node, at string) { r.Signals.MeanPromptTokens = p.Positive(n, at) },
+			})
+		},
 	})
 	if !replicaSeen {
 		p.errf(line, at+".replica", "required")
@@ -623,25 +598,27 @@ func (p *fleetParser) launcher(n *yaml.Node, at string) *Launcher {
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (p *fleetParser) router(n *yaml.Node, at string) Router {
-	var r Router
+	r := Router{Timeout: DefaultRouterTimeout}
 	p.mapping(n, at, false, map[string]func(*yaml.Node, string){
 		"driver": func(n *yaml.Node, at string) {
 			r.Driver = p.str(n, at, true)
-			ok := false
-			for _, d := range routerDrivers {
-				ok = ok || d == r.Driver
-			}
-			if r.Driver != "" && !ok {
+			if r.Driver != "" && !slices.Contains(routerDrivers, r.Driver) {
 				p.errf(n.Line, at, "want one of %s, got %q", strings.Join(routerDrivers, ", "), r.Driver)
 			}
 		},
-		"socket": func(n *yaml.Node, at string) { r.Socket = p.str(n, at, true) },
-		"url":    func(n *yaml.Node, at string) { r.URL = p.httpURL(n, at) },
-		"path":   func(n *yaml.Node, at string) { r.Path = p.path(n, at) },
+		"socket":  func(n *yaml.Node, at string) { r.Socket = p.path(n, at) },
+		"url":     func(n *yaml.Node, at string) { r.URL = p.httpURL(n, at) },
+		"path":    func(n *yaml.Node, at string) { r.Path = p.path(n, at) },
+		"timeout": func(n *yaml.Node, at string) { r.Timeout = p.Duration(n, at) },
 		"backends": func(n *yaml.Node, at string) {
 			r.Backends = map[string]string{}
 			p.eachKey(n, at, func(k, v *yaml.Node, at string) {
+				p.lines.backend[k.Value] = k.Line
 				if s := p.str(v, at, true); s != "" {
+					if !yamlnode.ValidName(s) {
+						p.errf(v.Line, at, "not a valid backend name (letters, digits, '.', '_', '-'; at most 63)")
+						return
+					}
 					r.Backends[k.Value] = s
 				}
 			})

@@ -46,7 +46,8 @@ func TestParseFleetFull(t *testing.T) {
 	if f.Router.Driver != "haproxy" || f.Router.Backends["eu-only"] != "be_eu" || f.Router.Socket != "/run/haproxy/admin.sock" {
 		t.Errorf("router %+v", f.Router)
 	}
-	want := Policy{StepPercent: 10, StepInterval: time.Minute, SpillStartMS: 400, SpillStopMS: 150, SpillCapPercent: 30, Expires: 72 * time.Hour}
+	want := DefaultPolicy()
+	want.StepPercent, want.StepInterval, want.SpillStartMS, want.SpillStopMS, want.SpillCapPercent, want.Expires = 10, time.Minute, 400, 150, 30, 72*time.Hour
 	if f.Failover != want {
 		t.Errorf("failover %+v", f.Failover)
 	}
@@ -100,7 +101,7 @@ func TestParseFleetErrors(t *testing.T) {
 		{"tenant not list", head + "regions: {a: {replica: ./r}}\ntenants: {g: a}\n", []string{"tenants.g: want a list"}},
 		{"backend undefined class", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a]}\nrouter: {driver: file, backends: {eu: be}}\n",
 			[]string{"router.backends.eu: tenant class \"eu\" is not defined"}},
-		{"driver", head + "regions: {a: {replica: ./r}}\nrouter: {driver: nginx}\n", []string{"fleet.yaml:3: router.driver: want one of file, haproxy, http"}},
+		{"driver", head + "regions: {a: {replica: ./r}}\nrouter: {driver: nginx}\n", []string{"fleet.yaml:3: router.driver: want one of file, haproxy, caddy, http"}},
 		{"endpoint url", head + "regions: {a: {replica: ./r, endpoint: 'ftp://x'}}\n", []string{"regions.a.endpoint: want an http:// or https:// URL"}},
 		{"endpoint creds", head + "regions: {a: {replica: ./r, endpoint: 'http://u:p@x'}}\n", []string{"credentials"}},
 		{"replica url", head + "regions: {a: {replica: 's3://Bad_Bucket/x'}}\n", []string{"fleet.yaml:2: regions.a.replica:", "bucket"}},
@@ -120,6 +121,22 @@ func TestParseFleetErrors(t *testing.T) {
 		{"region name", head + "regions: {'a b': {replica: ./r}}\n", []string{"regions.a b: not a valid name"}},
 		{"manifest url", "model: {name: demo, manifest: 's3://b/m.json'}\nregions: {a: {replica: ./r}}\n", []string{"model.manifest: want a local path"}},
 		{"env name", head + "regions: {a: {replica: ./r, launcher: {kind: exec, command: x, env: {'A-B': '1'}}}}\n", []string{"launcher.env.A-B: not an environment variable name"}},
+		{"haproxy needs socket", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a]}\nrouter: {driver: haproxy, backends: {g: be_g}}\n",
+			[]string{"fleet.yaml:4: router.socket: required with driver haproxy"}},
+		{"haproxy class without backend", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a], e: [a]}\nrouter: {driver: haproxy, socket: /s, backends: {g: be_g}}\n",
+			[]string{"fleet.yaml:4: router.backends: class \"e\" has no backend"}},
+		{"shared backend", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a], e: [a]}\nrouter:\n  driver: haproxy\n  socket: /s\n  backends:\n    g: be\n    e: be\n",
+			[]string{"fleet.yaml:8: router.backends.g: backend \"be\" is also class e's"}},
+		{"caddy needs endpoints", head + "regions:\n  a: {replica: ./r}\ntenants: {g: [a]}\nrouter: {driver: caddy, url: 'http://127.0.0.1:2019', backends: {g: g}}\n",
+			[]string{"fleet.yaml:3: regions.a.endpoint: required with driver caddy"}},
+		{"file needs path", head + "regions: {a: {replica: ./r}}\nrouter: {driver: file}\n", []string{"router.path: required with driver file"}},
+		{"http needs url", head + "regions: {a: {replica: ./r}}\nrouter: {driver: http}\n", []string{"router.url: required with driver http"}},
+		{"backend name", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a]}\nrouter: {driver: file, path: w.json, backends: {g: 'a b'}}\n", []string{"router.backends.g: not a valid backend name"}},
+		{"hysteresis equal", head + "regions: {a: {replica: ./r}}\nfailover:\n  spill_start_ms: 200\n  spill_stop_ms: 200\n", []string{"fleet.yaml:5: failover.spill_stop_ms: 200 is not below spill_start_ms 200"}},
+		{"step interval zero", head + "regions: {a: {replica: ./r}}\nfailover: {step_interval: 0s}\n", []string{"failover.step_interval: want a positive duration"}},
+		{"cap", head + "regions: {a: {replica: ./r}}\nfailover: {spill_cap_percent: 101}\n", []string{"failover.spill_cap_percent: want a whole number from 0 to 100"}},
+		{"transitions", head + "regions: {a: {replica: ./r}}\nfailover: {max_transitions_per_hour: 0}\n", []string{"failover.max_transitions_per_hour: want a whole number from 1"}},
+		{"signals url", head + "regions: {a: {replica: ./r, signals: {metrics: 'x'}}}\n", []string{"regions.a.signals.metrics: want an http"}},
 		{"env value", head + "regions: {a: {replica: ./r, launcher: {kind: exec, command: x, env: {A: [1]}}}}\n", []string{"launcher.env.A: want a string"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -191,7 +208,15 @@ func FuzzParseFleet(f *testing.F) {
 				t.Fatalf("region %s launcher kind %q", name, l.Kind)
 			}
 		}
-		if fl.Failover.SpillStopMS > fl.Failover.SpillStartMS || fl.Failover.StepPercent < 1 || fl.Failover.StepPercent > 100 {
+		for class, b := range fl.Router.Backends {
+			if _, ok := fl.Tenants[class]; !ok {
+				t.Fatalf("backend %s of undefined class %s accepted", b, class)
+			}
+		}
+		if fl.Failover.StepInterval <= 0 || fl.Failover.SpillCapPercent < 0 || fl.Failover.SpillCapPercent > 100 {
+			t.Fatalf("policy %+v", fl.Failover)
+		}
+		if fl.Failover.SpillStopMS >= fl.Failover.SpillStartMS || fl.Failover.StepPercent < 1 || fl.Failover.StepPercent > 100 {
 			t.Fatalf("policy %+v", fl.Failover)
 		}
 	})

@@ -1,0 +1,380 @@
+package failover
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// EventKind is what a plan is for.
+type EventKind string
+
+const (
+	// Evacuate moves every class's traffic off a region (a failure, or a drill).
+	Evacuate EventKind = "evacuate"
+	// Restore gives a region its traffic back (failback).
+	Restore EventKind = "restore"
+	// Spill moves load off regions whose estimated queue wait crossed spill_start_ms.
+	Spill EventKind = "spill"
+	// Abort returns to the weights before the failover, ramped, under the same rules.
+	Abort EventKind = "abort"
+)
+
+// Event is the reason for a plan.
+type Event struct {
+	Kind   EventKind `json:"kind"`
+	Region string    `json:"region,omitempty"`
+}
+
+func (e Event) String() string {
+	if e.Region == "" {
+		return string(e.Kind)
+	}
+	return string(e.Kind) + " " + e.Region
+}
+
+// Rule names a safety invariant. Every step of every plan is checked against all of them.
+type Rule string
+
+const (
+	// RuleResidency: a class's weight only goes to its eligible regions. Never overridable.
+	RuleResidency Rule = "residency"
+	// RuleNonZero: a class with traffic never has an all-zero weight vector. Never overridable.
+	RuleNonZero Rule = "nonzero"
+	// RuleTotals: each class keeps its total and every weight is in the driver's range. Never
+	// overridable.
+	RuleTotals Rule = "totals"
+	// RuleStep: a step moves at most step_percent of a class's traffic (except --immediate).
+	RuleStep Rule = "step_percent"
+	// RuleHeadroom: a receiver gains only while its predicted queue wait stays under
+	// spill_start_ms.
+	RuleHeadroom Rule = "headroom"
+	// RuleSpillCap: the share of a class's traffic outside its baseline regions stays within
+	// spill_cap_percent (or does not grow).
+	RuleSpillCap Rule = "spill_cap"
+	// RuleWarm: a region that is not warm and healthy never gains weight.
+	RuleWarm Rule = "warm"
+	// RuleDrain: a region is drained (no new sessions) before it is cut off (maint), and a
+	// drained or cut-off region has weight 0.
+	RuleDrain Rule = "drain_before_withdraw"
+	// RuleTransitions: at most max_transitions_per_hour changes per region.
+	RuleTransitions Rule = "max_transitions"
+	// RuleDwell: a failback waits until the region is warm and under spill_stop_ms for
+	// failback_dwell.
+	RuleDwell Rule = "failback_dwell"
+)
+
+// Rules are every rule, in the order they are reported.
+var Rules = []Rule{RuleResidency, RuleNonZero, RuleTotals, RuleStep, RuleHeadroom, RuleSpillCap, RuleWarm, RuleDrain, RuleTransitions, RuleDwell}
+
+// Overridable reports whether --override may bypass a rule. Residency, non-zero vectors and
+// totals never can: no break-glass widens residency or hands a router a vector it interprets.
+func (r Rule) Overridable() bool {
+	switch r {
+	case RuleResidency, RuleNonZero, RuleTotals:
+		return false
+	}
+	return slices.Contains(Rules, r)
+}
+
+// ParseRule checks a --override argument.
+func ParseRule(s string) (Rule, error) {
+	r := Rule(s)
+	if !slices.Contains(Rules, r) {
+		names := make([]string, 0, len(Rules))
+		for _, x := range Rules {
+			if x.Overridable() {
+				names = append(names, string(x))
+			}
+		}
+		return "", fmt.Errorf("unknown rule %q (overridable: %s)", s, strings.Join(names, ", "))
+	}
+	if !r.Overridable() {
+		return "", fmt.Errorf("rule %s can never be overridden", s)
+	}
+	return r, nil
+}
+
+// PlanInput is everything the planner looks at. The planner does no I/O and is deterministic:
+// the same input always gives the same plan.
+type PlanInput struct {
+	// Classes: tenant class → its eligible regions (the fleet's tenants).
+	Classes map[string][]string
+	// Capacity: region → prefill rate in tokens/s (replicas × prefill_tokens_per_s); 0 or absent
+	// means unknown, and the region can take no load.
+	Capacity map[string]float64
+	Policy   Policy
+	Weights  Weights // current router weights
+	States   States  // current router states; nil means all Ready
+	Signals  map[string]RegionSignal
+	Event    Event
+	// Baseline are the weights before the failover began: the target of restore and abort and
+	// the reference of the spill cap. Nil means Weights.
+	Baseline Weights
+	// Transitions are each region's weight changes in the last hour (from the journal).
+	Transitions map[string]int
+	// Immediate moves everything in one step and cuts the region off without waiting for a
+	// drain; only for a region that is already dead (not healthy).
+	Immediate bool
+	// Overrides are the rules --override bypasses.
+	Overrides []Rule
+	// MaxWeight is the driver's largest weight (HAProxy 256); 0 means no limit.
+	MaxWeight int
+}
+
+// InputFromFleet starts a PlanInput from a fleet: classes, capacities, policy.
+func InputFromFleet(f *Fleet) PlanInput {
+	in := PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: f.Failover}
+	for c, rs := range f.Tenants {
+		in.Classes[c] = slices.Clone(rs)
+	}
+	for n, r := range f.Regions {
+		in.Capacity[n] = r.PrefillCapacity()
+	}
+	return in
+}
+
+func (in *PlanInput) overridden(r Rule) bool { return slices.Contains(in.Overrides, r) }
+
+// Plan is the planner's output: a value to print, diff, approve, journal and execute.
+type Plan struct {
+	Event   Event `json:"event"`
+	Refused bool  `json:"refused"`
+	// Rule is the rule that refused the plan, and Reason says why in words, naming the class and
+	// what would be needed.
+	Rule   Rule   `json:"rule,omitempty"`
+	Reason string `json:"reason"`
+	// Hold says why the plan stops before its goal (a rule that will pass later: dwell,
+	// transitions, headroom); the steps before it are safe to run.
+	Hold  string  `json:"hold,omitempty"`
+	Steps []*Step `json:"steps"`
+	// Shed is, per class, the percentage of its traffic the plan cannot place: it stays on the
+	// evacuated region (and fails if that region is dead).
+	Shed        map[string]float64 `json:"shed"`
+	Start       RouterState        `json:"start"`
+	Final       RouterState        `json:"final"`
+	Overrides   []Rule             `json:"overrides,omitempty"`
+	Immediate   bool               `json:"immediate,omitempty"`
+	Assumptions []string           `json:"assumptions,omitempty"`
+}
+
+// Step is one change of the router.
+type Step struct {
+	// Weights are the complete new vectors of the classes this step changes.
+	Weights Weights `json:"weights"`
+	// States are the server states this step changes.
+	States States `json:"states,omitempty"`
+	// PredictedQueueWaitMS is each receiver's predicted queue wait after the step.
+	PredictedQueueWaitMS map[string]float64 `json:"predicted_queue_wait_ms"`
+	// Drain lists the regions this step drains (no new sessions) in some class.
+	Drain []string `json:"drain"`
+	// Withdraw lists the regions this step cuts off (maint) in some class.
+	Withdraw []string `json:"withdraw,omitempty"`
+	// WaitForDrain: before this step, wait until each withdrawn region's in-flight requests
+	// are under drain_running_below, or drain_timeout passes.
+	WaitForDrain bool `json:"wait_for_drain,omitempty"`
+}
+
+// After returns the router state after steps [0, k] of the plan (k = -1: the start).
+func (p *Plan) After(k int) RouterState {
+	s := p.Start.Clone()
+	if s.States == nil {
+		s.States = States{}
+	}
+	for i := 0; i <= k && i < len(p.Steps); i++ {
+		s.Weights.Apply(p.Steps[i].Weights)
+		s.States.Apply(p.Steps[i].States)
+	}
+	return s
+}
+
+// Violation is one broken rule.
+type Violation struct {
+	Rule   Rule   `json:"rule"`
+	Class  string `json:"class,omitempty"`
+	Region string `json:"region,omitempty"`
+	Detail string `json:"detail"`
+}
+
+func (v Violation) String() string {
+	where := v.Class
+	if v.Region != "" {
+		where += "/" + v.Region
+	}
+	return fmt.Sprintf("%s: %s: %s", v.Rule, where, v.Detail)
+}
+
+// queueWaitScaleMS is the queue wait one unit of ρ/(1-ρ) adds when the measured wait gives no
+// larger calibration (see PredictQueueWait).
+const queueWaitScaleMS = 100
+
+// PredictQueueWait predicts a region's queue wait at prefill inflow d (tokens/s) from its
+// measured wait q0 at inflow d0 and its capacity P, on the M/M/1 shape W ∝ ρ/(1-ρ):
+// q = q0 + S·(f(d/P) − f(d0/P)), f(ρ) = ρ/(1-ρ), S = max(100 ms, q0/f(ρ0)), never below 0, and
+// +Inf at or over capacity. It is monotone in d.
+func PredictQueueWait(q0, d0, d, P float64) float64 {
+	if P <= 0 || d >= P {
+		return math.Inf(1)
+	}
+	f := func(rho float64) float64 { return rho / (1 - rho) }
+	rho0 := math.Min(d0/P, 0.999)
+	s := float64(queueWaitScaleMS)
+	if rho0 > 0 && q0/f(rho0) > s {
+		s = q0 / f(rho0)
+	}
+	q := q0 + s*(f(d/P)-f(rho0))
+	if q < 0 {
+		return 0
+	}
+	return q
+}
+
+// model is the planner's dense view of the input.
+type model struct {
+	in       *PlanInput
+	regions  []string
+	ridx     map[string]int
+	capacity []float64
+	q0, d0   []float64
+	receive  []bool   // warm, healthy, queue wait and capacity known
+	why      []string // why a region cannot receive
+	classes  []*mclass
+}
+
+type mclass struct {
+	name      string
+	elig      []int // region indices, the class's eligible regions
+	pos       map[int]int
+	w, base   []int
+	total     int
+	unit      float64 // prefill inflow (tokens/s) per weight unit
+	stepUnits int
+	capUnits  int
+}
+
+func newModel(in *PlanInput) (*model, []string) {
+	m := &model{in: in, ridx: map[string]int{}}
+	names := map[string]bool{}
+	for _, rs := range in.Classes {
+		for _, r := range rs {
+			names[r] = true
+		}
+	}
+	for r := range in.Capacity {
+		names[r] = true
+	}
+	for r := range in.Signals {
+		names[r] = true
+	}
+	for r := range names {
+		m.regions = append(m.regions, r)
+	}
+	sort.Strings(m.regions)
+	n := len(m.regions)
+	m.capacity, m.q0, m.d0 = make([]float64, n), make([]float64, n), make([]float64, n)
+	m.receive, m.why = make([]bool, n), make([]string, n)
+	for i, r := range m.regions {
+		m.ridx[r] = i
+		m.capacity[i] = in.Capacity[r]
+	}
+	baseline := in.Baseline
+	if baseline == nil {
+		baseline = in.Weights
+	}
+	hasWeight := make([]bool, n)
+	for _, c := range sortedKeys(in.Classes) {
+		mc := &mclass{name: c, pos: map[int]int{}}
+		for _, r := range in.Classes[c] {
+			i := m.ridx[r]
+			mc.pos[i] = len(mc.elig)
+			mc.elig = append(mc.elig, i)
+			w := in.Weights[c][r]
+			mc.w = append(mc.w, w)
+			mc.base = append(mc.base, baseline[c][r])
+			mc.total += w
+			if w > 0 {
+				hasWeight[i] = true
+			}
+		}
+		mc.stepUnits = max(1, mc.total*in.Policy.StepPercent/100)
+		mc.capUnits = mc.total * in.Policy.SpillCapPercent / 100
+		m.classes = append(m.classes, mc)
+	}
+	var assumptions []string
+	for i, r := range m.regions {
+		sig, ok := in.Signals[r]
+		switch {
+		case !ok:
+			m.why[i] = "no signals"
+		case !sig.Healthy:
+			m.why[i] = "not healthy"
+		case !sig.Warm:
+			m.why[i] = "not warm"
+		case sig.QueueWaitMS == nil:
+			m.why[i] = "queue wait unknown"
+		case m.capacity[i] <= 0:
+			m.why[i] = "capacity unknown (capacity.replicas × prefill_tokens_per_s)"
+		default:
+			m.receive[i] = true
+		}
+		if sig.Why != "" && m.why[i] != "" {
+			m.why[i] += " (" + sig.Why + ")"
+		}
+		if sig.QueueWaitMS != nil {
+			m.q0[i] = *sig.QueueWaitMS
+		}
+		switch {
+		case sig.PrefillTokensPerS != nil:
+			m.d0[i] = *sig.PrefillTokensPerS
+		case hasWeight[i]:
+			m.d0[i] = m.capacity[i] * float64(in.Policy.AssumedUtilizationPercent) / 100
+			if m.capacity[i] > 0 {
+				assumptions = append(assumptions, fmt.Sprintf("%s: prefill inflow not measured, assumed %d%% of capacity", r, in.Policy.AssumedUtilizationPercent))
+			}
+		}
+	}
+	// Split each region's inflow over its classes by their weight shares, then give each class
+	// an inflow per weight unit.
+	shareSum := make([]float64, n)
+	for _, mc := range m.classes {
+		if mc.total == 0 {
+			continue
+		}
+		for k, i := range mc.elig {
+			shareSum[i] += float64(mc.w[k]) / float64(mc.total)
+		}
+	}
+	for _, mc := range m.classes {
+		if mc.total == 0 {
+			continue
+		}
+		var demand float64
+		for k, i := range mc.elig {
+			if shareSum[i] > 0 {
+				demand += m.d0[i] * (float64(mc.w[k]) / float64(mc.total)) / shareSum[i]
+			}
+		}
+		mc.unit = demand / float64(mc.total)
+	}
+	return m, assumptions
+}
+
+// inflow is each region's predicted prefill inflow under weights w (dense).
+func (m *model) inflow(w [][]int) []float64 {
+	d := slices.Clone(m.d0)
+	for ci, mc := range m.classes {
+		for k, i := range mc.elig {
+			d[i] += mc.unit * float64(w[ci][k]-mc.w[k])
+		}
+	}
+	for i := range d {
+		d[i] = math.Max(d[i], 0)
+	}
+	return d
+}
+
+func (m *model) predict(i int, d float64) float64 {
+	return PredictQueueWait(m.q0[i], m.d0[i], d, m.capacity[i])
+}

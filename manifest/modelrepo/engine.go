@@ -460,182 +460,213 @@ func levenshtein(a, b string) int {
 }
 
 // value type-checks one value and fills the typed fields.
-func (p *engineParser) value(ek EngineKey, vn *yaml.Node) {
-	key, line := ek.Key, vn.Line
+// Where the values of the flags Lifeboat reads land in EngineConfig. Every other flag is checked
+// for its type and dropped.
+var (
+	engineBoolFields = map[string]func(*EngineConfig) *bool{
+		"enable-lora":       func(c *EngineConfig) *bool { return &c.EnableLoRA },
+		"trust-remote-code": func(c *EngineConfig) *bool { return &c.TrustRemoteCode },
+	}
+	engineIntFields = map[string]func(*EngineConfig) *int{
+		"max-lora-rank": func(c *EngineConfig) *int { return &c.MaxLoRARank },
+		"max-loras":     func(c *EngineConfig) *int { return &c.MaxLoRAs },
+	}
+	engineStrFields = map[string]func(*EngineConfig) *string{
+		"model":              func(c *EngineConfig) *string { return &c.Model },
+		"tokenizer":          func(c *EngineConfig) *string { return &c.Tokenizer },
+		"quantization":       func(c *EngineConfig) *string { return &c.Quantization },
+		"dtype":              func(c *EngineConfig) *string { return &c.DType },
+		"chat-template":      func(c *EngineConfig) *string { return &c.ChatTemplate },
+		"generation-config":  func(c *EngineConfig) *string { return &c.GenerationConfig },
+		"revision":           func(c *EngineConfig) *string { return &c.Revision },
+		"tokenizer-revision": func(c *EngineConfig) *string { return &c.TokenizerRev },
+		"code-revision":      func(c *EngineConfig) *string { return &c.CodeRevision },
+		"download-dir":       func(c *EngineConfig) *string { return &c.DownloadDir },
+		"hf-config-path":     func(c *EngineConfig) *string { return &c.HFConfigPath },
+	}
+)
+
+// engineValue is one key's value being checked against its flag's type.
+type engineValue struct {
+	p   *engineParser
+	ek  EngineKey
+	vn  *yaml.Node
+	typ flagType
+	// isNull: null becomes the string "None", which optional flags read as unset and booleans
+	// reject.
+	isNull bool
+}
+
+func (v engineValue) bad(format string, args ...any) {
+	line := v.vn.Line
 	if line == 0 {
-		line = ek.Line
+		line = v.ek.Line
 	}
-	bad := func(format string, args ...any) { p.problem(ProblemType, line, key, format, args...) }
-	c := p.cfg
-	typ := engineFlags[ek.Flag]
-	if ek.Form == KeyNegated || ek.Note == "negated" {
-		typ = tBool
-	}
+	v.p.problem(ProblemType, line, v.ek.Key, format, args...)
+}
+
+func (v engineValue) negated() bool { return v.ek.Form == KeyNegated || v.ek.Note == "negated" }
+
+// value checks one key's value against its flag's type, as vLLM's argparse would read it, and
+// records the flags Lifeboat needs in p.cfg.
+func (p *engineParser) value(ek EngineKey, vn *yaml.Node) {
 	if ek.Flag == "lora-modules" {
 		p.loraModules(ek, vn)
 		return
 	}
-
-	// Empty values: vLLM drops an empty list; null becomes the string "None", which optional
-	// flags read as unset and booleans reject.
-	isNull := vn.Kind == yaml.ScalarNode && func() bool { k, _ := resolveScalar(vn); return k == kNull }()
+	v := engineValue{p: p, ek: ek, vn: vn, typ: engineFlags[ek.Flag]}
+	if v.negated() {
+		v.typ = tBool
+	}
+	v.isNull = vn.Kind == yaml.ScalarNode && func() bool { k, _ := resolveScalar(vn); return k == kNull }()
 	if vn.Kind == yaml.SequenceNode && len(vn.Content) == 0 {
-		return
+		return // vLLM drops an empty list
 	}
-	switch typ {
+	switch v.typ {
 	case tBool, tSwitch:
-		if vn.Kind != yaml.ScalarNode {
-			bad("want true or false, got %s", kindName(vn))
-			return
-		}
-		k, b := resolveScalar(vn)
-		if k != kBool {
-			bad("want true or false, got %s", kindName(vn))
-			return
-		}
-		if ek.Form == KeyNegated || ek.Note == "negated" {
-			if !b {
-				return // --no-no-FLAG does not exist: vLLM drops it
-			}
-			b = false
-		}
-		switch ek.Flag {
-		case "enable-lora":
-			c.EnableLoRA = b
-		case "trust-remote-code":
-			c.TrustRemoteCode = b
-		}
-		return
+		v.boolean()
 	case tJSON:
-		switch {
-		case vn.Kind == yaml.SequenceNode:
-			bad("want a mapping (or a JSON string), got %s", kindName(vn))
-			return
-		case vn.Kind == yaml.ScalarNode:
-			if k, _ := resolveScalar(vn); k == kBool {
-				bad("want a mapping (or a JSON string), got %s", kindName(vn))
-				return
-			}
-		}
-		if ek.Flag == "hf-overrides" && !isNull {
-			p.hfOverrides(ek, vn)
-		}
-		return
+		v.json()
 	case tList:
-		if k, _ := resolveScalar(vn); vn.Kind == yaml.ScalarNode && k == kBool || vn.Kind == yaml.MappingNode {
-			bad("want a string or a list of strings, got %s", kindName(vn))
-			return
-		}
-		items := []*yaml.Node{vn}
-		if vn.Kind == yaml.SequenceNode {
-			items = vn.Content
-		}
-		var vals []string
-		for i, it := range items {
-			it = deref(it)
-			if it == nil || it.Kind != yaml.ScalarNode {
-				bad("item %d: want a string, got %s", i, kindName(it))
-				return
-			}
-			vals = append(vals, pyStr(it))
-		}
-		if isNull {
-			return
-		}
-		if ek.Flag == "served-model-name" {
-			c.ServedModelNames = vals
-		}
-		return
+		v.list()
 	case tAny:
-		return
+	default:
+		v.single()
 	}
+}
 
-	// Single-valued flags.
-	if isNull {
+func (v engineValue) boolean() {
+	if v.vn.Kind != yaml.ScalarNode {
+		v.bad("want true or false, got %s", kindName(v.vn))
 		return
 	}
-	if vn.Kind != yaml.ScalarNode {
-		bad("want a single value, got %s", kindName(vn))
+	k, b := resolveScalar(v.vn)
+	if k != kBool {
+		v.bad("want true or false, got %s", kindName(v.vn))
 		return
 	}
-	k, _ := resolveScalar(vn)
-	if k == kBool {
-		bad("want a value, got %s (a boolean becomes a bare --%s flag)", kindName(vn), ek.Flag)
+	if v.negated() {
+		if !b {
+			return // --no-no-FLAG does not exist: vLLM drops it
+		}
+		b = false
+	}
+	if f := engineBoolFields[v.ek.Flag]; f != nil {
+		*f(v.p.cfg) = b
+	}
+}
+
+func (v engineValue) json() {
+	switch {
+	case v.vn.Kind == yaml.SequenceNode:
+		v.bad("want a mapping (or a JSON string), got %s", kindName(v.vn))
+		return
+	case v.vn.Kind == yaml.ScalarNode:
+		if k, _ := resolveScalar(v.vn); k == kBool {
+			v.bad("want a mapping (or a JSON string), got %s", kindName(v.vn))
+			return
+		}
+	}
+	if v.ek.Flag == "hf-overrides" && !v.isNull {
+		v.p.hfOverrides(v.ek, v.vn)
+	}
+}
+
+func (v engineValue) list() {
+	if k, _ := resolveScalar(v.vn); v.vn.Kind == yaml.ScalarNode && k == kBool || v.vn.Kind == yaml.MappingNode {
+		v.bad("want a string or a list of strings, got %s", kindName(v.vn))
 		return
 	}
-	switch typ {
+	items := []*yaml.Node{v.vn}
+	if v.vn.Kind == yaml.SequenceNode {
+		items = v.vn.Content
+	}
+	var vals []string
+	for i, it := range items {
+		it = deref(it)
+		if it == nil || it.Kind != yaml.ScalarNode {
+			v.bad("item %d: want a string, got %s", i, kindName(it))
+			return
+		}
+		vals = append(vals, pyStr(it))
+	}
+	if !v.isNull && v.ek.Flag == "served-model-name" {
+		v.p.cfg.ServedModelNames = vals
+	}
+}
+
+// single checks a single-valued flag.
+func (v engineValue) single() {
+	if v.isNull {
+		return
+	}
+	if v.vn.Kind != yaml.ScalarNode {
+		v.bad("want a single value, got %s", kindName(v.vn))
+		return
+	}
+	if k, _ := resolveScalar(v.vn); k == kBool {
+		v.bad("want a value, got %s (a boolean becomes a bare --%s flag)", kindName(v.vn), v.ek.Flag)
+		return
+	}
+	switch v.typ {
 	case tInt:
-		v, ok := scalarInt(vn)
-		if !ok {
-			bad("want an integer, got %s", kindName(vn))
-			return
-		}
-		switch ek.Flag {
-		case "max-lora-rank":
-			p.intField(&c.MaxLoRARank, v, bad)
-		case "max-loras":
-			p.intField(&c.MaxLoRAs, v, bad)
-		case "port":
-			if v < 0 || v > 65535 {
-				bad("port %d is out of range", v)
-				return
-			}
-			c.Port = int(v)
-		}
+		v.integer()
 	case tHumanInt, tLenAuto:
-		s := pyStr(vn)
-		if typ == tLenAuto && (strings.TrimSpace(s) == "-1" || strings.EqualFold(strings.TrimSpace(s), "auto")) {
-			if ek.Flag == "max-model-len" {
-				c.MaxModelLenAuto = true
-			}
-			return
-		}
-		v, err := ParseHumanInt(s)
-		if err != nil {
-			forms := "4096, 32k = 32000, 32K = 32768"
-			if typ == tLenAuto {
-				forms += ", or auto"
-			}
-			bad("want an integer (%s), got %s: %v", forms, kindName(vn), err)
-			return
-		}
-		if ek.Flag == "max-model-len" {
-			if v <= 0 {
-				bad("want a positive length, got %d", v)
-				return
-			}
-			c.MaxModelLen = v
-		}
+		v.length()
 	case tFloat:
-		if _, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(vn.Value), "_", ""), 64); err != nil {
-			bad("want a number, got %s", kindName(vn))
+		if _, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(v.vn.Value), "_", ""), 64); err != nil {
+			v.bad("want a number, got %s", kindName(v.vn))
 		}
 	case tStr:
-		s := pyStr(vn)
-		switch ek.Flag {
-		case "model":
-			c.Model = s
-		case "tokenizer":
-			c.Tokenizer = s
-		case "quantization":
-			c.Quantization = s
-		case "dtype":
-			c.DType = s
-		case "chat-template":
-			c.ChatTemplate = s
-		case "generation-config":
-			c.GenerationConfig = s
-		case "revision":
-			c.Revision = s
-		case "tokenizer-revision":
-			c.TokenizerRev = s
-		case "code-revision":
-			c.CodeRevision = s
-		case "download-dir":
-			c.DownloadDir = s
-		case "hf-config-path":
-			c.HFConfigPath = s
+		if f := engineStrFields[v.ek.Flag]; f != nil {
+			*f(v.p.cfg) = pyStr(v.vn)
 		}
+	}
+}
+
+func (v engineValue) integer() {
+	n, ok := scalarInt(v.vn)
+	if !ok {
+		v.bad("want an integer, got %s", kindName(v.vn))
+		return
+	}
+	if f := engineIntFields[v.ek.Flag]; f != nil {
+		v.p.intField(f(v.p.cfg), n, v.bad)
+		return
+	}
+	if v.ek.Flag == "port" {
+		if n < 0 || n > 65535 {
+			v.bad("port %d is out of range", n)
+			return
+		}
+		v.p.cfg.Port = int(n)
+	}
+}
+
+// length reads a human-readable integer (4096, 32k, 32K), or auto/-1 where the flag allows it.
+func (v engineValue) length() {
+	s := pyStr(v.vn)
+	if v.typ == tLenAuto && (strings.TrimSpace(s) == "-1" || strings.EqualFold(strings.TrimSpace(s), "auto")) {
+		if v.ek.Flag == "max-model-len" {
+			v.p.cfg.MaxModelLenAuto = true
+		}
+		return
+	}
+	n, err := ParseHumanInt(s)
+	if err != nil {
+		forms := "4096, 32k = 32000, 32K = 32768"
+		if v.typ == tLenAuto {
+			forms += ", or auto"
+		}
+		v.bad("want an integer (%s), got %s: %v", forms, kindName(v.vn), err)
+		return
+	}
+	if v.ek.Flag == "max-model-len" {
+		if n <= 0 {
+			v.bad("want a positive length, got %d", n)
+			return
+		}
+		v.p.cfg.MaxModelLen = n
 	}
 }
 

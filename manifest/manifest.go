@@ -7,6 +7,8 @@ import (
 	"lifeboat/providers/checksum"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -82,6 +84,17 @@ const (
 	RoleEngineConfig     Role = "engine-config"
 	RoleDeployment       Role = "deployment"
 )
+
+// Known reports whether r is one of the roles above.
+func (r Role) Known() bool {
+	switch r {
+	case RoleWeights, RoleWeightIndex, RoleModelConfig, RoleTokenizer, RoleTokenizerConfig,
+		RoleChatTemplate, RoleGenerationConfig, RoleQuantConfig, RoleLoRAAdapter, RoleRemoteCode,
+		RoleDoc, RoleOther, RoleEngineConfig, RoleDeployment:
+		return true
+	}
+	return false
+}
 
 // MediaType is the layer media type used for files of this role.
 func (r Role) MediaType() string {
@@ -260,7 +273,9 @@ func splitBundlePath(p string) (Part, error) {
 	return "", fmt.Errorf("%q is not under model/, engine/ or deploy/", p)
 }
 
-// checkRelPath rejects absolute paths, "..", ".", empty elements and backslashes.
+// checkRelPath rejects absolute paths, "..", ".", empty elements, backslashes, invalid UTF-8 and
+// control and format characters (C0, DEL, C1, bidi overrides: they forge lines, escape sequences
+// and reordered text in output).
 func checkRelPath(p string) error {
 	if p == "" {
 		return fmt.Errorf("empty path")
@@ -270,6 +285,17 @@ func checkRelPath(p string) error {
 	}
 	if strings.ContainsAny(p, "\\\x00") {
 		return fmt.Errorf("%q contains a backslash or NUL", p)
+	}
+	if !utf8.ValidString(p) {
+		return fmt.Errorf("%q is not valid UTF-8", p)
+	}
+	for _, r := range p {
+		if r == utf8.RuneError { // what encoding/json decodes invalid UTF-8 to
+			return fmt.Errorf("%q is not valid UTF-8", p)
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return fmt.Errorf("%q contains the control or format character %U", p, r)
+		}
 	}
 	for _, el := range strings.Split(p, "/") {
 		switch el {

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/text/unicode/norm"
 )
 
 // MaxManifestBytes bounds what Read accepts; a manifest of a 1,000-file repository is ~1 MB.
@@ -38,6 +40,9 @@ func ReadFile(name string) (*Manifest, error) {
 func Parse(data []byte, name string) (*Manifest, error) {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %s", name, field, fmt.Sprintf(format, args...))
+	}
+	if err := checkDuplicateKeys(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var oci ocispec.Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -69,6 +74,9 @@ func Parse(data []byte, name string) (*Manifest, error) {
 	if err := json.Unmarshal(oci.Config.Data, &m.Model); err != nil {
 		return nil, bad("config.data", "model config is not valid JSON: %v", err)
 	}
+	if len(oci.Layers) == 0 {
+		return nil, bad("layers", "empty or missing: a manifest that lists no files proves nothing (truncated?)")
+	}
 	seen := make(map[string]int, len(oci.Layers))
 	for i, l := range oci.Layers {
 		field := fmt.Sprintf("layers[%d]", i)
@@ -76,16 +84,92 @@ func Parse(data []byte, name string) (*Manifest, error) {
 		if err != nil {
 			return nil, bad(field, "%v", err)
 		}
-		if j, dup := seen[f.Path]; dup {
-			return nil, bad(field, "path %q already listed by layers[%d]", f.Path, j)
-		}
 		if i > 0 && f.Path < m.Files[i-1].Path {
 			return nil, bad(field, "layers are not sorted by path (%q after %q)", f.Path, m.Files[i-1].Path)
 		}
-		seen[f.Path] = i
+		// Paths that are equal once case and Unicode normalisation are folded would land on one
+		// file on a case-insensitive or normalising file system (macOS, Windows, some buckets'
+		// tools): one of the two layers would silently win.
+		k := foldPath(f.Path)
+		if j, dup := seen[k]; dup && m.Files[j].Path == f.Path {
+			return nil, bad(field, "path %q already listed by layers[%d]", f.Path, j)
+		} else if dup {
+			return nil, bad(field, "path %q collides with layers[%d] %q (equal ignoring case and Unicode normalisation)", f.Path, j, oci.Layers[j].Annotations[AnnotationFilepath])
+		}
+		seen[k] = i
 		m.Files = append(m.Files, f)
 	}
+	// A path that is a file and also a directory of another path cannot be restored.
+	for i, f := range m.Files {
+		for d := f.Path; ; {
+			j := strings.LastIndexByte(d, '/')
+			if j < 0 {
+				break
+			}
+			d = d[:j]
+			if k, clash := seen[foldPath(d)]; clash {
+				return nil, bad(fmt.Sprintf("layers[%d]", i), "path %q runs through %q, which layers[%d] lists as a file", f.Path, m.Files[k].Path, k)
+			}
+		}
+	}
+	if _, ok := m.File("model/config.json"); !ok {
+		return nil, bad("layers", "no model/config.json: not a servable model (truncated manifest?)")
+	}
 	return m, nil
+}
+
+// foldPath is the key two paths collide under: case-folded, NFC-normalised.
+func foldPath(p string) string {
+	return strings.ToLower(norm.NFC.String(p))
+}
+
+// checkDuplicateKeys refuses a JSON document in which an object repeats a key: encoding/json
+// keeps the last one silently, so two readers of the same manifest could disagree about it.
+func checkDuplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var walk func(path string) error
+	walk = func(path string) error {
+		t, err := dec.Token()
+		if err != nil {
+			return nil // the decoder proper reports syntax errors
+		}
+		switch t {
+		case json.Delim('{'):
+			keys := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil
+				}
+				k, _ := kt.(string)
+				if keys[k] {
+					return fmt.Errorf("%s: key %q appears twice", joinField(path, k), k)
+				}
+				keys[k] = true
+				if err := walk(joinField(path, k)); err != nil {
+					return err
+				}
+			}
+			_, _ = dec.Token()
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+			_, _ = dec.Token()
+		}
+		return nil
+	}
+	return walk("")
+}
+
+func joinField(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 // layerFile decodes and checks one layer descriptor.
@@ -105,6 +189,12 @@ func layerFile(l ocispec.Descriptor) (File, error) {
 	role := Role(a[AnnotationRole])
 	if role == "" {
 		return File{}, fmt.Errorf("annotations[%q] missing for %s", AnnotationRole, p)
+	}
+	if !role.Known() {
+		return File{}, fmt.Errorf("annotations[%q] is %q for %s: not a role Lifeboat knows", AnnotationRole, role, p)
+	}
+	if l.Data != nil && part == PartModel {
+		return File{}, fmt.Errorf("data: %s is a model file, whose bytes are never embedded (they come from the replica)", p)
 	}
 	if l.MediaType == "" {
 		return File{}, fmt.Errorf("mediaType missing for %s", p)
@@ -139,11 +229,12 @@ func layerFile(l ocispec.Descriptor) (File, error) {
 
 // checkDescriptorData validates digest, size and, when present, embedded data.
 func checkDescriptorData(d ocispec.Descriptor) error {
+	// Validate before Algorithm: go-digest's Algorithm panics on a digest without a ':'.
+	if err := d.Digest.Validate(); err != nil {
+		return fmt.Errorf("digest %q is not sha256:<64 hex>: %v", d.Digest, err)
+	}
 	if d.Digest.Algorithm() != digest.SHA256 {
 		return fmt.Errorf("digest %q is not sha256:<64 hex>", d.Digest)
-	}
-	if err := d.Digest.Validate(); err != nil {
-		return fmt.Errorf("digest %q: %v", d.Digest, err)
 	}
 	if d.Size < 0 {
 		return fmt.Errorf("size %d is negative", d.Size)

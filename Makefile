@@ -11,6 +11,8 @@ export PATH := $(BIN):$(PATH)
 
 # `emulators`: versitygw (S3) into ./bin, Azurite into ./.tools; each only when missing.
 include mk/emulators.mk
+# `oracles`: the npm reference implementations of the differential tokenizer / template tests.
+include mk/oracles.mk
 
 all: build
 
@@ -18,8 +20,9 @@ build:
 	$(GO) build -o $(LIFEBOAT) ./cmd/lifeboat
 
 ## test: everything CI runs: formatting, vet, unit, property, fuzz-seed and integration tests
-## against real S3 (versitygw), GCS (fake-gcs-server) and Azure (Azurite) servers on loopback.
-test: fmt-check vet emulators
+## against real S3 (versitygw), GCS (fake-gcs-server) and Azure (Azurite) servers on loopback, and
+## the differential tests against Hugging Face's JavaScript tokenizers and Jinja (npm, ./.tools).
+test: fmt-check vet emulators oracles
 	$(GO) test -count=1 ./...
 
 vet:

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"lifeboat/internal/enginesim/tokenizer"
 	"lifeboat/manifest/modelrepo"
 )
 
@@ -55,7 +56,7 @@ type Model struct {
 	Engine       *modelrepo.EngineConfig
 	ServedNames  []string
 	MaxModelLen  int64
-	Tokenizer    tokenizer               // byte-level BPE (tokenizer.json, vocab.json + merges.txt) or SentencePiece
+	Tokenizer    tokenizer.Tokenizer     // tokenizer.json pipeline (also vocab.json + merges.txt) or SentencePiece
 	ChatTemplate *modelrepo.ChatTemplate // nil when the repository has none
 	BOSToken     string
 	EOSToken     string
@@ -272,11 +273,11 @@ func pyList(xs []string) string {
 
 func (m *Model) loadTokenizer(dir string) error {
 	p := filepath.Join(dir, "tokenizer.json")
-	var tok tokenizer
+	var tok tokenizer.Tokenizer
 	data, err := os.ReadFile(p)
 	switch {
 	case err == nil:
-		bpe, err := modelrepo.ParseBPETokenizer(data, p)
+		bpe, err := tokenizer.FromJSON(data, p)
 		if err != nil {
 			return loadErr("tokenizer", "Exception: Can't load tokenizer for '%s': %v", dir, err)
 		}
@@ -288,7 +289,7 @@ func (m *Model) loadTokenizer(dir string) error {
 		if err != nil {
 			return loadErr("tokenizer", "OSError: Can't load tokenizer for '%s': %v", dir, err)
 		}
-		spm, err := newSPMTokenizer(d, p)
+		spm, err := tokenizer.NewSentencePiece(d, p)
 		if err != nil {
 			return loadErr("tokenizer", "RuntimeError: Internal: could not parse ModelProto from %s (%v)", p, err)
 		}
@@ -296,7 +297,7 @@ func (m *Model) loadTokenizer(dir string) error {
 	case fileExists(filepath.Join(dir, "vocab.json")) && fileExists(filepath.Join(dir, "merges.txt")):
 		// A slow GPT-2 style BPE tokenizer.
 		p = filepath.Join(dir, "vocab.json")
-		bpe, err := slowBPETokenizer(dir)
+		bpe, err := tokenizer.FromSlowBPE(dir)
 		if err != nil {
 			return loadErr("tokenizer", "Exception: Can't load tokenizer for '%s': %v", dir, err)
 		}
@@ -317,7 +318,7 @@ func (m *Model) loadTokenizer(dir string) error {
 			return loadErr("tokenizer", "ValueError: %v", err)
 		}
 	}
-	if spm, ok := tok.(*spmTokenizer); ok {
+	if spm, ok := tok.(*tokenizer.SentencePiece); ok {
 		// Without tokenizer_config.json's special tokens, LlamaTokenizer uses <s> / </s>.
 		if m.BOSToken == "" {
 			m.BOSToken = spm.BOS()
@@ -329,13 +330,14 @@ func (m *Model) loadTokenizer(dir string) error {
 	if id, ok := tok.TokenID(m.EOSToken); ok && m.EOSToken != "" {
 		m.StopIDs[id] = true
 	}
-	// Output tokens: regular tokens that decode to valid, non-empty UTF-8.
-	for id := 0; id < tok.VocabSize(); id++ {
+	// Output tokens: regular tokens that decode to valid, non-empty UTF-8 (not a lone byte-fallback
+	// token, which decodes to U+FFFD). VocabSize is O(1), so this is linear in the vocabulary.
+	for id, n := 0, tok.VocabSize(); id < n; id++ {
 		if tok.IsSpecial(id) {
 			continue
 		}
 		s := tok.TokenText(id)
-		if s != "" && utf8.ValidString(s) && !strings.ContainsAny(s, "\x00\r") {
+		if s != "" && utf8.ValidString(s) && !strings.ContainsAny(s, "\x00\r\uFFFD") {
 			m.outputIDs = append(m.outputIDs, id)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"lifeboat/internal/enginesim/tokenizer"
 	"lifeboat/internal/sample"
 	"lifeboat/manifest/modelrepo"
 )
@@ -51,7 +52,7 @@ func sampleSPM(t *testing.T, l *sample.Layout) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bpe, err := modelrepo.ParseBPETokenizer(data, "tokenizer.json")
+	bpe, err := tokenizer.FromJSON(data, "tokenizer.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func hex2(b int) string {
 }
 
 func TestSPMTokenizerBasics(t *testing.T) {
-	tok, err := newSPMTokenizer(spmModel([]spmPiece{
+	tok, err := tokenizer.NewSentencePiece(spmModel([]spmPiece{
 		{"<unk>", 0, modelrepo.SPMUnknown}, {"<s>", 0, modelrepo.SPMControl}, {"</s>", 0, modelrepo.SPMControl},
 		{"<0xC3>", 0, modelrepo.SPMByte}, {"<0xA9>", 0, modelrepo.SPMByte},
 		{"▁", -1, modelrepo.SPMNormal}, {"h", -1, modelrepo.SPMNormal}, {"e", -1, modelrepo.SPMNormal},
@@ -118,7 +119,7 @@ func TestSPMTokenizerBasics(t *testing.T) {
 	if !equalInts(ids, again) {
 		t.Error("not deterministic")
 	}
-	if _, err := newSPMTokenizer([]byte("not a model"), "tokenizer.model"); err == nil {
+	if _, err := tokenizer.NewSentencePiece([]byte("not a model"), "tokenizer.model"); err == nil {
 		t.Error("garbage parsed")
 	}
 }
@@ -166,7 +167,7 @@ func serveBoth(t *testing.T, l *sample.Layout) *Model {
 	return s.m
 }
 
-func roundTrip(t *testing.T, tok tokenizer) {
+func roundTrip(t *testing.T, tok tokenizer.Tokenizer) {
 	t.Helper()
 	for _, s := range []string{"Hello, lifeboat!", "  two  spaces\tand\nnewline", "ünïcödé ✓ 🚣", "The weights and the tokenizer."} {
 		ids, err := tok.Encode(s, false)
@@ -195,7 +196,7 @@ func TestLoadSentencePieceRepo(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := serveBoth(t, l)
-	spm, ok := m.Tokenizer.(*spmTokenizer)
+	spm, ok := m.Tokenizer.(*tokenizer.SentencePiece)
 	if !ok {
 		t.Fatalf("tokenizer is %T", m.Tokenizer)
 	}
@@ -262,7 +263,7 @@ func TestLoadSlowBPERepo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast, err := modelrepo.ParseBPETokenizer(orig, "tokenizer.json")
+	fast, err := tokenizer.FromJSON(orig, "tokenizer.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,10 +306,10 @@ func TestLoadBadSlowTokenizers(t *testing.T) {
 			writeSlowBPE(t, l)
 			os.WriteFile(l.Path("model/vocab.json"), []byte("{"), 0o644)
 		}, "vocab.json: not valid JSON"},
-		{"vocab without bytes", func(t *testing.T, l *sample.Layout) {
+		{"merge outside the vocabulary", func(t *testing.T, l *sample.Layout) {
 			writeSlowBPE(t, l)
 			os.WriteFile(l.Path("model/vocab.json"), []byte(`{"a": 0, "b": 1, "ab": 2}`), 0o644)
-			os.WriteFile(l.Path("model/merges.txt"), []byte("a b\n"), 0o644)
+			os.WriteFile(l.Path("model/merges.txt"), []byte("a c\n"), 0o644)
 		}, "is not in the vocabulary"},
 		{"no tokenizer files", func(t *testing.T, l *sample.Layout) {
 			os.Remove(l.Path("model/tokenizer.json"))

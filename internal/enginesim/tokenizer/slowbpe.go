@@ -1,4 +1,4 @@
-package enginesim
+package tokenizer
 
 import (
 	"encoding/json"
@@ -11,13 +11,13 @@ import (
 	"lifeboat/manifest/modelrepo"
 )
 
-// slowBPETokenizer loads a GPT-2 style slow tokenizer (vocab.json + merges.txt) the way
+// FromSlowBPE loads a GPT-2 style slow tokenizer (vocab.json + merges.txt) the way
 // transformers converts it to a fast one: it synthesises the equivalent tokenizer.json (BPE model
 // with that vocabulary and merges, a ByteLevel pre-tokenizer with the GPT-2 regex, a ByteLevel
-// decoder) and parses it with modelrepo.ParseBPETokenizer. Added tokens come from
+// decoder) and loads it with FromJSON. Added tokens come from
 // tokenizer_config.json's added_tokens_decoder and added_tokens.json; those named bos/eos/unk/pad
 // in tokenizer_config.json, or flagged special in added_tokens_decoder, are special.
-func slowBPETokenizer(dir string) (*modelrepo.BPETokenizer, error) {
+func FromSlowBPE(dir string) (*HF, error) {
 	vp, mp := filepath.Join(dir, "vocab.json"), filepath.Join(dir, "merges.txt")
 	vdata, err := os.ReadFile(vp)
 	if err != nil {
@@ -121,5 +121,5 @@ func slowBPETokenizer(dir string) (*modelrepo.BPETokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return modelrepo.ParseBPETokenizer(data, vp+" + merges.txt")
+	return FromJSON(data, vp+" + merges.txt")
 }

@@ -1,4 +1,4 @@
-package enginesim
+package tokenizer
 
 import (
 	"fmt"
@@ -11,17 +11,6 @@ import (
 	"lifeboat/manifest/modelrepo"
 )
 
-// tokenizer is what the server needs from a tokenizer: a byte-level BPE tokenizer.json
-// (*modelrepo.BPETokenizer) or a SentencePiece tokenizer.model (*spmTokenizer).
-type tokenizer interface {
-	Encode(text string, addSpecial bool) ([]int, error)
-	Decode(ids []int, skipSpecial bool) string
-	TokenID(tok string) (int, bool)
-	IsSpecial(id int) bool
-	VocabSize() int
-	TokenText(id int) string
-}
-
 // spaceSym is SentencePiece's whitespace symbol (U+2581).
 const spaceSym = "▁"
 
@@ -29,14 +18,14 @@ const spaceSym = "▁"
 // are used only where no piece covers the text.
 const byteFallbackPenalty = -1e6
 
-// spmTokenizer is a simple SentencePiece-style tokenizer over a tokenizer.model's pieces: spaces
+// SentencePiece is a simple SentencePiece-style tokenizer over a tokenizer.model's pieces: spaces
 // become "▁", control and user-defined pieces found in the text are split out first, the rest is
 // segmented by Viterbi over the normal and user-defined pieces' scores (ties: fewer tokens, then the
 // earlier split), and what no piece covers falls back to <0xNN> byte pieces, else the unknown piece.
 // It adds no dummy-prefix "▁", so Decode(Encode(s)) == s for text without control pieces, and
 // decoding token by token concatenates to the whole decode. It is deterministic and read-only after
 // construction, so safe for concurrent use.
-type spmTokenizer struct {
+type SentencePiece struct {
 	Source  string
 	pieces  []modelrepo.SentencePiecePiece
 	vocab   map[string]int // normal and user-defined pieces, first id wins
@@ -50,13 +39,13 @@ type spmTokenizer struct {
 	maxLen  int            // longest piece in bytes
 }
 
-// newSPMTokenizer builds the tokenizer from tokenizer.model bytes.
-func newSPMTokenizer(data []byte, name string) (*spmTokenizer, error) {
+// NewSentencePiece builds the tokenizer from tokenizer.model bytes.
+func NewSentencePiece(data []byte, name string) (*SentencePiece, error) {
 	pieces, err := modelrepo.SentencePiecePieces(data, name)
 	if err != nil {
 		return nil, err
 	}
-	t := &spmTokenizer{Source: name, pieces: pieces, vocab: map[string]int{}, literal: map[string]int{}, byteOf: map[int]byte{}, unk: -1, bos: -1, eos: -1}
+	t := &SentencePiece{Source: name, pieces: pieces, vocab: map[string]int{}, literal: map[string]int{}, byteOf: map[int]byte{}, unk: -1, bos: -1, eos: -1}
 	for i := range t.byteID {
 		t.byteID[i] = -1
 	}
@@ -117,10 +106,10 @@ func newSPMTokenizer(data []byte, name string) (*spmTokenizer, error) {
 }
 
 // BOS and EOS are the <s> / </s> control pieces ("" when absent).
-func (t *spmTokenizer) BOS() string { return t.pieceOr(t.bos) }
-func (t *spmTokenizer) EOS() string { return t.pieceOr(t.eos) }
+func (t *SentencePiece) BOS() string { return t.pieceOr(t.bos) }
+func (t *SentencePiece) EOS() string { return t.pieceOr(t.eos) }
 
-func (t *spmTokenizer) pieceOr(id int) string {
+func (t *SentencePiece) pieceOr(id int) string {
 	if id < 0 {
 		return ""
 	}
@@ -128,10 +117,10 @@ func (t *spmTokenizer) pieceOr(id int) string {
 }
 
 // VocabSize is the number of pieces.
-func (t *spmTokenizer) VocabSize() int { return len(t.pieces) }
+func (t *SentencePiece) VocabSize() int { return len(t.pieces) }
 
 // TokenID returns the id of a piece (the first, when a piece string repeats).
-func (t *spmTokenizer) TokenID(tok string) (int, bool) {
+func (t *SentencePiece) TokenID(tok string) (int, bool) {
 	if id, ok := t.literal[tok]; ok {
 		return id, true
 	}
@@ -147,7 +136,7 @@ func (t *spmTokenizer) TokenID(tok string) (int, bool) {
 }
 
 // IsSpecial reports whether id is a control or unknown piece.
-func (t *spmTokenizer) IsSpecial(id int) bool {
+func (t *SentencePiece) IsSpecial(id int) bool {
 	if id < 0 || id >= len(t.pieces) {
 		return false
 	}
@@ -156,7 +145,7 @@ func (t *spmTokenizer) IsSpecial(id int) bool {
 }
 
 // Encode tokenizes text; addSpecial puts <s> first (as Llama's add_bos_token does).
-func (t *spmTokenizer) Encode(text string, addSpecial bool) ([]int, error) {
+func (t *SentencePiece) Encode(text string, addSpecial bool) ([]int, error) {
 	var out []int
 	if addSpecial && t.bos >= 0 {
 		out = append(out, t.bos)
@@ -173,7 +162,7 @@ func (t *spmTokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 }
 
 // encodePlain appends the Viterbi segmentation of text (no control pieces in it) to out.
-func (t *spmTokenizer) encodePlain(out []int, text string) []int {
+func (t *SentencePiece) encodePlain(out []int, text string) []int {
 	if text == "" {
 		return out
 	}
@@ -246,7 +235,7 @@ func runeLen(s string) int {
 
 // Decode reverses Encode: pieces joined, "▁" back to spaces, byte pieces to their bytes.
 // skipSpecial drops control and unknown pieces; ids outside the vocabulary are dropped.
-func (t *spmTokenizer) Decode(ids []int, skipSpecial bool) string {
+func (t *SentencePiece) Decode(ids []int, skipSpecial bool) string {
 	var b strings.Builder
 	for _, id := range ids {
 		if id < 0 || id >= len(t.pieces) || skipSpecial && t.IsSpecial(id) {
@@ -267,4 +256,4 @@ func (t *spmTokenizer) Decode(ids []int, skipSpecial bool) string {
 }
 
 // TokenText is the decoded text of one token.
-func (t *spmTokenizer) TokenText(id int) string { return t.Decode([]int{id}, false) }
+func (t *SentencePiece) TokenText(id int) string { return t.Decode([]int{id}, false) }

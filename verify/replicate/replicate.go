@@ -19,9 +19,11 @@ import (
 	"lifeboat/providers"
 	"lifeboat/providers/checksum"
 	"lifeboat/verify"
+
+	"golang.org/x/sync/errgroup"
 )
 
-// Replicate copies into a target replica every file of a manifest that the target lacks or holds
+// Run copies into a target replica every file of a manifest that the target lacks or holds
 // wrong, from a source replica (or, for engine and deployment files, from the bytes embedded in the
 // manifest), and nothing else:
 //
@@ -55,11 +57,10 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 	if o.StallTimeout > 0 {
 		from = providers.WithStallGuard(from, o.StallTimeout)
 	}
-	r := &replicator{m: m, from: from, to: to, o: o.withDefaults()}
+	r := &replicator{m: m, from: from, to: to, o: o.withDefaults(), rereadOK: map[string]bool{}}
 	rep := &Report{From: from.String(), To: to.String(), DryRun: o.DryRun, Files: []CopyResult{}, Extra: []string{}}
 	defer func() { rep.Seconds = time.Since(start).Seconds() }()
 
-	r.rereadOK = map[string]bool{}
 	var tgt verify.ReplicaResult
 	var err error
 	if o.Deep {
@@ -71,45 +72,13 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 		rep.Status = statusForError(err)
 		return rep, fmt.Errorf("target: %w", err)
 	}
-
-	// Plan from the target's verdicts.
-	var reread []manifest.File
-	writesChecksums := len(to.Capabilities().WriteChecksums) > 0
-	for _, fr := range tgt.Files {
-		f, inManifest := m.File(fr.Path)
-		switch {
-		case fr.Status == verify.StatusExtra || !inManifest:
-			rep.Extra = append(rep.Extra, fr.Path)
-		case fr.Status == verify.StatusOK && o.Deep:
-			r.rereadOK[fr.Path] = true
-		case fr.Status == verify.StatusOK:
-			rep.AlreadyOK++
-		case fr.Status == verify.StatusUnverified && !writesChecksums:
-			reread = append(reread, f)
-		default:
-			rep.Files = append(rep.Files, r.planned(f, fr.Status, fr.Detail))
-		}
+	if err := r.plan(ctx, rep, tgt); err != nil {
+		return rep, err
 	}
-	if len(reread) > 0 {
-		var total int64
-		for _, f := range reread {
-			total += f.Size
-		}
-		r.addTotal(len(reread), total)
-		rep.Files = append(rep.Files, r.rereadAll(ctx, reread)...)
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-	}
-	rep.RereadOK = len(r.rereadOK)
-	sort.Slice(rep.Files, func(i, j int) bool { return rep.Files[i].Path < rep.Files[j].Path })
-
-	// Check the source for what it has to provide.
 	if err := r.checkSource(ctx, rep.Files); err != nil {
 		rep.Status = statusForError(err)
 		return rep, fmt.Errorf("source: %w", err)
 	}
-
 	if o.DryRun {
 		rep.Status = Planned
 		for _, c := range rep.Files {
@@ -120,53 +89,7 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 		}
 		return rep, nil
 	}
-
-	// Copy.
-	var total int64
-	n := 0
-	for _, c := range rep.Files {
-		if c.Outcome == OutcomePlanned {
-			total += c.Size
-			n++
-		}
-	}
-	r.addTotal(n, total)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, r.o.Jobs)
-	for i := range rep.Files {
-		c := &rep.Files[i]
-		if c.Outcome != OutcomePlanned {
-			if r.o.OnFile != nil {
-				r.o.OnFile(*c)
-			}
-			continue
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r.copyFile(ctx, c)
-			if r.o.OnFile != nil {
-				r.o.OnFile(*c)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, c := range rep.Files {
-		switch c.Outcome {
-		case OutcomeCopied:
-			rep.Copied++
-			rep.Bytes += c.Size
-		case OutcomeFailed:
-			rep.Failed++
-		}
-	}
+	r.copyAll(ctx, rep)
 	if err := ctx.Err(); err != nil {
 		rep.Status = Failed
 		return rep, err
@@ -186,7 +109,95 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 	return rep, nil
 }
 
-// Options tune Replicate. The zero value is the CLI's default.
+// plan turns the target's verdicts into rep.Files (what to copy), rep.Extra and the counts of
+// files proven intact; files without a comparable checksum on a target that records none are
+// re-read first.
+func (r *replicator) plan(ctx context.Context, rep *Report, tgt verify.ReplicaResult) error {
+	var reread []manifest.File
+	writesChecksums := len(r.to.Capabilities().WriteChecksums) > 0
+	for _, fr := range tgt.Files {
+		f, inManifest := r.m.File(fr.Path)
+		switch {
+		case fr.Status == verify.StatusExtra || !inManifest:
+			rep.Extra = append(rep.Extra, fr.Path)
+		case fr.Status == verify.StatusOK && r.o.Deep:
+			r.rereadOK[fr.Path] = true
+		case fr.Status == verify.StatusOK:
+			rep.AlreadyOK++
+		case fr.Status == verify.StatusUnverified && !writesChecksums:
+			reread = append(reread, f)
+		default:
+			rep.Files = append(rep.Files, r.planned(f, fr.Status, fr.Detail))
+		}
+	}
+	if len(reread) > 0 {
+		var total int64
+		for _, f := range reread {
+			total += f.Size
+		}
+		r.addTotal(len(reread), total)
+		rep.Files = append(rep.Files, r.rereadAll(ctx, reread)...)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	rep.RereadOK = len(r.rereadOK)
+	sort.Slice(rep.Files, func(i, j int) bool { return rep.Files[i].Path < rep.Files[j].Path })
+	return nil
+}
+
+// copyAll copies the planned files, Jobs at a time, and counts the outcomes. OnFile is called
+// for every file of the plan, one call at a time.
+func (r *replicator) copyAll(ctx context.Context, rep *Report) {
+	var total int64
+	n := 0
+	for _, c := range rep.Files {
+		if c.Outcome == OutcomePlanned {
+			total += c.Size
+			n++
+		}
+	}
+	r.addTotal(n, total)
+	var g errgroup.Group
+	g.SetLimit(r.o.Jobs)
+	for i := range rep.Files {
+		c := &rep.Files[i]
+		if c.Outcome != OutcomePlanned {
+			r.onFile(*c)
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			r.copyFile(ctx, c)
+			r.onFile(*c)
+			return nil
+		})
+	}
+	g.Wait()
+	for _, c := range rep.Files {
+		switch c.Outcome {
+		case OutcomeCopied:
+			rep.Copied++
+			rep.Bytes += c.Size
+		case OutcomeFailed:
+			rep.Failed++
+		}
+	}
+}
+
+// onFile calls Options.OnFile, serialised.
+func (r *replicator) onFile(c CopyResult) {
+	if r.o.OnFile == nil {
+		return
+	}
+	r.onFileMu.Lock()
+	defer r.onFileMu.Unlock()
+	r.o.OnFile(c)
+}
+
+// Options tune Run and Restore. The zero value is the CLI's default.
 type Options struct {
 	// DryRun plans (reading the target and the source's metadata, and re-reading UNVERIFIED files
 	// of a target without native checksums) and writes nothing.
@@ -208,11 +219,13 @@ type Options struct {
 	// the guard the source got when it was opened.
 	StallTimeout time.Duration
 	// Progress, if set, is called with the bytes that pass (copied or re-read), negative to take
-	// back the bytes of an attempt that failed.
+	// back the bytes of an attempt that failed. It is called from many goroutines at once.
 	Progress func(n int64)
-	// Total, if set, is called with the files and bytes still to move whenever the plan grows.
+	// Total, if set, is called with the files and bytes still to move whenever the plan grows,
+	// possibly from several goroutines at once.
 	Total func(files, bytes int64)
-	// OnFile, if set, is called as each planned file is done (copied, failed or skipped).
+	// OnFile, if set, is called as each planned file is done (copied, failed or skipped), one
+	// call at a time (never concurrently), from the copying goroutines.
 	OnFile func(CopyResult)
 	Log    *slog.Logger
 }
@@ -290,7 +303,7 @@ type CopyResult struct {
 	Attempts int         `json:"attempts,omitempty"`
 }
 
-// Report is the result of Replicate.
+// Report is the result of Run.
 type Report struct {
 	From   string `json:"from"`
 	To     string `json:"to"`
@@ -323,6 +336,7 @@ type replicator struct {
 	totalFiles atomic.Int64
 	totalBytes atomic.Int64
 	rereadOK   map[string]bool // files of the target re-read and found intact (deep OK)
+	onFileMu   sync.Mutex
 }
 
 // quick is verify.Quick, with a replica that could not be listed at all turned into an error.

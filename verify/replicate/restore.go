@@ -16,7 +16,7 @@ import (
 
 // Restore materialises a replica into the local directory dir: the DR bundle layout (model/,
 // engine/, deploy/ — the manifest's paths), every byte checked against the manifest as it streams.
-// It is Replicate with a file:// target, so it is resumable and never partial: a file already in
+// It is Run with a file:// target, so it is resumable and never partial: a file already in
 // dir is skipped only once proven intact (the same size and a SHA-256 re-read that matches the
 // manifest — a local directory keeps no native checksums); a file that differs, or is missing,
 // streams from the source straight into a temporary file that is renamed into place only after its

@@ -17,7 +17,7 @@ include mk/oracles.mk
 all: build
 
 build:
-	$(GO) build -o $(LIFEBOAT) ./cmd/lifeboat
+	$(GO) build -buildvcs=true -o $(LIFEBOAT) ./cmd/lifeboat
 
 ## test: everything CI runs: formatting, vet, unit, property, fuzz-seed and integration tests
 ## against real S3 (versitygw), GCS (fake-gcs-server) and Azure (Azurite) servers on loopback, and

@@ -131,7 +131,7 @@ func init() {
 		if errors.As(err, &re) {
 			// ResponseError.Error() dumps the request and response; keep only status and code.
 			if re.ErrorCode != "" {
-				return fmt.Sprintf("HTTP %d %s", re.StatusCode, re.ErrorCode), true
+				return fmt.Sprintf("HTTP %d %s", re.StatusCode, Sanitize(re.ErrorCode, 64)), true
 			}
 			return fmt.Sprintf("HTTP %d %s", re.StatusCode, http.StatusText(re.StatusCode)), true
 		}
@@ -140,6 +140,9 @@ func init() {
 }
 
 func classifyAzure(err error) error {
+	if strings.Contains(err.Error(), "DefaultAzureCredential") && !errors.Is(err, context.Canceled) {
+		return ErrMisconfigured // no usable credential in the default chain
+	}
 	if kind, ok := classifyCommon(err); ok {
 		return kind
 	}
@@ -159,8 +162,8 @@ func classifyAzure(err error) error {
 		}
 	}
 	var ae *azidentity.AuthenticationFailedError
-	if errors.As(err, &ae) || strings.Contains(err.Error(), "DefaultAzureCredential") {
-		return ErrPermission // no usable credential in the default chain
+	if errors.As(err, &ae) {
+		return ErrPermission // a credential was found and refused
 	}
 	return nil
 }

@@ -58,7 +58,12 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(d)
 	}
-	return b.String()
+	if h := Hint(schemeOf(e.Store), KindOf(e)); h != "" {
+		b.WriteString(" (hint: ")
+		b.WriteString(h)
+		b.WriteString(")")
+	}
+	return Redact(b.String())
 }
 
 func (e *Error) Unwrap() []error {
@@ -123,6 +128,9 @@ func describe(err error) string {
 	if errors.As(err, &ne) {
 		var op *net.OpError
 		if errors.As(err, &op) {
+			if op.Addr != nil {
+				return fmt.Sprintf("%s %s %s: %v", op.Op, op.Net, op.Addr, op.Err)
+			}
 			return fmt.Sprintf("%s %s: %v", op.Op, op.Net, op.Err)
 		}
 		if ne.Timeout() {
@@ -144,7 +152,7 @@ func classifyCommon(err error) (kind error, ok bool) {
 		return nil, true
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return nil, true
-	case errors.Is(err, ErrContentMismatch), errors.Is(err, ErrInvalidKey),
+	case errors.Is(err, ErrContentMismatch), errors.Is(err, ErrInvalidKey), errors.Is(err, ErrMisconfigured),
 		errors.Is(err, ErrNotFound), errors.Is(err, ErrPreconditionFailed),
 		errors.Is(err, ErrPermission), errors.Is(err, ErrUnreachable):
 		return nil, true // already classified
@@ -153,13 +161,16 @@ func classifyCommon(err error) (kind error, ok bool) {
 		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF):
 		return ErrUnreachable, true
 	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsNotFound {
+			return ErrMisconfigured, true // no such host: a region or endpoint typo, not an outage
+		}
+		return ErrUnreachable, true
+	}
 	// Not net.Error: syscall.Errno satisfies it too, and ENOENT is no network failure.
 	var op *net.OpError
 	if errors.As(err, &op) {
-		return ErrUnreachable, true
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
 		return ErrUnreachable, true
 	}
 	return nil, false

@@ -92,21 +92,21 @@ func init() {
 			if msg == "" {
 				msg = http.StatusText(ge.Code)
 			}
-			return fmt.Sprintf("HTTP %d: %s", ge.Code, msg), true
+			return fmt.Sprintf("HTTP %d: %s", ge.Code, Sanitize(msg, maxServerMessage)), true
 		}
 		return "", false
 	})
 }
 
 func classifyGCS(err error) error {
+	if strings.Contains(err.Error(), "could not find default credentials") {
+		return ErrMisconfigured // no ADC: nothing was sent
+	}
 	if kind, ok := classifyCommon(err); ok {
 		return kind
 	}
 	if errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist) {
 		return ErrNotFound
-	}
-	if strings.Contains(err.Error(), "could not find default credentials") {
-		return ErrPermission // no ADC: nothing was sent
 	}
 	if strings.Contains(err.Error(), "bad CRC on read") {
 		return ErrContentMismatch // the SDK's whole-object CRC32C check failed: the bytes are not the object's

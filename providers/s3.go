@@ -143,9 +143,9 @@ func describeS3(err error) (string, bool) {
 		if errors.As(err, &re) {
 			status = re.HTTPStatusCode()
 		}
-		msg := ae.ErrorCode()
+		msg := Sanitize(ae.ErrorCode(), 64)
 		if m := ae.ErrorMessage(); m != "" {
-			msg += ": " + m
+			msg += ": " + Sanitize(m, maxServerMessage)
 		}
 		if status != 0 {
 			return fmt.Sprintf("HTTP %d %s", status, msg), true
@@ -163,6 +163,9 @@ func describeS3(err error) (string, bool) {
 }
 
 func classifyS3(err error) error {
+	if noCredentials(err) {
+		return ErrMisconfigured
+	}
 	if kind, ok := classifyCommon(err); ok {
 		return kind
 	}
@@ -190,12 +193,6 @@ func classifyS3(err error) error {
 	case status >= 500, status == 429, code == "SlowDown", code == "Throttling",
 		code == "ThrottlingException", code == "RequestTimeout":
 		return ErrUnreachable
-	}
-	// No credentials anywhere in the default chain (env, profile, SSO, IMDS): the signer fails
-	// before any request is sent.
-	var se *v4.SigningError
-	if errors.As(err, &se) {
-		return ErrPermission
 	}
 	var qe ratelimit.QuotaExceededError
 	var mae *retry.MaxAttemptsError
@@ -552,4 +549,20 @@ func (s *s3Store) Delete(ctx context.Context, key string, opts DeleteOptions) er
 func isNoSuchBucket(err error) bool {
 	var ae smithy.APIError
 	return errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket"
+}
+
+// noCredentials reports whether the SDK found no credentials anywhere in its default chain (env,
+// profile, SSO, IMDS) and so sent nothing: a configuration error, even when the last link of the
+// chain (IMDS) failed with a network error or a 403 of its own.
+func noCredentials(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var se *v4.SigningError
+	if errors.As(err, &se) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "get identity: ") || strings.Contains(msg, "failed to retrieve credentials") ||
+		strings.Contains(msg, "failed to refresh cached credentials")
 }

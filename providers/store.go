@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -231,6 +232,9 @@ type Options struct {
 	S3Credentials aws.CredentialsProvider
 	// AzureConnectionString overrides AZURE_STORAGE_CONNECTION_STRING (tests, embedding).
 	AzureConnectionString string
+	// Log, when set, receives one debug line per HTTP request (method, host, key, status, attempt)
+	// and one line per retry as the SDK schedules it; never a credential or a query value.
+	Log *slog.Logger
 }
 
 // RetryOptions bound the SDK retryers. Zero fields keep each SDK's default, except that GCS, which

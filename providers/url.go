@@ -45,7 +45,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 		s, err = newAzureStore(ctx, loc.Account, loc.Bucket, loc.Prefix, opts)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", loc, err)
+		if KindOf(err) == KindOther {
+			// What fails before any request (no region, a malformed connection string, an account
+			// the credentials are not for) is the configuration, not the store.
+			err = fmt.Errorf("%w: %w", ErrMisconfigured, err)
+		}
+		return nil, fmt.Errorf("opening %s: %w (hint: %s)", loc, err, Hint(loc.Scheme, KindMisconfigured))
 	}
 	return WithStallGuard(s, opts.Retry.StallTimeout), nil
 }
@@ -101,7 +106,7 @@ var (
 )
 
 func badURL(raw, format string, args ...any) error {
-	shown := userinfoRE.ReplaceAllString(raw, "//")
+	shown := Redact(userinfoRE.ReplaceAllString(raw, "//"))
 	return fmt.Errorf("%w %q: %s", ErrInvalidURL, shown, fmt.Sprintf(format, args...))
 }
 

@@ -277,6 +277,10 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b
 // lengthError: a read delivered another number of bytes than asked for.
 type lengthError struct{ got, want int64 }
 
+// Is makes a short read a broken connection for providers.KindOf (unreachable after retries); a
+// longer one is not.
+func (e *lengthError) Is(target error) bool { return target == providers.ErrUnreachable && e.got < e.want }
+
 func (e *lengthError) Error() string {
 	if e.got < e.want {
 		return fmt.Sprintf("short read: %d of %d bytes", e.got, e.want)

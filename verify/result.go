@@ -1,6 +1,13 @@
 package verify
 
-import "lifeboat/providers/checksum"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"lifeboat/providers"
+	"lifeboat/providers/checksum"
+)
 
 // Status is the verdict on one file of one replica. Quick verification compares metadata only;
 // deep verification re-reads every byte. A file is never OK unless something was compared.
@@ -33,7 +40,12 @@ const (
 	ReplicaOK          ReplicaStatus = "OK"          // every file OK (EXTRA files allowed)
 	ReplicaFailed      ReplicaStatus = "FAILED"      // at least one file failed
 	ReplicaUnverified  ReplicaStatus = "UNVERIFIED"  // nothing failed, but something was not proven
-	ReplicaUnreachable ReplicaStatus = "UNREACHABLE" // the store stayed unreachable after retries
+	ReplicaUnreachable ReplicaStatus = "UNREACHABLE" // the store stayed unreachable after retries (or --timeout)
+	// The replica could not be checked because of what the user must fix (exit 2, no retry helps):
+	ReplicaNotFound      ReplicaStatus = "NOT_FOUND"     // no such bucket, container or directory
+	ReplicaDenied        ReplicaStatus = "DENIED"        // credentials or operation refused
+	ReplicaMisconfigured ReplicaStatus = "MISCONFIGURED" // no credentials, no region, a host that does not exist
+	ReplicaError         ReplicaStatus = "ERROR"         // could not be checked for another reason
 )
 
 // Facts are what is known of a file: expected (from the manifest) or actual (from the replica).
@@ -64,8 +76,9 @@ type ReplicaResult struct {
 	// Error is set when the replica, or some of its files, could not be checked (UNREACHABLE,
 	// permission, missing bucket); it names the store, never a credential.
 	Error string `json:"error,omitempty"`
-	// ErrorKind classifies Error: "unreachable" (network, 5xx, throttling after the SDK's
-	// retries, or --timeout), "permission" (credentials refused), "not_found" (no such bucket,
+	// ErrorKind classifies Error with providers.KindOf: "unreachable" (network, 5xx, throttling
+	// after the SDK's retries), "timeout" (--timeout), "denied" (credentials refused),
+	// "misconfigured" (no credentials, region or such host), "not_found" (no such bucket,
 	// container or directory), "canceled" (interrupted) or "other".
 	ErrorKind ErrorKind `json:"error_kind,omitempty"`
 	// Err is the first error behind Error, for errors.Is (providers.ErrPermission…).
@@ -83,12 +96,76 @@ type ReplicaResult struct {
 type ErrorKind string
 
 const (
-	ErrorUnreachable ErrorKind = "unreachable"
-	ErrorPermission  ErrorKind = "permission"
-	ErrorNotFound    ErrorKind = "not_found"
-	ErrorCanceled    ErrorKind = "canceled"
-	ErrorOther       ErrorKind = "other"
+	ErrorUnreachable   ErrorKind = ErrorKind(providers.KindUnreachable)
+	ErrorTimeout       ErrorKind = ErrorKind(providers.KindTimeout)
+	ErrorPermission    ErrorKind = ErrorKind(providers.KindDenied)
+	ErrorMisconfigured ErrorKind = ErrorKind(providers.KindMisconfigured)
+	ErrorNotFound      ErrorKind = ErrorKind(providers.KindNotFound)
+	ErrorCanceled      ErrorKind = ErrorKind(providers.KindCanceled)
+	ErrorOther         ErrorKind = ErrorKind(providers.KindOther)
 )
+
+// ErrFailed: verification found a problem — a file MISSING, SIZE_MISMATCH, CHECKSUM_MISMATCH or
+// CORRUPT (with strict, also UNVERIFIED).
+var ErrFailed = errors.New("verification failed")
+
+// Err sums the report up as one error for the exit status, nil when every replica is OK (or only
+// UNVERIFIED, unless strict). A failed file anywhere wins (ErrFailed); then a replica that could
+// not be checked for something the user must fix (not found, denied, misconfigured); then one that
+// stayed unreachable; then an interruption. The error wraps the replica's own error, so
+// providers.KindOf tells which.
+func (r *Report) Err(strict bool) error {
+	var failed []string
+	for _, rr := range r.Replicas {
+		for _, f := range rr.Files {
+			if f.Status.Failed() || (strict && f.Status == StatusUnverified) {
+				failed = append(failed, rr.URL)
+				break
+			}
+		}
+	}
+	if len(failed) > 0 {
+		what := "files failed"
+		if strict {
+			what = "files failed or are unverified (--strict)"
+		}
+		return fmt.Errorf("%w: %s in %d of %d replica(s): %s", ErrFailed, what, len(failed), len(r.Replicas), strings.Join(failed, ", "))
+	}
+	rank := func(k ErrorKind) int {
+		switch k {
+		case "":
+			return 0
+		case ErrorCanceled:
+			return 1
+		case ErrorUnreachable, ErrorTimeout:
+			return 2
+		}
+		return 3 // what the user must fix
+	}
+	var worst *ReplicaResult
+	for i := range r.Replicas {
+		rr := &r.Replicas[i]
+		if rr.ErrorKind != "" && (worst == nil || rank(rr.ErrorKind) > rank(worst.ErrorKind)) {
+			worst = rr
+		}
+	}
+	if worst == nil {
+		return nil
+	}
+	if worst.Err != nil {
+		return &replicaError{msg: worst.Error, err: worst.Err}
+	}
+	return errors.New(worst.Error)
+}
+
+// replicaError shows a replica's Error (which names it) and wraps its cause.
+type replicaError struct {
+	msg string
+	err error
+}
+
+func (e *replicaError) Error() string { return e.msg }
+func (e *replicaError) Unwrap() error { return e.err }
 
 // ToRepair returns the manifest files of the replica that are not proven OK — MISSING,
 // SIZE_MISMATCH, CHECKSUM_MISMATCH, CORRUPT, UNVERIFIED and ERROR — in path order. EXTRA files

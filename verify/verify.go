@@ -268,29 +268,25 @@ func (res *ReplicaResult) setError(err error, prefix string) {
 	kind := classify(err)
 	res.Err, res.ErrorKind = err, kind
 	what := map[ErrorKind]string{
-		ErrorUnreachable: "unreachable after retries: ",
-		ErrorPermission:  "permission denied (check the credentials and the access policy): ",
-		ErrorNotFound:    "bucket, container or directory not found: ",
-		ErrorCanceled:    "interrupted: ",
-		ErrorOther:       "",
+		ErrorUnreachable:   "unreachable after retries: ",
+		ErrorTimeout:       "timed out: ",
+		ErrorPermission:    "permission denied (check the credentials and the access policy): ",
+		ErrorMisconfigured: "misconfigured: ",
+		ErrorNotFound:      "bucket, container or directory not found: ",
+		ErrorCanceled:      "interrupted: ",
+		ErrorOther:         "",
 	}[kind]
-	if errors.Is(err, context.DeadlineExceeded) {
-		what = "timed out: "
-	}
-	res.Error = prefix + what + err.Error()
+	res.Error = providers.Redact(prefix + what + err.Error())
 }
 
-// classify maps an error onto an ErrorKind.
+// classify maps an error onto an ErrorKind: providers' one classification.
 func classify(err error) ErrorKind {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return ErrorCanceled
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, providers.ErrUnreachable):
-		return ErrorUnreachable
-	case errors.Is(err, providers.ErrPermission):
-		return ErrorPermission
-	case errors.Is(err, providers.ErrNotFound):
-		return ErrorNotFound
+	switch k := providers.KindOf(err); k {
+	case providers.KindNone:
+		return ""
+	case providers.KindCanceled, providers.KindUnreachable, providers.KindTimeout, providers.KindDenied,
+		providers.KindMisconfigured, providers.KindNotFound:
+		return ErrorKind(k)
 	}
 	return ErrorOther
 }
@@ -311,7 +307,13 @@ func (res *ReplicaResult) finish(start time.Time) {
 	case failed:
 		res.Status = ReplicaFailed
 	case res.Error != "" || res.Counts[StatusError] > 0:
-		res.Status = ReplicaUnreachable
+		res.Status = map[ErrorKind]ReplicaStatus{
+			ErrorNotFound: ReplicaNotFound, ErrorPermission: ReplicaDenied, ErrorMisconfigured: ReplicaMisconfigured,
+			ErrorOther: ReplicaError,
+		}[res.ErrorKind]
+		if res.Status == "" {
+			res.Status = ReplicaUnreachable
+		}
 	case res.Counts[StatusUnverified] > 0:
 		res.Status = ReplicaUnverified
 	default:

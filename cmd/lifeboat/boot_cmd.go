@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/failover"
-	"lifeboat/providers"
 	"lifeboat/verify/replicate"
 	"lifeboat/verify/warm"
 )
@@ -114,7 +113,7 @@ unreachable.`,
 					return usageErr("--workdir: %v", err)
 				}
 				if !warm.RestoredEarlier(workdir, o.Manifest) {
-					src, err := urlStoreOpen(ctx, r.Replica)
+					src, err := a.openStore(ctx, r.Replica)
 					if err != nil {
 						return err
 					}
@@ -125,7 +124,7 @@ unreachable.`,
 
 			var bar *progress
 			if !o.NoRestore && o.From != nil {
-				bar = newProgress(a.stderr, "restoring")
+				bar = a.newProgress("restoring")
 				o.Restore.Progress, o.Restore.Total = bar.Add, bar.SetTotal
 			}
 			fmt.Fprintf(a.stderr, "booting %s in %s\n", fl.Model.Name, region)
@@ -134,17 +133,10 @@ unreachable.`,
 				bar.Done()
 			}
 			if err != nil {
-				switch {
-				case errors.Is(err, warm.ErrBootInput):
+				if errors.Is(err, warm.ErrBootInput) {
 					return withCode(exitUsage, err)
-				case errors.Is(err, providers.ErrUnreachable):
-					return withCode(exitUnreachable, err)
-				case res != nil && res.Restore != nil && res.Restore.Report != nil:
-					return withCode(urlStoreErrCode(err), err)
-				case ctx.Err() != nil:
-					return withCode(exitProblem, err)
 				}
-				return withCode(exitUsage, err)
+				return err // exitCode: unreachable 4, interrupted 1, the rest is bad input 2
 			}
 			if err := a.reportBoot(fl, region, res); err != nil {
 				return err
@@ -157,7 +149,7 @@ unreachable.`,
 				_ = res.Instance.Stop(sctx)
 			}
 			if !res.OK {
-				return &exitError{code: exitProblem}
+				return problem("%s in %s is not warm: %s", fl.Model.Name, region, res.Verdict)
 			}
 			return nil
 		},

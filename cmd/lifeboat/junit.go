@@ -52,6 +52,22 @@ type junitSkipped struct {
 	Message string `xml:"message,attr"`
 }
 
+// writeJUnit writes the command's JUnit document.
+func (a *app) writeJUnit(s junitSuites) error {
+	a.wroteJUnit = true
+	return writeJUnit(a.stdout, s)
+}
+
+// errorSuites is the JUnit document of a command that failed before it had results: one test
+// case in error, saying why, so that CI shows the reason instead of an empty file.
+func errorSuites(command string, code int, msg string) junitSuites {
+	if command == "" {
+		command = "lifeboat"
+	}
+	tc := junitCase{Name: command, ClassName: "lifeboat", Error: &junitFailure{Message: firstLine(msg), Type: fmt.Sprintf("exit %d", code), Text: msg}}
+	return junitSuites{Name: command, Suites: []junitSuite{{Name: command, Tests: 1, Errors: 1, Cases: []junitCase{tc}}}}
+}
+
 func writeJUnit(w io.Writer, s junitSuites) error {
 	for _, su := range s.Suites {
 		s.Tests += su.Tests
@@ -72,8 +88,9 @@ func writeJUnit(w io.Writer, s junitSuites) error {
 }
 
 // lintSuites renders a lint report as one test case per rule: errors fail it, warnings are
-// reported in its output so they are visible without failing the build.
-func lintSuites(name string, rep *lint.Report) junitSuites {
+// reported in its output so they are visible without failing the build — unless strict, where a
+// warning fails its case as it fails the exit status.
+func lintSuites(name string, rep *lint.Report, strict bool) junitSuites {
 	byRule := map[string][]lint.Finding{}
 	for _, f := range rep.Findings {
 		byRule[f.Rule] = append(byRule[f.Rule], f)
@@ -84,7 +101,7 @@ func lintSuites(name string, rep *lint.Report) junitSuites {
 		var errs, warns []string
 		for _, f := range byRule[r.ID] {
 			line := fmt.Sprintf("%s: %s: %s (hint: %s)", f.Severity, orDash(f.Path), f.Message, f.Hint)
-			if f.Severity == lint.Error {
+			if f.Severity == lint.Error || strict {
 				errs = append(errs, line)
 			} else {
 				warns = append(warns, line)

@@ -85,7 +85,7 @@ AZURE_STORAGE_CONNECTION_STRING…), never from the URL. --engine and --deploy s
 				if loc.Scheme == "file" {
 					o.ModelDir = loc.Path // a local directory: the local walker and its checks
 				} else {
-					st, err := urlStoreOpen(cmd.Context(), o.ModelDir)
+					st, err := a.openStore(cmd.Context(), o.ModelDir)
 					if err != nil {
 						return err
 					}
@@ -96,13 +96,13 @@ AZURE_STORAGE_CONNECTION_STRING…), never from the URL. --engine and --deploy s
 			if timestamp {
 				o.Created = time.Now()
 			}
-			bar := newProgress(a.stderr, "hashing")
+			bar := a.newProgress("hashing")
 			o.Progress, o.Total, o.Log = bar.Add, bar.SetTotal, a.log
 			start := time.Now()
 			m, err := manifest.Build(cmd.Context(), o)
 			bar.Done()
 			if err != nil {
-				return withCode(buildErrCode(err), err)
+				return err
 			}
 			el := time.Since(start)
 			data, err := m.Marshal()
@@ -146,26 +146,16 @@ AZURE_STORAGE_CONNECTION_STRING…), never from the URL. --engine and --deploy s
 	return c
 }
 
-// buildErrCode: missing, unreadable or unsafe inputs are bad input (2); an interrupted build
-// found nothing wrong with the inputs but did not finish (1); a model store that stayed
-// unreachable is 4.
-func buildErrCode(err error) int {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return exitProblem
-	case errors.Is(err, providers.ErrUnreachable):
-		return exitUnreachable
-	}
-	return exitUsage
-}
-
 // writeOut writes data to name atomically (temp file + rename), or to stdout for "-".
 func writeOut(name string, data []byte, a *app) error {
 	if name == "-" {
-		_, err := a.stdout.Write(data)
+		_, err := a.rawStdout.Write(data)
 		return err
 	}
 	dir := filepath.Dir(name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
 	if err != nil {
 		return err
@@ -324,7 +314,7 @@ Exit status is 0 whether or not they differ, unless --exit-code is given (then 1
 				fmt.Fprintf(a.stdout, "%d added, %d removed, %d changed, %d unchanged\n", d.Added, d.Removed, d.Changed, d.Unchanged)
 			}
 			if exitCode && !d.Empty() {
-				return &exitError{code: exitProblem}
+				return problem("the manifests differ (%d added, %d removed, %d changed)", d.Added, d.Removed, d.Changed)
 			}
 			return nil
 		},
@@ -396,11 +386,14 @@ credentials exit 2. file:///PATH is the local directory PATH.`,
 			}
 			defer closeSrc()
 			rep := lint.Run(cmd.Context(), m, src, a.log)
-			if err := a.renderLint(args[0], rep); err != nil {
+			if err := a.renderLint(args[0], rep, strict); err != nil {
 				return err
 			}
-			if rep.Errors > 0 || (strict && rep.Warnings > 0) {
-				return &exitError{code: exitProblem}
+			switch {
+			case rep.Errors > 0:
+				return problem("lint %s: %d error(s), %d warning(s)", args[0], rep.Errors, rep.Warnings)
+			case strict && rep.Warnings > 0:
+				return problem("lint %s: %d warning(s), which fail with --strict", args[0], rep.Warnings)
 			}
 			return nil
 		},
@@ -455,14 +448,14 @@ func (a *app) lintSource(ctx context.Context, m *manifest.Manifest, dirs lint.Di
 	if dirs.Model != "" && dirs.Bundle != "" {
 		return nil, noop, usageErr("give either --model or --bundle when one of them is a store URL, not both")
 	}
-	st, err := urlStoreOpen(ctx, remote)
+	st, err := a.openStore(ctx, remote)
 	if err != nil {
 		return nil, noop, err
 	}
 	src := manifest.NewStoreSource(st, layout)
 	if err := src.Prefetch(ctx); err != nil && !errors.Is(err, providers.ErrInvalidKey) {
 		st.Close()
-		return nil, noop, withCode(urlStoreErrCode(err), err)
+		return nil, noop, err
 	}
 	if layout == manifest.ModelRepoLayout && looksLikeBundle(ctx, m, src) {
 		st.Close()
@@ -509,12 +502,17 @@ func (a *app) printRules() error {
 	return w.Flush()
 }
 
-func (a *app) renderLint(name string, rep *lint.Report) error {
+func (a *app) renderLint(name string, rep *lint.Report, strict bool) error {
 	switch a.output {
 	case "json":
-		return a.writeJSON(rep)
+		v := struct {
+			*lint.Report
+			Strict bool `json:"strict"`
+			Passed bool `json:"passed"`
+		}{rep, strict, rep.Errors == 0 && (!strict || rep.Warnings == 0)}
+		return a.writeJSON(v)
 	case "junit":
-		return writeJUnit(a.stdout, lintSuites(name, rep))
+		return a.writeJUnit(lintSuites(name, rep, strict))
 	}
 	for _, f := range rep.Findings {
 		if f.Path != "" && strings.HasPrefix(f.Message, f.Path) {
@@ -527,10 +525,13 @@ func (a *app) renderLint(name string, rep *lint.Report) error {
 			fmt.Fprintf(a.stdout, "    hint: %s\n", f.Hint)
 		}
 	}
-	verdict := "PASS"
-	if rep.Errors > 0 {
+	verdict, why := "PASS", ""
+	switch {
+	case rep.Errors > 0:
 		verdict = "FAIL"
+	case strict && rep.Warnings > 0:
+		verdict, why = "FAIL", " (--strict: warnings fail)"
 	}
-	fmt.Fprintf(a.stdout, "%s %s: %d error(s), %d warning(s), %d rules checked\n", verdict, name, rep.Errors, rep.Warnings, len(lint.Rules()))
+	fmt.Fprintf(a.stdout, "%s %s: %d error(s), %d warning(s)%s, %d rules checked\n", verdict, name, rep.Errors, rep.Warnings, why, len(lint.Rules()))
 	return nil
 }

@@ -93,10 +93,7 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 			if err != nil {
 				return err
 			}
-			if code := probeExitCode(res); code != exitOK {
-				return &exitError{code: code}
-			}
-			return nil
+			return probeErr(res)
 		},
 	}
 	f := c.Flags()
@@ -113,15 +110,16 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 	return c
 }
 
-// probeExitCode maps a verdict to the exit status documented in probeCmd.
-func probeExitCode(r warm.ProbeResult) int {
+// probeErr is the verdict as an error for exitCode, as documented in probeCmd: WARM nil; a
+// replica that never accepted a connection unreachable (4); any other verdict a problem (1).
+func probeErr(r warm.ProbeResult) error {
 	switch {
 	case r.Verdict == warm.Warm:
-		return exitOK
+		return nil
 	case r.Verdict == warm.Loading && r.Timings.ListenS == nil:
-		return exitUnreachable
+		return unreachable("%s never accepted a connection: %s", r.URL, r.Reason)
 	default:
-		return exitProblem
+		return problem("%s is %s: %s", r.URL, r.Verdict, r.Reason)
 	}
 }
 

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -14,34 +11,10 @@ import (
 	"lifeboat/internal/sample"
 )
 
-// probeRun runs the CLI with probe registered even before the lead adds it to root.go.
+// probeRun runs the CLI's probe command.
 func probeRun(t *testing.T, args ...string) result {
 	t.Helper()
-	var out, errb bytes.Buffer
-	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}
-	root := a.rootCmd()
-	have := false
-	for _, c := range root.Commands() {
-		have = have || c.Name() == "probe"
-	}
-	if !have {
-		root.AddCommand(a.probeCmd())
-	}
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	code := exitOK
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		code = exitUsage
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		if ee == nil || ee.err != nil {
-			fmt.Fprintf(&errb, "lifeboat: %v\n", err)
-		}
-	}
-	return result{code, out.String(), errb.String()}
+	return lifeboat(t, args...)
 }
 
 // simURL serves the sample repository with the in-process engine simulator.

@@ -25,6 +25,14 @@ type progress struct {
 	wg    sync.WaitGroup
 }
 
+// newProgress is a progress bar on stderr, or none with --quiet.
+func (a *app) newProgress(label string) *progress {
+	if a.quiet {
+		return newProgress(io.Discard, label)
+	}
+	return newProgress(a.stderr, label)
+}
+
 // newProgress starts a bar on w if w is a terminal; otherwise it returns a bar that only counts.
 func newProgress(w io.Writer, label string) *progress {
 	p := &progress{w: w, label: label, start: time.Now(), stop: make(chan struct{})}

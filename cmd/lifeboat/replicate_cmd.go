@@ -92,31 +92,33 @@ URL, missing bucket, refused credentials); 4 a store stayed unreachable.`,
 				}
 			}
 			if toLoc.Scheme == "file" {
-				if o.DryRun {
-					if st, err := os.Stat(toLoc.Path); err != nil || !st.IsDir() {
-						return usageErr("--to %s does not exist; without --dry-run it would be created and every file copied", toLoc.Path)
+				if st, err := os.Stat(toLoc.Path); err == nil && !st.IsDir() {
+					return usageErr("--to %s is not a directory", toLoc.Path)
+				}
+				o.CreatesTarget = true
+				if !o.DryRun {
+					if err := os.MkdirAll(toLoc.Path, 0o755); err != nil {
+						return usageErr("--to: %v", err)
 					}
-				} else if err := os.MkdirAll(toLoc.Path, 0o755); err != nil {
-					return usageErr("--to: %v", err)
 				}
 			}
-			src, err := urlStoreOpen(cmd.Context(), from)
+			src, err := a.openStore(cmd.Context(), from)
 			if err != nil {
 				return err
 			}
 			defer src.Close()
-			dst, err := urlStoreOpen(cmd.Context(), to)
+			dst, err := a.openStore(cmd.Context(), to)
 			if err != nil {
 				return err
 			}
 			defer dst.Close()
 
-			bar := newProgress(a.stderr, "replicating")
+			bar := a.newProgress("replicating")
 			o.Progress, o.Total, o.Log = bar.Add, bar.SetTotal, a.log
 			rep, err := replicate.Run(cmd.Context(), m, src, dst, o)
 			bar.Done()
 			if err != nil {
-				return withCode(urlStoreErrCode(err), err)
+				return err
 			}
 			if a.output == "json" {
 				v := struct {
@@ -129,13 +131,7 @@ URL, missing bucket, refused credentials); 4 a store stayed unreachable.`,
 			} else if err := a.renderReplicate(rep); err != nil {
 				return err
 			}
-			switch rep.Status {
-			case replicate.Failed:
-				return &exitError{code: exitProblem}
-			case replicate.Unreachable:
-				return &exitError{code: exitUnreachable}
-			}
-			return nil
+			return replicateErr(rep)
 		},
 	}
 	f := c.Flags()
@@ -238,4 +234,16 @@ func replCountsLine(counts map[verify.Status]int) string {
 		return "no files"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// replicateErr is the run's outcome as an error for exitCode: files that could not be repaired
+// (1), a store that stayed unreachable (4).
+func replicateErr(rep *replicate.Report) error {
+	switch rep.Status {
+	case replicate.Failed:
+		return problem("%d file(s) could not be copied", rep.Failed)
+	case replicate.Unreachable:
+		return unreachable("%s or %s stayed unreachable", rep.From, rep.To)
+	}
+	return nil
 }

@@ -35,7 +35,6 @@ func TestReplicateUsageErrors(t *testing.T) {
 		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", "file://" + l.Root}, "same replica"},
 		{[]string{"replicate", "--manifest", bad, "--from", l.Root, "--to", to}, "bad.json"},
 		{[]string{"replicate", "--manifest", m, "--from", "/nonexistent", "--to", to}, "not a directory"},
-		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", to, "--dry-run"}, "does not exist"},
 		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", to, "-o", "junit"}, "-o junit"},
 		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", to, "-j", "-1"}, "-j"},
 	} {

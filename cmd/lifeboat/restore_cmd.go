@@ -54,7 +54,7 @@ Exit codes: 0 the bundle in DIR is complete and proven; 1 some files could not b
 			if err != nil {
 				return err
 			}
-			bar := newProgress(a.stderr, "restoring")
+			bar := a.newProgress("restoring")
 			o.Progress, o.Total, o.Log = bar.Add, bar.SetTotal, a.log
 			rep, err := a.restore(cmd.Context(), m, from, to, o)
 			bar.Done()
@@ -99,7 +99,7 @@ func (a *app) restore(ctx context.Context, m *manifest.Manifest, from, to string
 	if st, err := os.Stat(toLoc.Path); err == nil && !st.IsDir() {
 		return nil, usageErr("--to %s is not a directory", toLoc.Path)
 	}
-	src, err := urlStoreOpen(ctx, from)
+	src, err := a.openStore(ctx, from)
 	if err != nil {
 		return nil, err
 	}
@@ -110,12 +110,12 @@ func (a *app) restore(ctx context.Context, m *manifest.Manifest, from, to string
 			return rep, withCode(exitUsage, err)
 		}
 		if rep != nil && rep.Report != nil && rep.Status == replicate.Unreachable {
-			return rep, withCode(exitUnreachable, err)
+			return rep, unreachable("%v", err)
 		}
 		if rep == nil || rep.Report == nil {
 			return rep, withCode(exitUsage, fmt.Errorf("--to %s: %w", toLoc.Path, err))
 		}
-		return rep, withCode(urlStoreErrCode(err), err)
+		return rep, err
 	}
 	return rep, nil
 }
@@ -143,15 +143,5 @@ func (a *app) reportRestore(manifestFile string, rep *replicate.RestoreReport) e
 			fmt.Fprintln(a.stdout)
 		}
 	}
-	return restoreExit(rep)
-}
-
-func restoreExit(rep *replicate.RestoreReport) error {
-	switch rep.Status {
-	case replicate.Failed:
-		return &exitError{code: exitProblem}
-	case replicate.Unreachable:
-		return &exitError{code: exitUnreachable}
-	}
-	return nil
+	return replicateErr(rep.Report)
 }

@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"lifeboat/internal/sample"
 )
@@ -25,32 +21,7 @@ func lifeboatAll(t *testing.T, args ...string) result {
 }
 
 func runAll(ctx context.Context, args []string, out, errb *bytes.Buffer) result {
-	a := &app{stdin: strings.NewReader(""), stdout: out, stderr: errb}
-	root := a.rootCmd()
-	have := map[string]bool{}
-	for _, c := range root.Commands() {
-		have[c.Name()] = true
-	}
-	for _, c := range []*cobra.Command{a.restoreCmd(), a.bootCmd()} {
-		if !have[c.Name()] {
-			root.AddCommand(c)
-		}
-	}
-	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errb)
-	err := root.ExecuteContext(ctx)
-	code := exitOK
-	if err != nil {
-		code = exitUsage
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		if ee == nil || ee.err != nil {
-			fmt.Fprintf(errb, "lifeboat: %v\n", err)
-		}
-	}
+	code := run(ctx, args, strings.NewReader(""), out, errb)
 	return result{code, out.String(), errb.String()}
 }
 

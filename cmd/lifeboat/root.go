@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,86 +9,66 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"runtime/debug"
+
+	"lifeboat/providers"
 
 	"github.com/spf13/cobra"
 )
 
-// Exit codes, the same for every command (see README).
-const (
-	exitOK          = 0
-	exitProblem     = 1 // a check found a problem
-	exitUsage       = 2 // bad input or usage
-	exitRefused     = 3 // refused for safety
-	exitUnreachable = 4 // a dependency stayed unreachable
-)
-
-// exitError carries an exit code up to run. A nil err with a code means "already reported".
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-func (e *exitError) Unwrap() error { return e.err }
-
-// usageErr marks bad input (exit 2).
-func usageErr(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
-}
-
-// withCode wraps err with an exit code unless it already has one.
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return &exitError{code: code, err: err}
-}
-
 // app is the state shared by every command: streams, output format, logger. No globals.
 type app struct {
 	stdin          io.Reader
-	stdout, stderr io.Writer
+	rawStdout      io.Writer // data that must pass unchanged (manifest build --out -)
+	stdout, stderr io.Writer // redacting: no secret reaches the terminal or a CI log
 	output         string
-	verbose        bool
+	verbose, quiet bool
 	log            *slog.Logger
+	command        string // the command path, for error reports
+
+	pendingJSON []byte // the result document, written by finish with exit_code added
+	wroteJUnit  bool
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{stdin: stdin, rawStdout: stdout, stdout: &redactWriter{w: stdout}, stderr: &redactWriter{w: stderr}}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
-	code := exitUsage // cobra's own errors (unknown flag, missing argument) are usage errors
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
-		if ee.err == nil {
-			return code
+	return a.finish(ctx, err)
+}
+
+// finish reports err — on stderr, and in the -o format on stdout (a JSON document that always
+// carries exit_code, a JUnit document saying why) — and returns the exit status.
+func (a *app) finish(ctx context.Context, err error) int {
+	code := exitCode(err)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) && ee.err == nil {
+			err = nil // the output already says everything
 		}
 	}
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "lifeboat: interrupted")
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(a.stderr, "lifeboat: interrupted")
+		}
+		fmt.Fprintf(a.stderr, "lifeboat: %v\n", err)
 	}
-	fmt.Fprintf(stderr, "lifeboat: %v\n", err)
-	if a.output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"error": err.Error(), "exit_code": code})
+	msg := ""
+	if err != nil {
+		msg = providers.Redact(err.Error())
+	}
+	switch a.output {
+	case "json":
+		a.flushJSON(code, msg)
+	case "junit":
+		if !a.wroteJUnit && code != exitOK {
+			_ = writeJUnit(a.stdout, errorSuites(a.command, code, msg))
+		}
 	}
 	return code
 }
@@ -112,9 +93,15 @@ Results go to stdout (-o text|json, and junit where CI consumes it); progress an
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.command = cmd.CommandPath()
 			level := slog.LevelWarn
-			if a.verbose {
+			switch {
+			case a.verbose && a.quiet:
+				return usageErr("-v and --quiet exclude each other")
+			case a.verbose:
 				level = slog.LevelDebug
+			case a.quiet:
+				level = slog.LevelError
 			}
 			// No timestamps: these lines are read by a person at a terminal or in a CI log
 			// that already has its own.
@@ -128,10 +115,23 @@ Results go to stdout (-o text|json, and junit where CI consumes it); progress an
 		},
 	}
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text or json (junit where a command says so)")
-	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug details to stderr")
+	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log every request to a store or replica (method, host, key, status, attempt) and each retry to stderr; never a credential")
+	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print no progress or warnings on stderr, only errors (for scripts)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "junit"}, cobra.ShellCompDirectiveNoFileComp))
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v (see --help)", err) })
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(a.manifestCmd(), a.verifyCmd(), a.replicateCmd(), a.restoreCmd(), a.probeCmd(), a.bootCmd(), a.engineSimCmd(), a.demoCmd(), a.versionCmd())
+	root.Version = versionString()
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasSubCommands() && c != root && c.RunE == nil && c.Run == nil {
+			unknownSubcommand(c)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 	return root
 }
 
@@ -147,21 +147,117 @@ func (a *app) checkOutput(formats ...string) error {
 	return usageErr("-o %s is not supported here (use one of %v)", bad, formats)
 }
 
-// writeJSON renders v as indented JSON on stdout.
+// writeJSON renders v as the command's indented JSON result. It is written when the command
+// ends (or by flushJSON), with "exit_code" — and "error" when it failed — added to an object, so
+// that a failing command's one document says why.
 func (a *app) writeJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	a.pendingJSON = b.Bytes()
+	return nil
+}
+
+// flushJSON writes the pending result document (or {"error","exit_code"} when there is none and
+// the command failed).
+func (a *app) flushJSON(code int, msg string) {
+	doc := a.pendingJSON
+	a.pendingJSON = nil
+	if doc == nil {
+		if code == exitOK {
+			return
+		}
+		doc = []byte("{}\n")
+	}
+	trimmed := bytes.TrimRight(doc, "\n ")
+	if len(trimmed) > 0 && trimmed[len(trimmed)-1] == '}' {
+		extra := map[string]any{"exit_code": code}
+		if msg != "" {
+			extra["error"] = msg
+		}
+		body := bytes.TrimSpace(trimmed[:len(trimmed)-1])
+		var b bytes.Buffer
+		b.Write(body)
+		if !bytes.Equal(body, []byte("{")) {
+			b.WriteString(",")
+		}
+		for _, k := range []string{"error", "exit_code"} {
+			if v, ok := extra[k]; ok {
+				val, _ := json.Marshal(v)
+				fmt.Fprintf(&b, "\n  %q: %s,", k, val)
+			}
+		}
+		doc = append(bytes.TrimSuffix(b.Bytes(), []byte(",")), []byte("\n}\n")...)
+	}
+	_, _ = a.stdout.Write(doc)
+}
+
+// redactWriter removes secrets (providers.Redact) from everything written through it.
+type redactWriter struct{ w io.Writer }
+
+func (r *redactWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, providers.Redact(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // isTerminal reports whether w is a terminal (progress bars only then).
 func isTerminal(w io.Writer) bool {
+	if r, ok := w.(*redactWriter); ok {
+		w = r.w
+	}
 	f, ok := w.(*os.File)
 	return ok && isTTY(f.Fd())
 }
 
-var version = "dev" // set with -ldflags "-X main.version=…"
+var version = "" // may be set with -ldflags "-X main.version=…"; else the module version
+
+// versionString is the module version, VCS revision and build time from debug.ReadBuildInfo.
+func versionString() string {
+	v, rev, at, dirty := versionInfo()
+	s := v
+	if rev != "" {
+		s += " (" + rev
+		if dirty {
+			s += "+dirty"
+		}
+		if at != "" {
+			s += ", built from a commit of " + at
+		}
+		s += ")"
+	}
+	return s
+}
+
+func versionInfo() (ver, rev, at string, dirty bool) {
+	ver = version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		if ver == "" {
+			ver = "unknown"
+		}
+		return ver, "", "", false
+	}
+	if ver == "" {
+		ver = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	return ver, rev, at, dirty
+}
 
 func (a *app) versionCmd() *cobra.Command {
 	return &cobra.Command{
@@ -173,9 +269,10 @@ func (a *app) versionCmd() *cobra.Command {
 				return err
 			}
 			if a.output == "json" {
-				return a.writeJSON(map[string]string{"version": version})
+				v, rev, at, dirty := versionInfo()
+				return a.writeJSON(map[string]any{"version": v, "vcs_revision": rev, "vcs_time": at, "vcs_modified": dirty, "go_version": runtime.Version()})
 			}
-			fmt.Fprintln(a.stdout, "lifeboat", version)
+			fmt.Fprintln(a.stdout, "lifeboat", versionString(), runtime.Version())
 			return nil
 		},
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"lifeboat/providers"
@@ -12,29 +11,17 @@ import (
 // than a plain local path.
 func isStoreURL(s string) bool { return strings.Contains(s, "://") }
 
-// urlStoreOpen parses and opens a store URL. A malformed URL or an unusable configuration (no AWS
-// region, a malformed connection string) is bad input, exit 2.
-func urlStoreOpen(ctx context.Context, raw string) (providers.Store, error) {
+// openStore parses and opens a store URL, every store of every command the same way: with -v,
+// each request is logged (method, host, key, status, attempt) and each retry as it happens. A
+// malformed URL or an unusable configuration (no AWS region, a malformed connection string) is
+// bad input, exit 2 — exitCode tells from the error.
+func (a *app) openStore(ctx context.Context, raw string) (providers.Store, error) {
 	if _, err := providers.ParseURL(raw); err != nil {
 		return nil, withCode(exitUsage, err)
 	}
-	s, err := providers.Open(ctx, raw, providers.Options{})
-	if err != nil {
-		return nil, withCode(urlStoreErrCode(err), err)
+	o := providers.Options{}
+	if a.verbose {
+		o.Log = a.log
 	}
-	return s, nil
-}
-
-// urlStoreErrCode maps a store error to an exit code: 4 when the store stayed unreachable after
-// the SDK's retries or a deadline passed waiting for it (as verify --timeout does), 1 when
-// interrupted, 2 for what the user must fix (a bad URL, a missing bucket or directory, refused
-// credentials, unsafe keys).
-func urlStoreErrCode(err error) int {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return exitProblem
-	case errors.Is(err, providers.ErrUnreachable), errors.Is(err, context.DeadlineExceeded):
-		return exitUnreachable
-	}
-	return exitUsage
+	return providers.Open(ctx, raw, o)
 }

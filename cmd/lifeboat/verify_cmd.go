@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )
@@ -67,19 +68,13 @@ schemes); they are never printed.`,
 			if err := a.checkOutput("text", "json", "junit"); err != nil {
 				return err
 			}
-			if manifestFile == "" {
+			switch {
+			case manifestFile == "":
 				return usageErr("verify needs --manifest FILE (see --help)")
-			}
-			if len(args) == 0 {
+			case len(args) == 0:
 				return usageErr("verify needs at least one replica URL (see --help)")
-			}
-			if jobs < 0 {
+			case jobs < 0:
 				return usageErr("-j %d: want a positive number of requests in flight", jobs)
-			}
-			for _, u := range args {
-				if _, err := providers.ParseURL(u); err != nil {
-					return usageErr("%v", err)
-				}
 			}
 			m, err := a.readManifest(manifestFile)
 			if err != nil {
@@ -91,60 +86,21 @@ schemes); they are never printed.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			stores := make([]providers.Store, 0, len(args))
+			stores, err := a.openStores(ctx, args)
 			defer func() {
 				for _, s := range stores {
 					s.Close()
 				}
 			}()
-			for _, u := range args {
-				s, err := providers.Open(ctx, u, providers.Options{})
-				if err != nil {
-					return usageErr("%v", err)
-				}
-				stores = append(stores, s)
-			}
-
-			mode := verify.ModeQuick
-			if deep {
-				mode = verify.ModeDeep
-			}
-			o := verify.Options{Jobs: jobs}
-			var bar *progress
-			if deep {
-				bar = newProgress(a.stderr, "verifying")
-				var total atomic.Int64
-				o.Planned = func(n int64) { bar.SetTotal(0, total.Add(n)) }
-				o.Progress = bar.Add
-			}
-			rep := verify.Replicas(ctx, m, stores, mode, o)
-			if bar != nil {
-				bar.Done()
-			}
-			rep.Manifest = manifestFile
-
-			switch a.output {
-			case "json":
-				err = a.writeJSON(rep)
-			case "junit":
-				err = writeVerifyJUnit(a.stdout, rep, strict)
-			default:
-				err = renderVerify(a.stdout, rep)
-			}
 			if err != nil {
 				return err
 			}
-			if a.output != "text" {
-				for _, r := range rep.Replicas {
-					if r.Error != "" {
-						fmt.Fprintf(a.stderr, "lifeboat: %s\n", r.Error)
-					}
-				}
+			rep := a.runVerify(ctx, m, stores, deep, jobs)
+			rep.Manifest = manifestFile
+			if err := a.reportVerify(rep, strict); err != nil {
+				return err
 			}
-			if code := verifyExitCode(rep, strict); code != exitOK {
-				return &exitError{code: code}
-			}
-			return nil
+			return rep.Err(strict)
 		},
 	}
 	f := c.Flags()
@@ -157,31 +113,56 @@ schemes); they are never printed.`,
 	return c
 }
 
-// verifyExitCode applies the documented precedence: 1 (a file failed; with strict, also
-// unverified) > 2 (missing bucket or refused credentials) > 4 (unreachable) > 0.
-func verifyExitCode(rep *verify.Report, strict bool) int {
-	code := exitOK
-	for _, r := range rep.Replicas {
-		for _, f := range r.Files {
-			if f.Status.Failed() || (strict && f.Status == verify.StatusUnverified) {
-				return exitProblem
-			}
+// openStores opens every replica URL; any bad one is bad input before anything is read.
+func (a *app) openStores(ctx context.Context, urls []string) ([]providers.Store, error) {
+	stores := make([]providers.Store, 0, len(urls))
+	for _, u := range urls {
+		s, err := a.openStore(ctx, u)
+		if err != nil {
+			return stores, err
 		}
-		switch r.ErrorKind {
-		case "":
-		case verify.ErrorPermission, verify.ErrorNotFound:
-			code = exitUsage
-		case verify.ErrorCanceled:
-			if code == exitOK {
-				code = exitProblem
-			}
-		default:
-			if code == exitOK {
-				code = exitUnreachable
-			}
+		stores = append(stores, s)
+	}
+	return stores, nil
+}
+
+// runVerify verifies every store, with a progress bar for a deep run.
+func (a *app) runVerify(ctx context.Context, m *manifest.Manifest, stores []providers.Store, deep bool, jobs int) *verify.Report {
+	mode := verify.ModeQuick
+	if deep {
+		mode = verify.ModeDeep
+	}
+	o := verify.Options{Jobs: jobs}
+	if deep {
+		bar := a.newProgress("verifying")
+		defer bar.Done()
+		var total atomic.Int64
+		o.Planned = func(n int64) { bar.SetTotal(0, total.Add(n)) }
+		o.Progress = bar.Add
+	}
+	return verify.Replicas(ctx, m, stores, mode, o)
+}
+
+// reportVerify renders the report in the -o format; outside text, replica errors also go to stderr.
+func (a *app) reportVerify(rep *verify.Report, strict bool) error {
+	var err error
+	switch a.output {
+	case "json":
+		err = a.writeJSON(rep)
+	case "junit":
+		err = a.writeJUnit(verifySuites(rep, strict))
+	default:
+		err = renderVerify(a.stdout, rep)
+	}
+	if err != nil || a.output == "text" {
+		return err
+	}
+	for _, r := range rep.Replicas {
+		if r.Error != "" {
+			fmt.Fprintf(a.stderr, "lifeboat: %s\n", r.Error)
 		}
 	}
-	return code
+	return nil
 }
 
 // statusOrder puts the statuses that need attention first in the per-replica summary.
@@ -249,7 +230,8 @@ func renderVerify(w io.Writer, rep *verify.Report) error {
 		}
 	}
 	var parts []string
-	for _, s := range []verify.ReplicaStatus{verify.ReplicaOK, verify.ReplicaFailed, verify.ReplicaUnverified, verify.ReplicaUnreachable} {
+	for _, s := range []verify.ReplicaStatus{verify.ReplicaOK, verify.ReplicaFailed, verify.ReplicaUnverified, verify.ReplicaNotFound,
+		verify.ReplicaDenied, verify.ReplicaMisconfigured, verify.ReplicaError, verify.ReplicaUnreachable} {
 		if byStatus[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", byStatus[s], s))
 		}
@@ -313,9 +295,9 @@ func shortHex(s string) string {
 	return s
 }
 
-// writeVerifyJUnit renders one suite per replica and one case per file: failed statuses are
+// verifySuites renders one suite per replica and one case per file: failed statuses are
 // failures, ERROR an error, UNVERIFIED skipped (a failure with --strict), EXTRA a note.
-func writeVerifyJUnit(w io.Writer, rep *verify.Report, strict bool) error {
+func verifySuites(rep *verify.Report, strict bool) junitSuites {
 	out := junitSuites{Name: "lifeboat verify " + rep.Manifest}
 	for _, r := range rep.Replicas {
 		su := junitSuite{Name: r.URL, Time: fmt.Sprintf("%.3f", r.Seconds)}
@@ -347,5 +329,5 @@ func writeVerifyJUnit(w io.Writer, rep *verify.Report, strict bool) error {
 		}
 		out.Suites = append(out.Suites, su)
 	}
-	return writeJUnit(w, out)
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -266,8 +267,14 @@ func TestVerifyUnreachableAndDenied(t *testing.T) {
 }
 
 func TestVerifyExitCodePrecedence(t *testing.T) {
+	cause := map[verify.ErrorKind]error{
+		verify.ErrorUnreachable: providers.ErrUnreachable, verify.ErrorPermission: providers.ErrPermission,
+		verify.ErrorNotFound: providers.ErrNotFound, verify.ErrorCanceled: context.Canceled,
+		verify.ErrorMisconfigured: providers.ErrMisconfigured, verify.ErrorOther: errors.New("HTTP 400"),
+		verify.ErrorTimeout: context.DeadlineExceeded,
+	}
 	rr := func(kind verify.ErrorKind, st ...verify.Status) verify.ReplicaResult {
-		r := verify.ReplicaResult{ErrorKind: kind}
+		r := verify.ReplicaResult{ErrorKind: kind, Err: cause[kind], Error: string(kind)}
 		for _, s := range st {
 			r.Files = append(r.Files, verify.FileResult{Status: s})
 		}
@@ -282,13 +289,15 @@ func TestVerifyExitCodePrecedence(t *testing.T) {
 		{[]verify.ReplicaResult{rr("", verify.StatusOK, verify.StatusUnverified)}, false, 0},
 		{[]verify.ReplicaResult{rr("", verify.StatusOK, verify.StatusUnverified)}, true, 1},
 		{[]verify.ReplicaResult{rr(verify.ErrorUnreachable, verify.StatusError)}, false, 4},
-		{[]verify.ReplicaResult{rr(verify.ErrorOther, verify.StatusError)}, false, 4},
+		{[]verify.ReplicaResult{rr(verify.ErrorOther, verify.StatusError)}, false, 2},
+		{[]verify.ReplicaResult{rr(verify.ErrorTimeout, verify.StatusError)}, false, 4},
+		{[]verify.ReplicaResult{rr(verify.ErrorUnreachable, verify.StatusError), rr(verify.ErrorMisconfigured, verify.StatusError)}, false, 2},
 		{[]verify.ReplicaResult{rr(verify.ErrorUnreachable, verify.StatusError), rr(verify.ErrorPermission, verify.StatusError)}, false, 2},
 		{[]verify.ReplicaResult{rr(verify.ErrorNotFound, verify.StatusError), rr("", verify.StatusCorrupt)}, false, 1},
 		{[]verify.ReplicaResult{rr("", verify.StatusChecksumMismatch), rr(verify.ErrorUnreachable)}, false, 1},
 		{[]verify.ReplicaResult{rr(verify.ErrorCanceled, verify.StatusError)}, false, 1},
 	} {
-		if got := verifyExitCode(&verify.Report{Replicas: c.replicas}, c.strict); got != c.want {
+		if got := exitCode((&verify.Report{Replicas: c.replicas}).Err(c.strict)); got != c.want {
 			t.Errorf("%+v strict=%v: exit %d, want %d", c.replicas, c.strict, got, c.want)
 		}
 	}

@@ -68,6 +68,13 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 	} else {
 		tgt, err = r.quick(ctx, m, to)
 	}
+	if err != nil && o.DryRun && o.CreatesTarget && errors.Is(err, providers.ErrNotFound) {
+		// The real run creates the target (a local directory): plan it as empty.
+		tgt, err = verify.ReplicaResult{URL: to.String()}, nil
+		for _, f := range m.Files {
+			tgt.Files = append(tgt.Files, verify.FileResult{Path: f.Path, Status: verify.StatusMissing})
+		}
+	}
 	if err != nil {
 		rep.Status = statusForError(err)
 		return rep, fmt.Errorf("target: %w", err)
@@ -202,6 +209,9 @@ type Options struct {
 	// DryRun plans (reading the target and the source's metadata, and re-reading UNVERIFIED files
 	// of a target without native checksums) and writes nothing.
 	DryRun bool
+	// CreatesTarget says the run creates a missing target (a local directory), so a dry run
+	// plans a target that does not exist yet as an empty one instead of failing.
+	CreatesTarget bool
 	// Deep plans from a deep verification of the target (every byte re-read and hashed) instead
 	// of a quick one, so that bytes that rotted under intact metadata (a stored checksum that
 	// still describes what was written) are found and copied again.

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"lifeboat/internal/emulators"
+	"lifeboat/internal/sample"
+)
+
+// A typo at any level is exit 2 with a suggestion, never help and exit 0 (a release gate with
+// "manifest lnt" would pass without checking anything).
+func TestUnknownSubcommandsAndFlagsExit2WithSuggestion(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"manifest", "lnt", "dr/manifest.json"}, "lint"},
+		{[]string{"demo", "int", "DIR"}, "init"},
+		{[]string{"verfy"}, "verify"},
+		{[]string{"verify", "--manfiest", "m.json", "x"}, "did you mean --manifest?"},
+		{[]string{"manifest", "lint", "m.json", "--modle", "x"}, "did you mean --model?"},
+	} {
+		r := cli(t, nil, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("lifeboat %v: exit %d, stderr %q; want exit 2 suggesting %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	// A group without a subcommand still shows its help.
+	if r := cli(t, nil, "manifest"); r.code != 0 || !strings.Contains(r.stdout, "Available Commands") {
+		t.Errorf("lifeboat manifest: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+func TestVersionFromBuildInfo(t *testing.T) {
+	if st, err := os.Stat("../../.git"); err != nil || !st.IsDir() {
+		// The go command stamps VCS information only in a checkout whose .git is a directory, not
+		// in a git worktree (.git is a file there).
+		t.Skip("not a plain git checkout: the go command stamps no VCS revision")
+	}
+	rev := regexp.MustCompile(`\([0-9a-f]{40}(\+dirty)?, built from a commit of \d{4}-\d\d-\d\dT`)
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		r := cli(t, nil, args...)
+		if r.code != 0 || !rev.MatchString(r.stdout) {
+			t.Errorf("lifeboat %v: exit %d, %q; want the VCS revision and its time", args, r.code, r.stdout)
+		}
+	}
+	r := cli(t, nil, "version", "-o", "json")
+	var v map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v["vcs_revision"] == "" || v["version"] == "" || v["exit_code"] != 0.0 {
+		t.Errorf("version -o json: %v %s", err, r.stdout)
+	}
+}
+
+// Every failing command says why in its -o format: one JSON document with error and exit_code
+// (verify and probe exiting 4 too), a valid JUnit document (not an empty lint.xml).
+func TestFailuresInJSONAndJUnit(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	port, err := emulators.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("http://127.0.0.1:%d", port)
+	env := []string{"AWS_ACCESS_KEY_ID=lifeboattest", "AWS_SECRET_ACCESS_KEY=not-a-secret-at-all", "AWS_EC2_METADATA_DISABLED=true"}
+	s3dead := "s3://bucket/llama?region=us-east-1&endpoint=" + dead
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"verify", "--manifest", m, s3dead, "--timeout", "3s"}, 4},
+		{[]string{"probe", dead, "--model", "x", "--timeout", "300ms"}, 4},
+		{[]string{"manifest", "lint", "/nonexistent.json", "--model", l.ModelDir}, 2},
+		{[]string{"manifest", "show", "/nonexistent.json"}, 2},
+		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", s3dead}, 4},
+	} {
+		r := cli(t, env, append(c.args, "-o", "json")...)
+		var v struct {
+			Error    string `json:"error"`
+			ExitCode *int   `json:"exit_code"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != c.code || v.ExitCode == nil || *v.ExitCode != c.code || v.Error == "" {
+			t.Errorf("%v -o json: exit %d (want %d), %v, document %s", c.args, r.code, c.code, err, r.stdout)
+		}
+	}
+	for _, args := range [][]string{
+		{"manifest", "lint", "/nonexistent.json", "--model", l.ModelDir},
+		{"verify", "--manifest", "/nonexistent.json", l.Root},
+	} {
+		r := cli(t, nil, append(args, "-o", "junit")...)
+		var ju struct {
+			Errors int `xml:"errors,attr"`
+			Suites []struct {
+				Cases []struct {
+					Error *struct {
+						Message string `xml:"message,attr"`
+					} `xml:"error"`
+				} `xml:"testcase"`
+			} `xml:"testsuite"`
+		}
+		if err := xml.Unmarshal([]byte(r.stdout), &ju); err != nil || r.code != 2 || ju.Errors != 1 ||
+			!strings.Contains(ju.Suites[0].Cases[0].Error.Message, "nonexistent.json") {
+			t.Errorf("%v -o junit: exit %d, %v\n%s", args, r.code, err, r.stdout)
+		}
+	}
+}
+
+// A dry run plans: a local target that the real run would create is planned as empty, and is not
+// created. --out into a missing directory creates it.
+func TestDryRunToNewDirAndOutIntoMissingDir(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	to := filepath.Join(t.TempDir(), "new", "replica")
+	r := cli(t, nil, "replicate", "--manifest", m, "--from", l.Root, "--to", to, "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "15 file(s)") {
+		t.Fatalf("dry run to a new directory: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(to); err == nil {
+		t.Fatalf("the dry run created %s", to)
+	}
+	out := filepath.Join(t.TempDir(), "dr", "sub", "manifest.json")
+	r = cli(t, nil, "manifest", "build", "--model", l.ModelDir, "--engine", l.EngineFile, "--deploy", l.DeployDir, "--out", out)
+	if _, err := os.Stat(out); r.code != 0 || err != nil {
+		t.Fatalf("--out into a missing directory: exit %d %v\n%s", r.code, err, r.stderr)
+	}
+}

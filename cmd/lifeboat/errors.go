@@ -1,0 +1,162 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"lifeboat/providers"
+	"lifeboat/verify"
+)
+
+// Exit codes, the same for every command (see README).
+const (
+	exitOK          = 0
+	exitProblem     = 1 // a check found a problem
+	exitUsage       = 2 // bad input or usage
+	exitRefused     = 3 // refused for safety
+	exitUnreachable = 4 // a dependency stayed unreachable
+)
+
+// exitError gives an error an explicit exit code (bad usage, refused for safety).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr marks bad input (exit 2).
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// errProblem marks "a check found a problem" (exit 1): lint errors, a replica not warm, files
+// that could not be repaired, manifests that differ under --exit-code.
+var errProblem = errors.New("check failed")
+
+// problem is an errProblem with a message that says what was found.
+func problem(format string, args ...any) error {
+	return &problemError{msg: fmt.Sprintf(format, args...)}
+}
+
+type problemError struct{ msg string }
+
+func (e *problemError) Error() string        { return e.msg }
+func (e *problemError) Is(target error) bool { return target == errProblem }
+
+// unreachable marks a dependency that stayed unreachable (exit 4) — a replica that never listened.
+func unreachable(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), providers.ErrUnreachable)
+}
+
+// exitCode is the one mapping from an error to the exit status. An explicit code wins; then what a
+// check found (1); then providers' classification: interrupted 1, unreachable or timed out 4,
+// bytes that do not match 1, and everything the user must fix — not found, denied, misconfigured,
+// invalid input, anything unclassified — 2.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, errProblem) || errors.Is(err, verify.ErrFailed) {
+		return exitProblem
+	}
+	switch providers.KindOf(err) {
+	case providers.KindCanceled, providers.KindContentMismatch:
+		return exitProblem
+	case providers.KindUnreachable, providers.KindTimeout:
+		return exitUnreachable
+	}
+	return exitUsage
+}
+
+// unknownSubcommand makes a command group refuse what it does not know (exit 2, with a
+// suggestion) instead of printing its help and exiting 0. Without arguments it prints its help.
+func unknownSubcommand(c *cobra.Command) {
+	c.Args = cobra.ArbitraryArgs
+	c.SuggestionsMinimumDistance = 2
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return usageErr("%s\n\nRun '%s --help' for the commands.", msg, cmd.CommandPath())
+	}
+}
+
+// flagError turns pflag's parse errors into usage errors, with a suggestion for a mistyped long
+// flag ("unknown flag: --manfiest" → "did you mean --manifest?").
+func flagError(c *cobra.Command, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		if s := suggestFlag(c, name); s != "" {
+			return usageErr("%v: did you mean --%s? (see --help)", err, s)
+		}
+	}
+	return usageErr("%v (see --help)", err)
+}
+
+func suggestFlag(c *cobra.Command, name string) string {
+	best, bestD := "", 3
+	visit := func(n string) {
+		d := levenshtein(strings.ToLower(name), n)
+		if strings.HasPrefix(n, name) && len(name) >= 3 {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = n, d
+		}
+	}
+	c.Flags().VisitAll(func(f *pflag.Flag) { visit(f.Name) })
+	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { visit(f.Name) })
+	return best
+}
+
+// levenshtein is the edit distance between a and b.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// withCode gives err an explicit exit code unless it already has one.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: code, err: err}
+}

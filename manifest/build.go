@@ -33,11 +33,14 @@ type BuildOptions struct {
 	DeployPaths []string // files or directories of deployment manifests, optional
 	Name        string   // manifest title, optional
 	Created     time.Time
-	Jobs        int                  // files hashed at once; 0 means runtime.NumCPU()
-	EmbedLimit  int64                // 0 means DefaultEmbedLimit
-	Progress    func(n int64)        // bytes hashed so far are reported through this, if set
-	Total       func(files, n int64) // called once with the totals before hashing, if set
-	Log         *slog.Logger
+	Jobs        int   // files hashed at once; 0 means runtime.NumCPU()
+	EmbedLimit  int64 // 0 means DefaultEmbedLimit
+	// Progress, if set, is called with the bytes of each chunk as it is hashed, from up to Jobs
+	// goroutines at once: it must be safe for concurrent use.
+	Progress func(n int64)
+	// Total, if set, is called once, before hashing, with the file count and total bytes.
+	Total func(files, n int64)
+	Log   *slog.Logger
 }
 
 // source is one file to put in the bundle.

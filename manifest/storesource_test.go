@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,10 +213,11 @@ func TestStoreSources(t *testing.T) {
 			t.Run("build", func(t *testing.T) {
 				_, s := p.fresh(t)
 				ssUpload(t, s, l.ModelDir, "")
-				var progressed, total int64
+				var progressed atomic.Int64 // Progress is called from several goroutines
+				var total int64
 				o := opts
 				o.ModelDir, o.ModelStore = "", s
-				o.Progress = func(n int64) { progressed += n }
+				o.Progress = func(n int64) { progressed.Add(n) }
 				o.Total = func(_, n int64) { total = n }
 				o.Jobs = 3
 				m, err := manifest.Build(context.Background(), o)
@@ -226,8 +228,8 @@ func TestStoreSources(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("manifest built from %s differs from the local build", s)
 				}
-				if progressed != total || total != m.Summarize().Bytes {
-					t.Errorf("progress %d of %d; manifest bytes %d", progressed, total, m.Summarize().Bytes)
+				if progressed.Load() != total || total != m.Summarize().Bytes {
+					t.Errorf("progress %d of %d; manifest bytes %d", progressed.Load(), total, m.Summarize().Bytes)
 				}
 			})
 

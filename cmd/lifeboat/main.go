@@ -1,5 +1,6 @@
 // Command lifeboat keeps multi-region vLLM serving recoverable: it captures everything a replica
-// needs in one DR manifest, lints it, and (in later releases) verifies, boots and fails over.
+// needs in one DR manifest and lints it, verifies and repairs every copy in every cloud, boots
+// replicas and proves them warm, and fails traffic over without breaking residency.
 package main
 
 import (

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -705,7 +706,7 @@ func TestEngineAndDeploy(t *testing.T) {
 	if img := yamlValues(d, "image"); len(img) != 1 || !digest.MatchString(img[0]) {
 		t.Errorf("image %v", img)
 	}
-	if got := yamlValues(d, "mountPath"); !contains(got, l.ModelMount) || !contains(got, "/etc/vllm") {
+	if got := yamlValues(d, "mountPath"); !slices.Contains(got, l.ModelMount) || !slices.Contains(got, "/etc/vllm") {
 		t.Errorf("mountPaths %v, want %s and /etc/vllm", got, l.ModelMount)
 	}
 	for _, s := range []string{`args: ["--config", "/etc/vllm/engine.yaml"]`, "name: vllm\n", "path: /health", "nvidia.com/gpu:", "persistentVolumeClaim:", "configMap:", "containerPort: 8000", "matchLabels:"} {
@@ -728,15 +729,6 @@ func TestEngineAndDeploy(t *testing.T) {
 	if len(pins) < 3 || len(hashes) != 2*len(pins) {
 		t.Errorf("requirements.lock: %d pins, %d hashes:\n%s", len(pins), len(hashes), lock)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestTargetBytes(t *testing.T) {

@@ -1,8 +1,9 @@
 package sample
 
 import (
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -117,11 +118,7 @@ func trainBPE(text string, target int) *bpeTokenizer {
 		syms []string
 		n    int
 	}
-	keys := make([]string, 0, len(counts))
-	for w := range counts {
-		keys = append(keys, w)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(counts))
 	words := make([]word, 0, len(keys))
 	for _, k := range keys {
 		w := word{n: counts[k]}

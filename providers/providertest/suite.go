@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -184,14 +185,7 @@ func list(t *testing.T, s providers.Store, dir string) map[string]providers.Obje
 	return out
 }
 
-func keys(m map[string]providers.Object) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
+func keys(m map[string]providers.Object) []string { return slices.Sorted(maps.Keys(m)) }
 
 func wantErr(t *testing.T, err, target error, what string) {
 	t.Helper()

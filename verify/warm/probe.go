@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -426,22 +427,13 @@ func (p *prober) models(ctx context.Context) (string, bool) {
 			ok = p.check("lora "+l, false, AdapterMissing, "not in /v1/models (saw %v)", ids) && ok
 		case c.Parent == nil:
 			ok = p.check("lora "+l, false, AdapterMissing, "listed as a base model, not an adapter") && ok
-		case !contains(want, *c.Parent):
+		case !slices.Contains(want, *c.Parent):
 			ok = p.check("lora "+l, false, AdapterMissing, "parent %q, want one of %v", *c.Parent, want) && ok
 		default:
 			p.check("lora "+l, true, "", "listed with parent %q", *c.Parent)
 		}
 	}
 	return want[0], ok
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func snippet(b []byte) string {

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,4 +156,23 @@ func sortedRegions(m map[string]RegionSignal) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// StaticSignals replays recorded signals (what-if planning, drills, tests): every call returns
+// the same values, or what Func returns when set.
+type StaticSignals struct {
+	Regions map[string]RegionSignal
+	Func    func(preflight bool) map[string]RegionSignal
+}
+
+// Signals returns the recorded signals.
+func (s *StaticSignals) Signals(ctx context.Context, preflight bool) (map[string]RegionSignal, error) {
+	if s.Func != nil {
+		return s.Func(preflight), ctx.Err()
+	}
+	out := make(map[string]RegionSignal, len(s.Regions))
+	for k, v := range s.Regions {
+		out[k] = v
+	}
+	return out, ctx.Err()
 }

@@ -1,0 +1,791 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"time"
+
+	"lifeboat/providers"
+)
+
+// Errors the CLI maps to exit codes.
+var (
+	// ErrRefused: the plan was refused for safety (exit 3); nothing changed.
+	ErrRefused = errors.New("refused for safety")
+	// ErrHeld: a check failed between steps and the run holds (exit 1).
+	ErrHeld = errors.New("failover held")
+	// ErrDrift: the router does not route as the journal says (exit 1).
+	ErrDrift = errors.New("router drift")
+	// ErrExpired: the failover passed failover.expires (resume refuses; restore it).
+	ErrExpired = errors.New("failover expired")
+	// ErrNothingToResume: the latest run finished (or there is none).
+	ErrNothingToResume = errors.New("nothing to resume")
+)
+
+// Executor carries out plans on a router under the lock, journaling every change.
+type Executor struct {
+	Fleet   *Fleet
+	Store   providers.Store // the fleet's state store: lock and journal
+	Router  Driver
+	Signals SignalSource
+	Log     *slog.Logger // progress; nil: discard
+	Holder  string       // who runs this (user@host pid N); empty: derived
+	LockTTL time.Duration
+	Now     func() time.Time
+	// OnRecord is called after each journal record is written (tests crash here).
+	OnRecord func(Record)
+	// AfterApply is called after a step's change is read back, before its result is
+	// journaled (tests crash here too: applied but not recorded).
+	AfterApply func(step int)
+}
+
+// RunOptions are a run's choices.
+type RunOptions struct {
+	Event          Event
+	Immediate      bool
+	Overrides      []Rule
+	Reason         string
+	RollbackOnFail bool
+	// HoldTimeout is how long a failed check is re-tried (every step_interval) before the run
+	// stops held; 0 stops at once.
+	HoldTimeout time.Duration
+	// Confirm is shown the plan before the first change; false cancels. Nil: go ahead.
+	Confirm func(*Plan) bool
+	// Plan, when set, is shown the plan once made (whether it proceeds or not).
+	Plan func(*Plan)
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	Run   string      `json:"run"`
+	Plan  *Plan       `json:"plan"`
+	Steps int         `json:"steps_applied"`
+	Held  string      `json:"held,omitempty"`
+	Final RouterState `json:"final"`
+}
+
+func (e *Executor) log() *slog.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (e *Executor) now() time.Time {
+	if e.Now != nil {
+		return e.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (e *Executor) holder() string {
+	if e.Holder != "" {
+		return e.Holder
+	}
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s@%s pid %d", name, host, os.Getpid())
+}
+
+func (e *Executor) locker() *Locker { return &Locker{Store: e.Store, TTL: e.LockTTL, Now: e.Now} }
+
+// session is one process's hold on the lock, renewed in the background.
+type session struct {
+	e      *Executor
+	lock   *Lock
+	j      *Journal
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+func (e *Executor) begin(ctx context.Context, operation, reason, run string, next int) (*session, error) {
+	lk, err := e.locker().Acquire(ctx, e.holder(), operation, reason)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	s := &session{e: e, lock: lk, ctx: sctx, cancel: cancel, done: make(chan struct{})}
+	s.j = &Journal{Store: e.Store, Run: run, Holder: lk.Holder, Token: lk.Token, next: next, Now: e.Now, OnRecord: e.OnRecord}
+	ttl := e.locker().ttl()
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+				if err := e.locker().Renew(sctx, s.lock); err != nil {
+					if errors.Is(err, ErrLockLost) {
+						cancel(err)
+						return
+					}
+					e.log().Warn("lock renewal failed; retrying", "err", err)
+				}
+			}
+		}
+	}()
+	return s, nil
+}
+
+// end stops renewal and releases the lock (with a fresh context: release even when cancelled).
+func (s *session) end() {
+	s.cancel(nil)
+	<-s.done
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.e.locker().Release(ctx, s.lock); err != nil {
+		s.e.log().Warn("lock not released", "err", err)
+	}
+}
+
+func (s *session) err(err error) error {
+	if c := context.Cause(s.ctx); c != nil && errors.Is(c, ErrLockLost) {
+		return c
+	}
+	return err
+}
+
+// failoverState is what the journal says about the open failover.
+type failoverState struct {
+	baseline    Weights
+	transitions map[string]int
+}
+
+// history reads the journal: the open failover's baseline (nil when none is open) and each
+// region's changes in the last hour.
+func (e *Executor) history(ctx context.Context) (failoverState, error) {
+	st := failoverState{transitions: map[string]int{}}
+	runs, err := Runs(ctx, e.Store)
+	if err != nil {
+		return st, err
+	}
+	hourAgo := e.now().Add(-time.Hour)
+	baselineKnown := false
+	for i := len(runs) - 1; i >= 0; i-- {
+		recs, err := ReadRun(ctx, e.Store, runs[i])
+		if err != nil {
+			return st, err
+		}
+		started := false
+		for _, r := range recs {
+			switch {
+			case r.Kind == RecStart && !baselineKnown:
+				st.baseline, started = r.Baseline, true
+			case r.Kind == RecDone && r.Closed && started:
+				st.baseline = nil
+			case r.Kind == RecResult && r.Time.After(hourAgo) && r.Before != nil && r.After != nil:
+				for reg := range changedRegions(*r.Before, *r.After) {
+					st.transitions[reg]++
+				}
+			}
+		}
+		baselineKnown = baselineKnown || started
+		if baselineKnown && runs[i] < NewRunID(hourAgo) {
+			break
+		}
+	}
+	return st, nil
+}
+
+// latestStarted returns the newest run that began changing the router (refused runs are
+// skipped: they changed nothing).
+func latestStarted(ctx context.Context, s providers.Store) (string, []Record, error) {
+	runs, err := Runs(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		recs, err := ReadRun(ctx, s, runs[i])
+		if err != nil {
+			return "", nil, err
+		}
+		for _, r := range recs {
+			if r.Kind == RecStart {
+				return runs[i], recs, nil
+			}
+		}
+	}
+	return "", nil, nil
+}
+
+func changedRegions(a, b RouterState) map[string]bool {
+	out := map[string]bool{}
+	for c := range b.Weights {
+		for _, r := range unionStrings(a.Weights[c], b.Weights[c]) {
+			if a.Weights[c][r] != b.Weights[c][r] || a.States.Get(c, r) != b.States.Get(c, r) {
+				out[r] = true
+			}
+		}
+	}
+	return out
+}
+
+func unionStrings(ms ...map[string]int) []string {
+	set := map[string]bool{}
+	for _, m := range ms {
+		for k := range m {
+			set[k] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+// Input builds a planner input from the live router and signals.
+func (e *Executor) Input(ctx context.Context, rs RouterState, sig map[string]RegionSignal, h failoverState, o RunOptions) PlanInput {
+	in := InputFromFleet(e.Fleet)
+	in.Weights, in.States, in.Signals = rs.Weights, rs.States, sig
+	in.Baseline, in.Transitions = h.baseline, h.transitions
+	in.Event, in.Immediate, in.Overrides = o.Event, o.Immediate, o.Overrides
+	in.MaxWeight = e.Router.MaxWeight()
+	return in
+}
+
+// readRouter reads the router and checks that its topology keeps every class in its regions.
+func (e *Executor) readRouter(ctx context.Context) (RouterState, error) {
+	rs, err := e.Router.Read(ctx)
+	if err != nil {
+		return rs, fmt.Errorf("read %s: %w", e.Router, err)
+	}
+	if rs.States == nil {
+		rs.States = States{}
+	}
+	if err := checkTopology(e.Fleet.Tenants, rs); err != nil {
+		return rs, fmt.Errorf("%s: %w", e.Router, err)
+	}
+	// Only the fleet's classes are planned; the router may hold others.
+	for c := range rs.Weights {
+		if _, ok := e.Fleet.Tenants[c]; !ok {
+			delete(rs.Weights, c)
+		}
+	}
+	for c, elig := range e.Fleet.Tenants {
+		for r := range rs.Weights[c] {
+			if !contains(elig, r) {
+				delete(rs.Weights[c], r) // cut off and weight 0 (checked above): not a region of this class
+			}
+		}
+	}
+	return rs, nil
+}
+
+// Run plans the event from the live router and signals (preflight: the warm prober on every
+// region), then carries it out under the lock.
+func (e *Executor) Run(ctx context.Context, o RunOptions) (*Outcome, error) {
+	run := NewRunID(e.now())
+	s, err := e.begin(ctx, "failover "+o.Event.String(), o.Reason, run, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end()
+	out, err := e.run(s, o, run)
+	return out, s.err(err)
+}
+
+func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
+	ctx := s.ctx
+	h, err := e.history(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if (o.Event.Kind == Restore || o.Event.Kind == Abort) && h.baseline == nil {
+		return nil, fmt.Errorf("%w: no failover is open (the journal has no baseline to go back to)", ErrRefused)
+	}
+	rs, err := e.readRouter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if h.baseline == nil {
+		h.baseline = rs.Weights.Clone()
+	}
+	e.log().Info("preflight: probing every region with the warm prober")
+	sig, err := e.Signals.Signals(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: %w", err)
+	}
+	for _, r := range sortedRegions(sig) {
+		if !sig[r].Warm {
+			e.log().Info("preflight: not a receiver", "region", r, "why", sig[r].Why)
+		}
+	}
+	plan := MakePlan(e.Input(ctx, rs, sig, h, o))
+	if o.Event.Kind == Restore && plan.Hold != "" && len(plan.Steps) == 0 && o.HoldTimeout > 0 {
+		plan, sig, err = e.awaitDwell(ctx, o, h, plan)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if o.Plan != nil {
+		o.Plan(plan)
+	}
+	out := &Outcome{Run: run, Plan: plan, Final: rs}
+	if plan.Refused {
+		_, _ = s.j.Append(ctx, Record{Kind: RecRefused, Event: &o.Event, Reason: o.Reason, Detail: plan.Reason, Plan: plan})
+		return out, fmt.Errorf("%w: %s", ErrRefused, plan.Reason)
+	}
+	if len(plan.Steps) == 0 {
+		if plan.Hold != "" {
+			return out, fmt.Errorf("%w: %s", ErrRefused, plan.Hold)
+		}
+		return out, nil
+	}
+	if o.Confirm != nil && !o.Confirm(plan) {
+		return out, errors.New("cancelled: nothing changed")
+	}
+	exp := e.now().Add(e.Fleet.Failover.Expires)
+	if _, err := s.j.Append(ctx, Record{Kind: RecStart, Event: &o.Event, Reason: o.Reason, Plan: plan, Baseline: h.baseline, Expires: &exp, Overrides: o.Overrides}); err != nil {
+		return out, err
+	}
+	for _, r := range o.Overrides {
+		if _, err := s.j.Append(ctx, Record{Kind: RecOverride, Reason: o.Reason, Detail: fmt.Sprintf("rule %s bypassed by %s", r, s.lock.Holder)}); err != nil {
+			return out, err
+		}
+	}
+	return e.steps(s, o, plan, 0, h, out)
+}
+
+// awaitDwell re-reads signals every step_interval until the failback may start or the hold
+// timeout passes.
+func (e *Executor) awaitDwell(ctx context.Context, o RunOptions, h failoverState, plan *Plan) (*Plan, map[string]RegionSignal, error) {
+	deadline := e.now().Add(o.HoldTimeout)
+	var sig map[string]RegionSignal
+	for plan.Hold != "" && len(plan.Steps) == 0 && e.now().Before(deadline) {
+		e.log().Info("waiting", "why", plan.Hold)
+		if err := sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
+			return nil, nil, err
+		}
+		var err error
+		if sig, err = e.Signals.Signals(ctx, false); err != nil {
+			return nil, nil, err
+		}
+		rs, err := e.readRouter(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		plan = MakePlan(e.Input(ctx, rs, sig, h, o))
+	}
+	return plan, sig, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// steps carries out plan.Steps[from:], checking each against fresh signals first.
+func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failoverState, out *Outcome) (*Outcome, error) {
+	ctx := s.ctx
+	pol := e.Fleet.Failover
+	for k := from; k < len(plan.Steps); k++ {
+		st := plan.Steps[k]
+		cur, err := e.readRouter(ctx)
+		if err != nil {
+			return out, err
+		}
+		if k > 0 {
+			if err := sleep(ctx, pol.StepInterval); err != nil {
+				return out, err
+			}
+			if held, err := e.checkBefore(s, o, plan, k, h, &cur); err != nil || held != "" {
+				if err == nil && o.RollbackOnFail && plan.Event.Kind != Abort {
+					return e.rollback(s, o, h, held, out)
+				}
+				out.Held = held
+				if err == nil {
+					err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume`, or `lifeboat failover abort`)", ErrHeld, k+1, len(plan.Steps), held)
+				}
+				return out, err
+			}
+		}
+		if st.WaitForDrain {
+			if err := e.waitDrain(s, st, k); err != nil {
+				return out, err
+			}
+		}
+		if err := e.apply(s, plan, k, cur); err != nil {
+			return out, err
+		}
+		out.Steps++
+	}
+	fin, err := e.readRouter(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Final = fin
+	closed := (plan.Event.Kind == Abort || plan.Event.Kind == Restore) && h.baseline != nil && fin.Weights.Equal(h.baseline)
+	_, err = s.j.Append(ctx, Record{Kind: RecDone, Detail: plan.Hold, After: &fin, Closed: closed})
+	return out, err
+}
+
+// checkBefore re-reads signals and checks step k from the router's current state; it returns
+// the hold reason ("" to go on), re-trying for o.HoldTimeout.
+func (e *Executor) checkBefore(s *session, o RunOptions, plan *Plan, k int, h failoverState, cur *RouterState) (string, error) {
+	ctx := s.ctx
+	deadline := e.now().Add(o.HoldTimeout)
+	for {
+		sig, err := e.Signals.Signals(ctx, false)
+		if err != nil {
+			return "", err
+		}
+		in := e.Input(ctx, *cur, sig, h, o)
+		in.Event = plan.Event
+		vs := CheckStep(in, plan.Steps[k])
+		if len(vs) == 0 {
+			return "", nil
+		}
+		why := vs[0].String()
+		step := k
+		if _, err := s.j.Append(ctx, Record{Kind: RecHold, Step: &step, Detail: why, Violations: vs}); err != nil {
+			return "", err
+		}
+		e.log().Warn("hold", "step", k+1, "why", why)
+		if !e.now().Before(deadline) {
+			return why, nil
+		}
+		if err := sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
+			return "", err
+		}
+		if *cur, err = e.readRouter(ctx); err != nil {
+			return "", err
+		}
+	}
+}
+
+// rollback plans the way back to the baseline from here and carries it out.
+func (e *Executor) rollback(s *session, o RunOptions, h failoverState, why string, out *Outcome) (*Outcome, error) {
+	ctx := s.ctx
+	rs, err := e.readRouter(ctx)
+	if err != nil {
+		return out, err
+	}
+	sig, err := e.Signals.Signals(ctx, false)
+	if err != nil {
+		return out, err
+	}
+	ro := o
+	ro.Event = Event{Kind: Abort}
+	ro.Immediate = false
+	back := MakePlan(e.Input(ctx, rs, sig, h, ro))
+	if _, err := s.j.Append(ctx, Record{Kind: RecRollback, Detail: why, Plan: back}); err != nil {
+		return out, err
+	}
+	e.log().Warn("rolling back", "why", why, "steps", len(back.Steps))
+	if back.Refused || len(back.Steps) == 0 {
+		out.Held = why
+		return out, fmt.Errorf("%w: %s; and the rollback cannot start: %s%s", ErrHeld, why, back.Reason, back.Hold)
+	}
+	out.Plan = back
+	res, err := e.steps(s, ro, back, 0, h, out)
+	if err == nil {
+		err = fmt.Errorf("%w: %s; rolled back", ErrHeld, why)
+	}
+	return res, err
+}
+
+// waitDrain waits until every region withdrawn in st runs fewer than drain_running_below
+// requests, or drain_timeout passes.
+func (e *Executor) waitDrain(s *session, st *Step, k int) error {
+	ctx := s.ctx
+	pol := e.Fleet.Failover
+	deadline := e.now().Add(pol.DrainTimeout)
+	poll := min(max(pol.StepInterval/4, 100*time.Millisecond), 5*time.Second)
+	detail := ""
+	for {
+		sig, err := e.Signals.Signals(ctx, false)
+		if err != nil {
+			return err
+		}
+		busy := []string{}
+		for _, r := range st.Withdraw {
+			if rs := sig[r]; rs.Healthy && rs.Running != nil && *rs.Running >= pol.DrainRunningBelow {
+				busy = append(busy, fmt.Sprintf("%s %d running", r, *rs.Running))
+			}
+		}
+		if len(busy) == 0 {
+			detail = "in-flight requests under drain_running_below"
+			break
+		}
+		if !e.now().Before(deadline) {
+			detail = fmt.Sprintf("drain_timeout %s passed with %v", pol.DrainTimeout, busy)
+			break
+		}
+		e.log().Info("draining", "busy", busy)
+		if err := sleep(ctx, poll); err != nil {
+			return err
+		}
+	}
+	step := k
+	_, err := s.j.Append(ctx, Record{Kind: RecDrainWait, Step: &step, Detail: detail})
+	return err
+}
+
+// apply journals the intent, changes the router, reads it back and journals the result.
+func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) error {
+	ctx := s.ctx
+	target := plan.After(k)
+	if err := e.locker().Check(ctx, s.lock); err != nil {
+		return err
+	}
+	step := k
+	if _, err := s.j.Append(ctx, Record{Kind: RecIntent, Step: &step, Before: &before, Target: &target}); err != nil {
+		return err
+	}
+	e.log().Info("applying", "step", fmt.Sprintf("%d/%d", k+1, len(plan.Steps)), "weights", plan.Steps[k].Weights, "drain", plan.Steps[k].Drain, "withdraw", plan.Steps[k].Withdraw)
+	after, err := e.applyAndReadBack(ctx, target)
+	if err != nil {
+		_, _ = s.j.Append(ctx, Record{Kind: RecFailed, Step: &step, Detail: err.Error()})
+		return err
+	}
+	if e.AfterApply != nil {
+		e.AfterApply(k)
+	}
+	_, err = s.j.Append(ctx, Record{Kind: RecResult, Step: &step, Before: &before, After: &after})
+	return err
+}
+
+func (e *Executor) applyAndReadBack(ctx context.Context, target RouterState) (RouterState, error) {
+	if err := e.Router.Apply(ctx, target); err != nil {
+		return RouterState{}, fmt.Errorf("apply to %s: %w", e.Router, err)
+	}
+	after, err := e.readRouter(ctx)
+	if err != nil {
+		return after, err
+	}
+	if d := Diff(target, after); len(d) > 0 {
+		return after, fmt.Errorf("%w: %s reads back differently from what was applied: %v", ErrDrift, e.Router, d)
+	}
+	return after, nil
+}
+
+// Resume continues the latest run from its journal: it re-applies the last intended state
+// (routers forget runtime changes on reload), then carries out the remaining steps.
+func (e *Executor) Resume(ctx context.Context, o RunOptions) (*Outcome, error) {
+	run, recs, err := latestStarted(ctx, e.Store)
+	if err != nil {
+		return nil, err
+	}
+	v := ViewRun(run, recs, e.now())
+	if run == "" || v.Start == nil {
+		return nil, fmt.Errorf("%w: the journal holds no run", ErrNothingToResume)
+	}
+	if v.Done {
+		return nil, fmt.Errorf("%w: run %s finished at %s", ErrNothingToResume, run, v.Last.Time.Format(time.RFC3339))
+	}
+	if v.Expired {
+		return nil, fmt.Errorf("%w: run %s expired at %s; fail back with `lifeboat failover restore` or abort", ErrExpired, run, v.Start.Expires.Format(time.RFC3339))
+	}
+	s, err := e.begin(ctx, "failover resume "+run, o.Reason, run, len(recs))
+	if err != nil {
+		return nil, err
+	}
+	defer s.end()
+	out, err := e.resume(s, o, v)
+	return out, s.err(err)
+}
+
+func (e *Executor) resume(s *session, o RunOptions, v RunView) (*Outcome, error) {
+	ctx := s.ctx
+	plan := v.Plan
+	o.Event, o.Overrides, o.Immediate = plan.Event, plan.Overrides, plan.Immediate
+	h, err := e.history(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.baseline = v.Start.Baseline
+	if _, err := s.j.Append(ctx, Record{Kind: RecResume, Reason: o.Reason, Detail: fmt.Sprintf("taking over run %s at step %d of %d", v.Run, v.NextStep+1, len(plan.Steps))}); err != nil {
+		return nil, err
+	}
+	out := &Outcome{Run: v.Run, Plan: plan, Steps: v.Applied}
+	cur, err := e.readRouter(ctx)
+	if err != nil {
+		return out, err
+	}
+	if v.InFlight >= 0 {
+		// The intent was written, the result was not: apply it again (idempotent) and record
+		// its one result.
+		if err := e.apply(s, plan, v.InFlight, cur); err != nil {
+			return out, err
+		}
+		out.Steps++
+	} else if v.LastApplied >= 0 {
+		target := plan.After(v.LastApplied)
+		if len(Diff(target, cur)) > 0 {
+			step := v.LastApplied
+			after, err := e.applyAndReadBack(ctx, target)
+			if err != nil {
+				return out, err
+			}
+			if _, err := s.j.Append(ctx, Record{Kind: RecReassert, Step: &step, Before: &cur, After: &after}); err != nil {
+				return out, err
+			}
+		}
+	}
+	next := max(v.InFlight, v.LastApplied) + 1
+	return e.steps(s, o, plan, next, h, out)
+}
+
+// RunView is what a run's journal says.
+type RunView struct {
+	Run         string   `json:"run"`
+	Start       *Record  `json:"-"`
+	Plan        *Plan    `json:"plan,omitempty"`
+	Last        *Record  `json:"-"`
+	Applied     int      `json:"steps_applied"`
+	LastApplied int      `json:"last_applied"` // step index of the last result, -1 none
+	InFlight    int      `json:"in_flight"`    // step with an intent and no result, -1 none
+	NextStep    int      `json:"next_step"`
+	Done        bool     `json:"done"`
+	Refused     bool     `json:"refused"`
+	Held        string   `json:"held,omitempty"`
+	Failed      string   `json:"failed,omitempty"`
+	Expired     bool     `json:"expired"`
+	Results     []int    `json:"-"` // step index of every result record, in order
+	Overrides   []string `json:"overrides,omitempty"`
+}
+
+// ViewRun reads a run's records.
+func ViewRun(run string, recs []Record, now time.Time) RunView {
+	v := RunView{Run: run, LastApplied: -1, InFlight: -1}
+	for i := range recs {
+		r := &recs[i]
+		v.Last = r
+		switch r.Kind {
+		case RecStart:
+			v.Start, v.Plan = r, r.Plan
+		case RecRollback:
+			v.Plan, v.LastApplied, v.InFlight = r.Plan, -1, -1
+		case RecRefused:
+			v.Refused, v.Done, v.Plan = true, true, r.Plan
+		case RecIntent:
+			v.InFlight = *r.Step
+			v.Held, v.Failed = "", ""
+		case RecResult:
+			v.LastApplied, v.InFlight = *r.Step, -1
+			v.Applied++
+			v.Results = append(v.Results, *r.Step)
+		case RecHold:
+			v.Held = r.Detail
+		case RecFailed:
+			v.Failed = r.Detail
+		case RecDone:
+			v.Done = true
+		case RecOverride:
+			v.Overrides = append(v.Overrides, r.Detail)
+		}
+	}
+	v.NextStep = max(v.InFlight, v.LastApplied) + 1
+	if v.Start != nil && v.Start.Expires != nil && !now.Before(*v.Start.Expires) {
+		v.Expired = true
+	}
+	return v
+}
+
+// Expected is the router state the journal says should be in place, and whether a change
+// was in flight (an intent without its result).
+func (v RunView) Expected() (RouterState, bool) {
+	if v.Plan == nil {
+		return RouterState{}, false
+	}
+	if v.InFlight >= 0 {
+		return v.Plan.After(v.InFlight), true
+	}
+	return v.Plan.After(v.LastApplied), false
+}
+
+// Status reads the latest run and the router; ErrDrift when the router is not where the
+// journal says.
+type Status struct {
+	RunView
+	Event    *Event      `json:"event,omitempty"`
+	Holder   string      `json:"holder,omitempty"`
+	Reason   string      `json:"reason,omitempty"`
+	Started  *time.Time  `json:"started,omitempty"`
+	Expires  *time.Time  `json:"expires,omitempty"`
+	Lock     *Lock       `json:"lock,omitempty"`
+	Router   RouterState `json:"router"`
+	Expected RouterState `json:"expected"`
+	Drift    []string    `json:"drift"`
+	Journal  []Record    `json:"journal"`
+}
+
+// Status reports the latest run, the lock and the router, with drift.
+func (e *Executor) Status(ctx context.Context) (*Status, error) {
+	run, recs, err := latestStarted(ctx, e.Store)
+	if err != nil {
+		return nil, err
+	}
+	if run == "" {
+		run, recs, err = LatestRun(ctx, e.Store)
+		if err != nil {
+			return nil, err
+		}
+	}
+	st := &Status{RunView: ViewRun(run, recs, e.now()), Journal: recs, Drift: []string{}}
+	if lk, ok, err := e.locker().Read(ctx); err != nil {
+		return nil, err
+	} else if ok && !lk.Released && e.now().Before(lk.Expires) {
+		st.Lock = &lk
+	}
+	if st.Start != nil {
+		st.Event, st.Holder, st.Reason, st.Started, st.Expires = st.Start.Event, st.Start.Holder, st.Start.Reason, &st.Start.Time, st.Start.Expires
+	}
+	rs, err := e.readRouter(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Router = rs
+	if st.Plan != nil && !st.Refused {
+		want, inflight := st.RunView.Expected()
+		st.Expected = want
+		d := Diff(want, rs)
+		if inflight && len(d) > 0 {
+			// mid-change: either side of the change is not drift
+			if prev := st.Plan.After(st.InFlight - 1); len(Diff(prev, rs)) == 0 {
+				d = nil
+			}
+		}
+		st.Drift = append(st.Drift, d...)
+	}
+	return st, nil
+}
+
+// Unlock breaks the lock with the exact id and journals it.
+func (e *Executor) Unlock(ctx context.Context, id, reason string) (Lock, error) {
+	by := e.holder()
+	lk, err := e.locker().Break(ctx, id, by)
+	if err != nil {
+		return lk, err
+	}
+	run, recs, err := LatestRun(ctx, e.Store)
+	if err == nil && run != "" {
+		j := &Journal{Store: e.Store, Run: run, Holder: by, Token: lk.Token, next: len(recs), Now: e.Now}
+		_, err = j.Append(ctx, Record{Kind: RecUnlock, Reason: reason, Detail: fmt.Sprintf("lock %s of %s (since %s, token %d) broken by %s", lk.ID, lk.Holder, lk.Since.Format(time.RFC3339), lk.Token, by)})
+	}
+	return lk, err
+}
+
+// ResultCounts counts result records per step index (a test and audit aid: each step applied
+// once).
+func (v RunView) ResultCounts() map[int]int {
+	out := map[int]int{}
+	for _, k := range v.Results {
+		out[k]++
+	}
+	return out
+}
+

@@ -1,0 +1,168 @@
+package failover
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"lifeboat/providers"
+)
+
+// Journal record kinds.
+const (
+	RecStart     = "start"     // a run begins: plan, baseline, expiry, who and why
+	RecRefused   = "refused"   // a plan was refused: nothing changed
+	RecIntent    = "intent"    // before a router change: the state about to be applied
+	RecResult    = "result"    // after it: the state read back
+	RecHold      = "hold"      // a check failed between steps
+	RecDrainWait = "drain"     // the wait before a withdraw ended
+	RecReassert  = "reassert"  // resume re-applied a completed step's state (routers forget)
+	RecRollback  = "rollback"  // --rollback-on-fail: the plan back to the baseline
+	RecDone      = "done"      // the run reached the end of its plan
+	RecFailed    = "failed"    // the run stopped on an error
+	RecUnlock    = "unlock"    // break-glass unlock
+	RecOverride  = "override"  // a rule bypassed with --override
+	RecResume    = "resume"    // a new process took over the run
+	runsDir      = "failover/runs"
+	maxRecordLen = 8 << 20
+)
+
+// Record is one journal entry. Records are append-only objects, each created with a
+// conditional create under failover/runs/RUN/SEQ.json, and carry the fencing token.
+type Record struct {
+	Seq        int          `json:"seq"`
+	Run        string       `json:"run"`
+	Kind       string       `json:"kind"`
+	Time       time.Time    `json:"time"`
+	Holder     string       `json:"holder"`
+	Token      int64        `json:"token"`
+	Step       *int         `json:"step,omitempty"`
+	Event      *Event       `json:"event,omitempty"`
+	Reason     string       `json:"reason,omitempty"`
+	Detail     string       `json:"detail,omitempty"`
+	Plan       *Plan        `json:"plan,omitempty"`
+	Baseline   Weights      `json:"baseline,omitempty"`
+	Expires    *time.Time   `json:"expires,omitempty"`
+	Target     *RouterState `json:"target,omitempty"` // intent: what is applied
+	After      *RouterState `json:"after,omitempty"`  // result: what was read back
+	Before     *RouterState `json:"before,omitempty"`
+	Overrides  []Rule       `json:"overrides,omitempty"`
+	Violations []Violation  `json:"violations,omitempty"`
+	Closed     bool         `json:"closed,omitempty"` // done: the failover is over (back at the baseline)
+}
+
+// Journal appends records of one run.
+type Journal struct {
+	Store  providers.Store
+	Run    string
+	Holder string
+	Token  int64
+	next   int
+	Now    func() time.Time
+	// OnRecord is called after each record is durably written (tests crash the process here).
+	OnRecord func(Record)
+}
+
+func recordKey(run string, seq int) string { return fmt.Sprintf("%s/%s/%06d.json", runsDir, run, seq) }
+
+// Append writes rec as the run's next record.
+func (j *Journal) Append(ctx context.Context, rec Record) (Record, error) {
+	now := time.Now().UTC()
+	if j.Now != nil {
+		now = j.Now().UTC()
+	}
+	rec.Seq, rec.Run, rec.Holder, rec.Token, rec.Time = j.next, j.Run, j.Holder, j.Token, now
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return rec, err
+	}
+	_, err = j.Store.Write(ctx, recordKey(j.Run, rec.Seq), bytes.NewReader(b), providers.WriteOptions{Size: int64(len(b)), IfNotExists: true, ContentType: "application/json"})
+	if errors.Is(err, providers.ErrPreconditionFailed) {
+		return rec, fmt.Errorf("%w: journal record %d of run %s was written by someone else", ErrLockLost, rec.Seq, j.Run)
+	}
+	if err != nil {
+		return rec, fmt.Errorf("journal %s: %w", recordKey(j.Run, rec.Seq), err)
+	}
+	j.next++
+	if j.OnRecord != nil {
+		j.OnRecord(rec)
+	}
+	return rec, nil
+}
+
+// NewRunID names a run so that runs sort by start time.
+func NewRunID(now time.Time) string {
+	return now.UTC().Format("20060102T150405.000Z") + "-" + newID()[:6]
+}
+
+// Runs lists the run ids in the store, oldest first.
+func Runs(ctx context.Context, s providers.Store) ([]string, error) {
+	set := map[string]bool{}
+	err := s.List(ctx, runsDir, func(o providers.Object) error {
+		rest := strings.TrimPrefix(o.Key, runsDir+"/")
+		if i := strings.IndexByte(rest, '/'); i > 0 {
+			set[rest[:i]] = true
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, providers.ErrNotFound) {
+		return nil, fmt.Errorf("list journal: %w", err)
+	}
+	out := make([]string, 0, len(set))
+	for r := range set {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ReadRun returns a run's records in order.
+func ReadRun(ctx context.Context, s providers.Store, run string) ([]Record, error) {
+	var keys []string
+	err := s.List(ctx, runsDir+"/"+run, func(o providers.Object) error {
+		keys = append(keys, o.Key)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list journal of %s: %w", run, err)
+	}
+	sort.Strings(keys)
+	out := make([]Record, 0, len(keys))
+	for _, k := range keys {
+		var data []byte
+		err := s.Read(ctx, k, providers.ReadOptions{}, func(r io.Reader) error {
+			b, err := io.ReadAll(io.LimitReader(r, maxRecordLen))
+			data = b
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read journal %s: %w", k, err)
+		}
+		var rec Record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, fmt.Errorf("journal %s: %v", k, err)
+		}
+		if rec.Seq != len(out) {
+			return nil, fmt.Errorf("journal %s: record %d where %d was expected (a gap or a foreign object)", k, rec.Seq, len(out))
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// LatestRun returns the newest run and its records; "" when there is none.
+func LatestRun(ctx context.Context, s providers.Store) (string, []Record, error) {
+	runs, err := Runs(ctx, s)
+	if err != nil || len(runs) == 0 {
+		return "", nil, err
+	}
+	run := runs[len(runs)-1]
+	recs, err := ReadRun(ctx, s, run)
+	return run, recs, err
+}

@@ -788,4 +788,3 @@ func (v RunView) ResultCounts() map[int]int {
 	}
 	return out
 }
-

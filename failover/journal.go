@@ -16,19 +16,19 @@ import (
 
 // Journal record kinds.
 const (
-	RecStart     = "start"     // a run begins: plan, baseline, expiry, who and why
-	RecRefused   = "refused"   // a plan was refused: nothing changed
-	RecIntent    = "intent"    // before a router change: the state about to be applied
-	RecResult    = "result"    // after it: the state read back
-	RecHold      = "hold"      // a check failed between steps
-	RecDrainWait = "drain"     // the wait before a withdraw ended
-	RecReassert  = "reassert"  // resume re-applied a completed step's state (routers forget)
-	RecRollback  = "rollback"  // --rollback-on-fail: the plan back to the baseline
-	RecDone      = "done"      // the run reached the end of its plan
-	RecFailed    = "failed"    // the run stopped on an error
-	RecUnlock    = "unlock"    // break-glass unlock
-	RecOverride  = "override"  // a rule bypassed with --override
-	RecResume    = "resume"    // a new process took over the run
+	RecStart     = "start"    // a run begins: plan, baseline, expiry, who and why
+	RecRefused   = "refused"  // a plan was refused: nothing changed
+	RecIntent    = "intent"   // before a router change: the state about to be applied
+	RecResult    = "result"   // after it: the state read back
+	RecHold      = "hold"     // a check failed between steps
+	RecDrainWait = "drain"    // the wait before a withdraw ended
+	RecReassert  = "reassert" // resume re-applied a completed step's state (routers forget)
+	RecRollback  = "rollback" // --rollback-on-fail: the plan back to the baseline
+	RecDone      = "done"     // the run reached the end of its plan
+	RecFailed    = "failed"   // the run stopped on an error
+	RecUnlock    = "unlock"   // break-glass unlock
+	RecOverride  = "override" // a rule bypassed with --override
+	RecResume    = "resume"   // a new process took over the run
 	runsDir      = "failover/runs"
 	maxRecordLen = 8 << 20
 )

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"lifeboat/internal/emulators"
+	"lifeboat/providers"
 )
 
 const (
@@ -155,9 +157,8 @@ func standIn(dir, name string, why error) (cloud, error) {
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func writeFileAtomic(name string, data []byte) error {
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	return providers.WriteFileAtomic(name, 0o600, func(w io.Writer) error { // the env file holds credentials
+		_, err := w.Write(data)
 		return err
-	}
-	return os.Rename(tmp, name)
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lifeboat/providers"
 	"os"
 	"path"
 	"path/filepath"
@@ -426,30 +427,12 @@ func runJobs(ctx context.Context, n int, fn func(context.Context, int) error) er
 	return first
 }
 
-// writeFileAtomic writes name through a temporary file in the same directory and renames it into
-// place, so a reader never sees a partial file under the final name.
-func writeFileAtomic(name string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
+// writeFileAtomic writes name so that a reader never sees a partial file under the final name.
+func writeFileAtomic(name string, write func(io.Writer) error) error {
+	if err := providers.WriteFileAtomic(name, 0o644, write); err != nil {
 		return fmt.Errorf("sample: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			err = fmt.Errorf("sample: write %s: %w", name, err)
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), name)
+	return nil
 }
 
 // marshalJSON encodes like Python's json.dumps(indent=2, ensure_ascii=False): two-space indent,

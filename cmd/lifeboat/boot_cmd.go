@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -32,7 +31,8 @@ func (a *app) bootCmd() *cobra.Command {
   1. restore the region's replica (regions.NAME.replica in the fleet file) into --workdir, checking
      every byte against the manifest (model.manifest) as it streams, as 'lifeboat restore' does.
      A working directory restored and proven by an earlier boot, whose files are unchanged since
-     (same size and modification time), is not restored again;
+     (same size, modification and change time, inode), is not restored again; the default
+     --workdir is private to the caller, and one another user owns or can write to is refused;
   2. launch it with the region's launcher (regions.NAME.launcher): kind exec runs the command
      template on this host — {{.ModelDir}} is WORKDIR/bundle/model, {{.EngineConfig}} the restored
      engine config, {{.Port}} a free port, {{.Host}} 127.0.0.1 — with the launcher's env, its
@@ -66,17 +66,15 @@ unreachable.`,
 			if jobs < 0 {
 				return usageErr("-j %d: must be at least 1", jobs)
 			}
-			data, err := os.ReadFile(fleetFile)
-			if err != nil {
-				return usageErr("--fleet: %v", err)
-			}
-			fl, err := failover.ParseFleet(data, fleetFile)
-			if err != nil {
+			fl, err := failover.ReadFleet(fleetFile)
+			if errors.Is(err, failover.ErrInvalidFleet) {
 				return usageErr("%v", err)
+			} else if err != nil {
+				return usageErr("--fleet: %v", err)
 			}
 			r := fl.Regions[region]
 			if r == nil {
-				return usageErr("--region %s: not in %s (regions: %s)", region, fleetFile, strings.Join(fl.RegionNames(), ", "))
+				return usageErr("--region %s: not in %s (regions: %s)", region, fleetFile, someNames(fl.RegionNames(), 20))
 			}
 			if r.Launcher == nil {
 				return usageErr("%s:%d: regions.%s has no launcher: add launcher: {kind: exec, command: ...} or {kind: endpoint}", fleetFile, r.Line, region)
@@ -103,14 +101,13 @@ unreachable.`,
 					return err
 				}
 				if workdir == "" {
-					workdir = filepath.Join(os.TempDir(), "lifeboat-boot", safeName(fl.Model.Name), safeName(region))
+					if workdir, err = warm.DefaultWorkdir(fl.Model.Name, region); err != nil {
+						return usageErr("%v", err)
+					}
 				}
 				o.Workdir = workdir
-				if st, err := os.Stat(workdir); err == nil && !st.IsDir() {
-					return usageErr("--workdir %s is not a directory", workdir)
-				}
-				if err := os.MkdirAll(workdir, 0o755); err != nil {
-					return usageErr("--workdir: %v", err)
+				if err := warm.PrepareWorkdir(workdir); err != nil {
+					return usageErr("--workdir %s: %v", workdir, err)
 				}
 				if !warm.RestoredEarlier(workdir, o.Manifest) {
 					src, err := a.openStore(ctx, r.Replica)
@@ -158,7 +155,7 @@ unreachable.`,
 	f.StringVar(&fleetFile, "fleet", "", "the fleet file (required)")
 	f.StringVar(&region, "region", "", "the region whose replica to boot (required)")
 	f.BoolVar(&keep, "keep", false, "leave a warm replica running until interrupted")
-	f.StringVar(&workdir, "workdir", "", "where to restore and keep the replica's log (default: TMPDIR/lifeboat-boot/MODEL/REGION, reused across runs)")
+	f.StringVar(&workdir, "workdir", "", "where to restore and keep the replica's log (default: a private per-user ~/.cache/lifeboat/boot/MODEL/REGION, reused across runs; refused if another user owns it or can write to it)")
 	f.DurationVar(&po.TTFTBudget, "ttft-budget", warm.DefaultTTFTBudget, "time to first token the probe request must meet")
 	f.DurationVar(&po.Timeout, "timeout", warm.DefaultProbeTimeout, "how long to wait for the replica to listen")
 	f.IntVarP(&jobs, "jobs", "j", replicate.DefaultJobs, "files restored at once")
@@ -197,23 +194,6 @@ func sortedEnvKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// safeName turns a model or region name into one path element.
-func safeName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	if b.Len() == 0 || strings.Trim(b.String(), ".") == "" {
-		return "_"
-	}
-	return b.String()
 }
 
 func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult) error {
@@ -290,4 +270,13 @@ func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult
 		fmt.Fprintf(w, "timings: %s\n", strings.Join(parts, ", "))
 	}
 	return nil
+}
+
+// someNames lists at most n names, then how many more there are (a fleet file is input: its
+// region list must not become a megabyte of error text).
+func someNames(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, … and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }

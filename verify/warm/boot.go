@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"lifeboat/manifest"
@@ -82,8 +84,11 @@ var ErrBootInput = errors.New("boot")
 // Boot restores a replica into a working directory if needed, launches it, probes it and stops
 // it (unless Keep):
 //
+//   - Workdir. It is created 0700 if missing and refused (ErrBootInput wrapping ErrUnsafeWorkdir)
+//     when it is a symbolic link, owned by someone else, or writable by others (PrepareWorkdir).
 //   - Restore. When Workdir holds a restore of the same manifest recorded as proven by an earlier
-//     run, and every file still has the size and modification time recorded then, the restore is
+//     run (a record only the caller could have written), and every file still has the size,
+//     modification time, change time and inode recorded then, the restore is
 //     skipped; otherwise replicate.Restore runs (it keeps the files it proves intact and fetches the rest).
 //     A restore that fails for some files still boots what was restored — that is the replica an
 //     outage would get, and the probe names what breaks — but the result is not OK. A store that
@@ -113,6 +118,9 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 		wd, err := filepath.Abs(o.Workdir)
 		if err != nil {
 			return res, err
+		}
+		if err := PrepareWorkdir(wd); err != nil {
+			return res, fmt.Errorf("%w: %w", ErrBootInput, err)
 		}
 		bundle := filepath.Join(wd, "bundle")
 		t0 := time.Now()
@@ -219,15 +227,19 @@ func expectFromEngine(po *ProbeOptions, spec Spec) error {
 }
 
 // The restore record: written after a restore ended OK, it lets the next boot skip the restore
-// while the files are untouched (same size and modification time as when they were proven).
+// while the files are untouched (same size, mtime, ctime and inode as when they were proven).
 type restoreRecord struct {
 	Manifest string               `json:"manifest"` // fingerprint of the manifest's files
 	Files    map[string]fileStamp `json:"files"`
 }
 
+// fileStamp identifies one proven file. The inode and change time are in it because a
+// modification time can be set back by anyone who can write the file (touch -d); a ctime cannot.
 type fileStamp struct {
-	Size    int64 `json:"size"`
-	ModTime int64 `json:"mtime_ns"`
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mtime_ns"`
+	Ctime   int64  `json:"ctime_ns"`
+	Ino     uint64 `json:"ino"`
 }
 
 func recordPath(wd string) string { return filepath.Join(wd, "restore.json") }
@@ -254,7 +266,11 @@ func stamps(bundle string, m *manifest.Manifest) (map[string]fileStamp, error) {
 		if !fi.Mode().IsRegular() || fi.Size() != f.Size {
 			return nil, fmt.Errorf("%s changed", f.Path)
 		}
-		out[f.Path] = fileStamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}
+		st := fileStamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}
+		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+			st.Ctime, st.Ino = sys.Ctim.Nano(), sys.Ino
+		}
+		out[f.Path] = st
 	}
 	return out, nil
 }
@@ -268,11 +284,41 @@ func writeRecord(wd string, m *manifest.Manifest) error {
 	if err != nil {
 		return err
 	}
-	tmp := recordPath(wd) + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
+	// A fresh private file (O_EXCL, random name) renamed over the record: nothing planted in the
+	// working directory is followed or written through.
+	tmp, err := os.CreateTemp(wd, ".restore.json-*")
+	if err != nil {
+		return fmt.Errorf("restore record: %w", err)
 	}
-	return os.Rename(tmp, recordPath(wd))
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("restore record: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("restore record: %w", err)
+	}
+	return os.Rename(tmp.Name(), recordPath(wd))
+}
+
+// readRecord reads the restore record only if it is a regular file owned by the caller and
+// writable by nobody else, in a working directory that is itself safe (PrepareWorkdir's rules):
+// a record someone else could have written proves nothing.
+func readRecord(wd string) ([]byte, bool) {
+	if checkOwnDir(wd) != nil || checkAncestors(filepath.Dir(wd)) != nil {
+		return nil, false
+	}
+	f, err := os.OpenFile(recordPath(wd), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || owner(fi) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 || fi.Size() > 64<<20 {
+		return nil, false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	return data, err == nil
 }
 
 // RestoredEarlier reports whether workdir holds a restore of m that an earlier Boot proved, with
@@ -284,8 +330,8 @@ func RestoredEarlier(workdir string, m *manifest.Manifest) bool {
 
 // restoredEarlier returns why the restore can be skipped, or "".
 func restoredEarlier(wd string, m *manifest.Manifest) string {
-	data, err := os.ReadFile(recordPath(wd))
-	if err != nil {
+	data, ok := readRecord(wd)
+	if !ok {
 		return ""
 	}
 	var rec restoreRecord
@@ -301,5 +347,5 @@ func restoredEarlier(wd string, m *manifest.Manifest) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("restored and verified earlier into %s; all %d files unchanged since (size and modification time)", filepath.Join(wd, "bundle"), len(m.Files))
+	return fmt.Sprintf("restored and verified earlier into %s; all %d files unchanged since (size, mtime, ctime, inode)", filepath.Join(wd, "bundle"), len(m.Files))
 }

@@ -1,11 +1,11 @@
 package warm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"text/template"
 	"time"
 )
 
@@ -55,8 +54,8 @@ type Instance interface {
 
 // ExecLauncher runs a command template on this host. The template is split into argv like a
 // shell would (single quotes, double quotes, backslash escapes; no shell is run, no expansion),
-// then each word is expanded with text/template over ExecVars, so a model directory with spaces
-// stays one argument. Example:
+// then each {{.Field}} of ExecVars in a word is replaced by its value (plain substitution, no
+// template language), so a model directory with spaces stays one argument. Example:
 //
 //	vllm serve {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}
 type ExecLauncher struct {
@@ -85,17 +84,46 @@ func (l *ExecLauncher) CommandArgs(v ExecVars) ([]string, error) {
 	}
 	argv := make([]string, 0, len(words))
 	for _, w := range words {
-		t, err := template.New("arg").Option("missingkey=error").Parse(w)
+		a, err := substitute(w, v)
 		if err != nil {
 			return nil, fmt.Errorf("exec launcher: command %q: %w", l.Command, err)
 		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, v); err != nil {
-			return nil, fmt.Errorf("exec launcher: command %q: %w", l.Command, err)
-		}
-		argv = append(argv, b.String())
+		argv = append(argv, a)
 	}
 	return argv, nil
+}
+
+// substitute replaces each {{.Field}} of one word with the field's value: plain substitution,
+// not a template language, so a command line can neither loop nor format (a fleet file is
+// input, and {{range}} or printf in it once hung the parser and took gigabytes).
+func substitute(w string, v ExecVars) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(w, "{{")
+		if i < 0 {
+			b.WriteString(w)
+			return b.String(), nil
+		}
+		b.WriteString(w[:i])
+		end := strings.Index(w[i+2:], "}}")
+		if end < 0 {
+			return "", errors.New("unterminated {{")
+		}
+		field := strings.TrimSpace(w[i+2 : i+2+end])
+		switch field {
+		case ".ModelDir":
+			b.WriteString(v.ModelDir)
+		case ".EngineConfig":
+			b.WriteString(v.EngineConfig)
+		case ".Host":
+			b.WriteString(v.Host)
+		case ".Port":
+			b.WriteString(strconv.Itoa(v.Port))
+		default:
+			return "", fmt.Errorf("{{%s}}: only plain field substitution is allowed ({{.ModelDir}}, {{.EngineConfig}}, {{.Host}}, {{.Port}})", w[i+2:i+2+end])
+		}
+		w = w[i+2+end+2:]
+	}
 }
 
 // Launch starts the command in its own process group. Cancelling ctx stops it (like Stop).
@@ -121,9 +149,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
 	if logPath == "" {
 		logf, err = os.CreateTemp("", "lifeboat-replica-*.log")
 	} else {
-		if err = os.MkdirAll(filepath.Dir(logPath), 0o755); err == nil {
-			logf, err = os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-		}
+		logf, err = createLog(logPath)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("exec launcher: log file: %w", err)
@@ -181,6 +207,19 @@ func (e *execInstance) Exited() <-chan struct{} { return e.exited }
 
 // PGID is the process group of the replica (its leader's pid).
 func (e *execInstance) PGID() int { return e.pgid }
+
+// createLog makes a fresh log file at p: whatever is there is removed first and the new file is
+// created exclusively without following links, so a symbolic or hard link planted at p never makes
+// us write (as root, perhaps) into the file it points to.
+func createLog(p string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
+}
 
 // LogPath is the file holding the replica's stdout and stderr.
 func (e *execInstance) LogPath() string { return e.logPath }

@@ -310,13 +310,7 @@ func (s *azureStore) Write(ctx context.Context, key string, r io.Reader, opts Wr
 	d := newDigester(opts.Checksums, MD5)
 	plan := uploadPlan{partSize: s.opts.partSize(), concurrency: s.opts.concurrency(), maxParts: azureMaxBlocks, size: opts.Size}
 	obj, err := streamUpload(ctx, r, plan, d, up)
-	if err != nil {
-		if _, ok := err.(*Error); ok {
-			return Object{}, err
-		}
-		return Object{}, s.writeFail(key, opts, err)
-	}
-	return obj, nil
+	return finishUpload(obj, err, func(err error) error { return s.writeFail(key, opts, err) })
 }
 
 func (s *azureStore) writeFail(key string, opts WriteOptions, err error) error {

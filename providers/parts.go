@@ -171,3 +171,15 @@ func uploadParts(ctx context.Context, r io.Reader, first []byte, partSize int64,
 	}
 	return obj, nil
 }
+
+// finishUpload ends a streamed Write: an error the upload already classified passes through,
+// any other becomes the store's write error (fail).
+func finishUpload(obj Object, err error, fail func(error) error) (Object, error) {
+	if err == nil {
+		return obj, nil
+	}
+	if _, ok := err.(*Error); ok {
+		return Object{}, err
+	}
+	return Object{}, fail(err)
+}

@@ -386,13 +386,7 @@ func (s *s3Store) Write(ctx context.Context, key string, r io.Reader, opts Write
 	d := newDigester(opts.Checksums, CRC64NVME)
 	plan := uploadPlan{partSize: max(s.opts.partSize(), 5<<20), concurrency: s.opts.concurrency(), maxParts: s3MaxParts, size: opts.Size}
 	obj, err := streamUpload(ctx, r, plan, d, up)
-	if err != nil {
-		if _, ok := err.(*Error); ok {
-			return Object{}, err
-		}
-		return Object{}, s.writeFail(key, opts, err)
-	}
-	return obj, nil
+	return finishUpload(obj, err, func(err error) error { return s.writeFail(key, opts, err) })
 }
 
 // writeFail classifies a write error; a CAS against a missing object is a failed precondition.

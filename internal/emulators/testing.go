@@ -13,16 +13,40 @@ var (
 	started []interface{ Stop() }
 	dirs    []string
 
-	s3Once  sync.Once
-	s3Inst  *S3
-	s3Err   error
-	azOnce  sync.Once
-	azInst  *Azurite
-	azErr   error
-	gcsOnce sync.Once
-	gcsInst *GCS
-	gcsErr  error
+	sharedS3 shared[*S3]
+	sharedAz shared[*Azurite]
+	gcsOnce  sync.Once
+	gcsInst  *GCS
+	gcsErr   error
 )
+
+// shared is one emulator of the test binary, started on first use in a temporary directory.
+type shared[T interface{ Stop() }] struct {
+	once sync.Once
+	v    T
+	err  error
+}
+
+func (s *shared[T]) get(t testing.TB, name string, start func(dir string) (T, error)) T {
+	t.Helper()
+	s.once.Do(func() {
+		dir, err := os.MkdirTemp("", "lifeboat-"+name+"-")
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.v, s.err = start(dir)
+		if s.err == nil {
+			register(s.v, dir)
+		} else {
+			os.RemoveAll(dir)
+		}
+	})
+	if s.err != nil {
+		Unavailable(t, s.err)
+	}
+	return s.v
+}
 
 // Main runs the tests and then stops the shared emulators: func TestMain(m *testing.M) {
 // os.Exit(emulators.Main(m)) }.
@@ -68,45 +92,13 @@ func Unavailable(t testing.TB, err error) {
 // SharedVersityGW returns the test binary's versitygw, starting it on first use.
 func SharedVersityGW(t testing.TB) *S3 {
 	t.Helper()
-	s3Once.Do(func() {
-		dir, err := os.MkdirTemp("", "lifeboat-versitygw-")
-		if err != nil {
-			s3Err = err
-			return
-		}
-		s3Inst, s3Err = StartVersityGW(dir)
-		if s3Err == nil {
-			register(s3Inst, dir)
-		} else {
-			os.RemoveAll(dir)
-		}
-	})
-	if s3Err != nil {
-		Unavailable(t, s3Err)
-	}
-	return s3Inst
+	return sharedS3.get(t, "versitygw", StartVersityGW)
 }
 
 // SharedAzurite returns the test binary's Azurite, starting it on first use.
 func SharedAzurite(t testing.TB) *Azurite {
 	t.Helper()
-	azOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "lifeboat-azurite-")
-		if err != nil {
-			azErr = err
-			return
-		}
-		azInst, azErr = StartAzurite(dir)
-		if azErr == nil {
-			register(azInst, dir)
-		} else {
-			os.RemoveAll(dir)
-		}
-	})
-	if azErr != nil {
-		Unavailable(t, azErr)
-	}
-	return azInst
+	return sharedAz.get(t, "azurite", StartAzurite)
 }
 
 // InitFakeGCS starts the test binary's fake-gcs-server (once) and points STORAGE_EMULATOR_HOST at

@@ -788,3 +788,21 @@ func (v RunView) ResultCounts() map[int]int {
 	}
 	return out
 }
+
+// LiveInput reads the router, the journal's history and fresh signals (with the warm prober)
+// into a planner input, as Run would plan — for `failover plan` without --signals.
+func (e *Executor) LiveInput(ctx context.Context, o RunOptions) (PlanInput, error) {
+	h, err := e.history(ctx)
+	if err != nil {
+		return PlanInput{}, err
+	}
+	rs, err := e.readRouter(ctx)
+	if err != nil {
+		return PlanInput{}, err
+	}
+	sig, err := e.Signals.Signals(ctx, true)
+	if err != nil {
+		return PlanInput{}, err
+	}
+	return e.Input(ctx, rs, sig, h, o), nil
+}

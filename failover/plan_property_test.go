@@ -315,7 +315,7 @@ func checkRefusal(t testing.TB, in PlanInput, p *Plan, fail func(string, ...any)
 			ok := false
 			for _, r := range elig {
 				s, has := in.Signals[r]
-				if r != R && has && s.Healthy && (s.Warm || slices.Contains(in.Overrides, RuleWarm)) && s.QueueWaitMS != nil && in.Capacity[r] > 0 {
+				if r != R && has && in.States.Get(c, r) == Ready && s.Healthy && (s.Warm || slices.Contains(in.Overrides, RuleWarm)) && s.QueueWaitMS != nil && in.Capacity[r] > 0 {
 					ok = true
 				}
 			}

@@ -369,6 +369,11 @@ func (p *planner) evacuate() {
 			if i == R {
 				continue
 			}
+			k := mc.pos[i]
+			if p.st[ci][k] != Ready {
+				why = append(why, fmt.Sprintf("%s is %s (drained or cut off)", p.m.regions[i], p.st[ci][k]))
+				continue
+			}
 			if p.m.receive[i] || (in.overridden(RuleWarm) && p.receiveIgnoringWarm(i)) {
 				found = true
 				break

@@ -1,0 +1,704 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lifeboat/failover"
+)
+
+// failoverCmd is `lifeboat failover plan|run|status|resume|abort|restore|unlock`.
+func (a *app) failoverCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "failover",
+		Short: "Move tenant classes' traffic between regions: planned, ramped, residency-safe, single-owner, resumable",
+		Long: `Failover changes the global router's per-region weights in safe steps. Every step of every
+plan — run, abort, resume, restore, rollback — is checked against named safety rules:
+
+  residency              a class's weight only goes to its eligible regions (tenants: in the
+                         fleet file); a class with traffic and no warm eligible receiver is
+                         refused, never widened (not overridable)
+  nonzero                never an all-zero weight vector for a class with traffic (not overridable)
+  totals                 each class keeps its total; weights in the driver's range (not overridable)
+  step_percent           at most step_percent of a class's traffic moves per step
+  headroom               a receiver gains only while its predicted queue wait stays under
+                         spill_start_ms
+  spill_cap              a class's traffic outside its baseline regions stays within
+                         spill_cap_percent
+  warm                   a region that is not warm (the warm prober) and healthy never gains
+  drain_before_withdraw  a region is drained (no new sessions) before it is cut off (maint)
+  max_transitions        at most max_transitions_per_hour changes per region
+  failback_dwell         a restore waits until the region is warm and calm for failback_dwell
+
+--override RULE bypasses one overridable rule, and is journaled.
+
+Exit codes: 0 done; 1 held (a check failed between steps), drift (status), nothing to resume;
+2 bad input; 3 refused for safety (residency, no capacity, lock held, expired); 4 the router
+or the state store stayed unreachable.`,
+	}
+	unknownSubcommand(c)
+	c.AddCommand(a.failoverPlanCmd(), a.failoverRunCmd(), a.failoverStatusCmd(), a.failoverResumeCmd(),
+		a.failoverAbortCmd(), a.failoverRestoreCmd(), a.failoverUnlockCmd())
+	return c
+}
+
+// failoverFlags are the flags the failover commands share.
+type failoverFlags struct {
+	fleet, signals, reason string
+	evacuate, restore      string
+	spill, immediate, yes  bool
+	overrides              []string
+	rollback               bool
+	holdTimeout            time.Duration
+}
+
+func (f *failoverFlags) common(c *cobra.Command) {
+	c.Flags().StringVar(&f.fleet, "fleet", "", "fleet file (required)")
+	c.Flags().StringVar(&f.signals, "signals", "", "recorded signals (JSON) instead of probing the regions (what-if, drills)")
+}
+
+func (f *failoverFlags) safety(c *cobra.Command) {
+	c.Flags().BoolVar(&f.immediate, "immediate", false, "move everything in one step and cut off at once: only for a region that is already dead")
+	c.Flags().StringArrayVar(&f.overrides, "override", nil, "break-glass: bypass this one rule (journaled; repeatable)")
+}
+
+func (f *failoverFlags) acting(c *cobra.Command) {
+	c.Flags().StringVar(&f.reason, "reason", "", "why (journaled, shown to anyone who finds the lock held)")
+	c.Flags().BoolVar(&f.yes, "yes", false, "do not ask for confirmation")
+	c.Flags().BoolVar(&f.rollback, "rollback-on-fail", false, "when a check fails between steps, step back to the baseline (ramped) instead of holding")
+	c.Flags().DurationVar(&f.holdTimeout, "hold-timeout", 0, "re-check a failed step every step_interval for this long before holding")
+}
+
+func (a *app) loadFleet(name string) (*failover.Fleet, error) {
+	if name == "" {
+		return nil, usageErr("--fleet FILE is required")
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, usageErr("--fleet: %v", err)
+	}
+	f, err := failover.ParseFleet(data, name)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return f, nil
+}
+
+func (a *app) loadSignals(name string, f *failover.Fleet) (*failover.SignalsFile, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, usageErr("--signals: %v", err)
+	}
+	s, err := failover.ParseSignals(data, name, f)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return s, nil
+}
+
+func (f *failoverFlags) event(needRegion bool) (failover.Event, error) {
+	n := 0
+	var ev failover.Event
+	if f.evacuate != "" {
+		n++
+		ev = failover.Event{Kind: failover.Evacuate, Region: f.evacuate}
+	}
+	if f.restore != "" {
+		n++
+		ev = failover.Event{Kind: failover.Restore, Region: f.restore}
+	}
+	if f.spill {
+		n++
+		ev = failover.Event{Kind: failover.Spill}
+	}
+	if n != 1 {
+		return ev, usageErr("give exactly one of --evacuate REGION, --restore REGION, --spill")
+	}
+	return ev, nil
+}
+
+func (f *failoverFlags) rules() ([]failover.Rule, error) {
+	var out []failover.Rule
+	for _, s := range f.overrides {
+		r, err := failover.ParseRule(s)
+		if err != nil {
+			return nil, usageErr("--override: %v", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// progressLog is the failover's progress on stderr (info level, no timestamps), unless --quiet.
+func (a *app) progressLog() *slog.Logger {
+	if a.quiet {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
+		if at.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return at
+	}}))
+}
+
+// executor opens the fleet's router and state store.
+func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags) (*failover.Executor, func(), error) {
+	if f.State == "" {
+		return nil, nil, usageErr("%s: state: required for failover (the store of the lock and the journal)", f.File)
+	}
+	router, err := failover.OpenRouter(f)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	store, err := a.openStore(ctx, f.State)
+	if err != nil {
+		return nil, nil, err
+	}
+	var src failover.SignalSource = &failover.LiveSignals{Fleet: f}
+	if ff.signals != "" {
+		s, err := a.loadSignals(ff.signals, f)
+		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+		src = &failover.StaticSignals{Regions: s.Regions}
+	}
+	e := &failover.Executor{Fleet: f, Store: store, Router: router, Signals: src, Log: a.progressLog()}
+	return e, func() { store.Close() }, nil
+}
+
+// failoverExit maps the failover's errors to exit codes.
+func failoverExit(err error) error {
+	if err == nil {
+		return nil
+	}
+	var held *failover.LockHeldError
+	switch {
+	case errors.As(err, &held), errors.Is(err, failover.ErrRefused), errors.Is(err, failover.ErrRouterTopology),
+		errors.Is(err, failover.ErrExpired), errors.Is(err, failover.ErrLockLost):
+		return withCode(exitRefused, err)
+	case errors.Is(err, failover.ErrHeld), errors.Is(err, failover.ErrDrift), errors.Is(err, failover.ErrNothingToResume),
+		errors.Is(err, context.Canceled):
+		return withCode(exitProblem, err)
+	case errors.Is(err, failover.ErrRouterUnreachable):
+		return withCode(exitUnreachable, err)
+	}
+	return err // the one mapping (exitCode): stores unreachable 4, bad input 2, ...
+}
+
+func (a *app) failoverPlanCmd() *cobra.Command {
+	var ff failoverFlags
+	c := &cobra.Command{
+		Use:   "plan --fleet FILE (--evacuate REGION | --restore REGION | --spill) [--signals FILE] [--immediate] [--override RULE]... [-o text|json]",
+		Short: "Print the steps a failover would take (no lock, no change)",
+		Long: `Plan reads the router's weights and probes every region (the warm prober, /health, /metrics),
+or, with --signals FILE, takes weights and signals from a recorded file ("what if eu-west-1 fails at
+the evening peak?"), and prints the plan: for each step the weights of every class × region, the
+receivers' predicted queue wait, the regions drained or withdrawn, and what cannot be placed.
+
+Exit codes: 0 a plan with steps (or nothing to do); 3 refused, or nothing can move yet (hold);
+2 bad input; 4 the router or a store stayed unreachable.`,
+		Example: `  lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1
+  lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1 --signals peak.json -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			f, err := a.loadFleet(ff.fleet)
+			if err != nil {
+				return err
+			}
+			ev, err := ff.event(true)
+			if err != nil {
+				return err
+			}
+			rules, err := ff.rules()
+			if err != nil {
+				return err
+			}
+			if ev.Region != "" && f.Regions[ev.Region] == nil {
+				return usageErr("region %s: not in %s (regions: %s)", ev.Region, ff.fleet, strings.Join(f.RegionNames(), ", "))
+			}
+			in := failover.InputFromFleet(f)
+			in.Event, in.Immediate, in.Overrides = ev, ff.immediate, rules
+			if ff.signals != "" {
+				s, err := a.loadSignals(ff.signals, f)
+				if err != nil {
+					return err
+				}
+				in.Weights, in.States, in.Signals, in.Baseline, in.Transitions = s.Weights, s.States, s.Regions, s.Baseline, s.Transitions
+				if r, err := failover.OpenRouter(f); err == nil {
+					in.MaxWeight = r.MaxWeight()
+				}
+			} else {
+				e, closeFn, err := a.executor(ctx, f, &ff)
+				if err != nil {
+					return err
+				}
+				defer closeFn()
+				in, err = e.LiveInput(ctx, failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules})
+				if err != nil {
+					return failoverExit(err)
+				}
+			}
+			plan := failover.MakePlan(in)
+			if a.output == "json" {
+				err = a.writeJSON(plan)
+			} else {
+				err = renderPlan(a.stdout, f, plan)
+			}
+			if err != nil {
+				return err
+			}
+			if plan.Refused || (len(plan.Steps) == 0 && plan.Hold != "") {
+				return &exitError{code: exitRefused}
+			}
+			return nil
+		},
+	}
+	ff.common(c)
+	ff.safety(c)
+	c.Flags().StringVar(&ff.evacuate, "evacuate", "", "move every class off this region")
+	c.Flags().StringVar(&ff.restore, "restore", "", "give this region its traffic back (failback)")
+	c.Flags().BoolVar(&ff.spill, "spill", false, "spill load off regions over spill_start_ms")
+	return c
+}
+
+func (a *app) failoverRunCmd() *cobra.Command {
+	var ff failoverFlags
+	c := &cobra.Command{
+		Use:   "run --fleet FILE (--evacuate REGION | --spill) [--reason TEXT] [--yes] [--rollback-on-fail] [--immediate] [--override RULE]...",
+		Short: "Plan and carry out a failover under the lock, journaling every change",
+		Long: `Run takes the lock in the fleet's state store (exit 3 naming the holder if someone has it),
+probes every region with the warm prober (a region that is not warm is excluded; the plan is
+made without it, or refused), shows the plan and asks (unless --yes), then applies each step:
+journal the intent, change the router, read it back, journal the result. Between steps it waits
+step_interval, re-reads the signals and checks the next step again; a failing check holds the
+run (exit 1; --rollback-on-fail steps back to the baseline instead). A withdraw waits for the
+region's in-flight requests to drain (or drain_timeout). A crash at any point is continued with
+'lifeboat failover resume'.`,
+		Example: `  lifeboat failover run --fleet fleet.yaml --evacuate eu-west-1 --reason "INC-4411 eu-west-1 GPU pool lost"
+  lifeboat failover run --fleet fleet.yaml --evacuate eu-west-1 --immediate --yes --reason "region down"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ev, err := ff.event(true)
+			if err != nil {
+				return err
+			}
+			if ev.Kind == failover.Restore {
+				return usageErr("use 'lifeboat failover restore --region %s' to fail back", ev.Region)
+			}
+			return a.failoverAct(cmd, &ff, ev, false)
+		},
+	}
+	ff.common(c)
+	ff.safety(c)
+	ff.acting(c)
+	c.Flags().StringVar(&ff.evacuate, "evacuate", "", "move every class off this region")
+	c.Flags().BoolVar(&ff.spill, "spill", false, "spill load off regions over spill_start_ms")
+	return c
+}
+
+func (a *app) failoverRestoreCmd() *cobra.Command {
+	var ff failoverFlags
+	var region string
+	c := &cobra.Command{
+		Use:   "restore --fleet FILE --region REGION [--reason TEXT] [--yes] [--hold-timeout D]",
+		Short: "Fail back: give a region its traffic back under the same rules",
+		Long: `Restore moves each class back toward the weights it had before the failover (the journal's
+baseline), ramped, only once the region is warm and under spill_stop_ms for failback_dwell
+(--hold-timeout waits for that, re-checking every step_interval).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if region == "" {
+				return usageErr("restore needs --region REGION")
+			}
+			return a.failoverAct(cmd, &ff, failover.Event{Kind: failover.Restore, Region: region}, false)
+		},
+	}
+	ff.common(c)
+	ff.safety(c)
+	ff.acting(c)
+	c.Flags().StringVar(&region, "region", "", "the region to give its traffic back")
+	return c
+}
+
+func (a *app) failoverAbortCmd() *cobra.Command {
+	var ff failoverFlags
+	c := &cobra.Command{
+		Use:   "abort --fleet FILE [--reason TEXT] [--yes]",
+		Short: "Return to the weights before the failover, ramped and under the same rules",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.failoverAct(cmd, &ff, failover.Event{Kind: failover.Abort}, false)
+		},
+	}
+	ff.common(c)
+	ff.safety(c)
+	ff.acting(c)
+	return c
+}
+
+func (a *app) failoverResumeCmd() *cobra.Command {
+	var ff failoverFlags
+	c := &cobra.Command{
+		Use:   "resume --fleet FILE [--reason TEXT]",
+		Short: "Continue a crashed or held run from its journal",
+		Long: `Resume takes the lock, re-applies the last state the journal intended (routers forget runtime
+changes on reload: the journal is the source of truth) and carries out the remaining steps with
+the same checks. An expired failover is refused (exit 3): restore or abort it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ff.yes = true
+			return a.failoverAct(cmd, &ff, failover.Event{}, true)
+		},
+	}
+	ff.common(c)
+	c.Flags().StringVar(&ff.reason, "reason", "", "why (journaled)")
+	c.Flags().BoolVar(&ff.rollback, "rollback-on-fail", false, "when a check fails, step back to the baseline instead of holding")
+	c.Flags().DurationVar(&ff.holdTimeout, "hold-timeout", 0, "re-check a failed step for this long before holding")
+	return c
+}
+
+// failoverAct runs, restores, aborts or resumes.
+func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Event, resume bool) error {
+	ctx := cmd.Context()
+	if err := a.checkOutput("text", "json"); err != nil {
+		return err
+	}
+	f, err := a.loadFleet(ff.fleet)
+	if err != nil {
+		return err
+	}
+	if ev.Region != "" && f.Regions[ev.Region] == nil {
+		return usageErr("region %s: not in %s (regions: %s)", ev.Region, ff.fleet, strings.Join(f.RegionNames(), ", "))
+	}
+	rules, err := ff.rules()
+	if err != nil {
+		return err
+	}
+	e, closeFn, err := a.executor(ctx, f, ff)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	o := failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules, Reason: ff.reason, RollbackOnFail: ff.rollback, HoldTimeout: ff.holdTimeout}
+	o.Plan = func(p *failover.Plan) {
+		if a.output != "json" {
+			_ = renderPlan(a.stderr, f, p)
+		}
+	}
+	if !ff.yes {
+		o.Confirm = func(p *failover.Plan) bool {
+			fmt.Fprintf(a.stderr, "Apply these %d steps to %s? Type yes to go on: ", len(p.Steps), e.Router)
+			line, _ := bufio.NewReader(io.LimitReader(a.stdin, 1024)).ReadString('\n')
+			return strings.TrimSpace(line) == "yes"
+		}
+	}
+	var out *failover.Outcome
+	if resume {
+		out, err = e.Resume(ctx, o)
+	} else {
+		out, err = e.Run(ctx, o)
+	}
+	if out != nil {
+		if a.output == "json" {
+			_ = a.writeJSON(out)
+		} else {
+			fmt.Fprintf(a.stdout, "Run %s: %d step(s) applied.\n", out.Run, out.Steps)
+			if out.Held != "" {
+				fmt.Fprintf(a.stdout, "HELD: %s\n", out.Held)
+			}
+			if err == nil {
+				fmt.Fprintln(a.stdout, "Final weights:")
+				renderWeights(a.stdout, f, out.Final)
+			}
+		}
+	}
+	return failoverExit(err)
+}
+
+func (a *app) failoverStatusCmd() *cobra.Command {
+	var ff failoverFlags
+	c := &cobra.Command{
+		Use:   "status --fleet FILE [-o text|json]",
+		Short: "Show the latest run from the journal, the lock, the router's weights, and drift",
+		Long: `Status renders the journal of the latest run (who, when, why, every step applied, holds) and
+reads the router. Drift — the router routes differently from what the journal says — exits 1, as
+does an expired failover.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			f, err := a.loadFleet(ff.fleet)
+			if err != nil {
+				return err
+			}
+			e, closeFn, err := a.executor(ctx, f, &ff)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			st, err := e.Status(ctx)
+			if err != nil {
+				return failoverExit(err)
+			}
+			if a.output == "json" {
+				err = a.writeJSON(st)
+			} else {
+				err = renderStatus(a.stdout, f, st)
+			}
+			if err != nil {
+				return err
+			}
+			switch {
+			case len(st.Drift) > 0:
+				return withCode(exitProblem, fmt.Errorf("%w: %s", failover.ErrDrift, strings.Join(st.Drift, "; ")))
+			case st.Expired && !st.Done:
+				return problem("the failover expired at %s: restore or abort it", st.Expires.Format(time.RFC3339))
+			}
+			return nil
+		},
+	}
+	ff.common(c)
+	return c
+}
+
+func (a *app) failoverUnlockCmd() *cobra.Command {
+	var ff failoverFlags
+	var id string
+	c := &cobra.Command{
+		Use:   "unlock --fleet FILE --id LOCK-ID [--reason TEXT]",
+		Short: "Break-glass: release the failover lock with this exact id (journaled)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if id == "" {
+				return usageErr("unlock needs --id LOCK-ID (the id the lock-held message names)")
+			}
+			f, err := a.loadFleet(ff.fleet)
+			if err != nil {
+				return err
+			}
+			e, closeFn, err := a.executor(ctx, f, &ff)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			lk, err := e.Unlock(ctx, id, ff.reason)
+			if err != nil {
+				return withCode(exitRefused, err)
+			}
+			fmt.Fprintf(a.stdout, "Lock %s of %s (since %s) released.\n", lk.ID, lk.Holder, lk.Since.Format(time.RFC3339))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&ff.fleet, "fleet", "", "fleet file (required)")
+	c.Flags().StringVar(&id, "id", "", "the lock's exact id")
+	c.Flags().StringVar(&ff.reason, "reason", "", "why (journaled)")
+	return c
+}
+
+// renderPlan prints the plan as a table: steps × class × region weights.
+func renderPlan(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
+	fmt.Fprintf(w, "Plan: %s — %d step(s); step_percent %d, step_interval %s, spill_start_ms %d\n",
+		p.Event, len(p.Steps), f.Failover.StepPercent, f.Failover.StepInterval, f.Failover.SpillStartMS)
+	if p.Refused {
+		fmt.Fprintf(w, "REFUSED (%s): %s\n", p.Rule, p.Reason)
+		return nil
+	}
+	regions := f.RegionNames()
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "STEP\tCLASS\t%s\tDRAIN\tWITHDRAW\n", strings.Join(regions, "\t"))
+	state := p.Start.Clone()
+	row := func(label string, st *failover.Step) {
+		for i, class := range sortedClassNames(f) {
+			cells := make([]string, len(regions))
+			for j, r := range regions {
+				switch {
+				case !contains(f.Tenants[class], r):
+					cells[j] = "·"
+				default:
+					cells[j] = fmt.Sprint(state.Weights[class][r])
+					if s := state.States.Get(class, r); s != failover.Ready {
+						cells[j] += " " + string(s)
+					}
+				}
+			}
+			l := ""
+			if i == 0 {
+				l = label
+			}
+			drain, withdraw := "", ""
+			if st != nil && i == 0 {
+				drain, withdraw = strings.Join(st.Drain, ","), strings.Join(st.Withdraw, ",")
+				if st.WaitForDrain {
+					withdraw += " (after drain)"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l, class, strings.Join(cells, "\t"), drain, withdraw)
+		}
+	}
+	row("now", nil)
+	for k, st := range p.Steps {
+		state.Weights.Apply(st.Weights)
+		state.States.Apply(st.States)
+		row(fmt.Sprint(k+1), st)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(p.Steps) > 0 {
+		fmt.Fprintln(w, "Predicted queue wait of receivers after each step (ms):")
+		for k, st := range p.Steps {
+			var parts []string
+			for _, r := range sortedFloatKeys(st.PredictedQueueWaitMS) {
+				parts = append(parts, fmt.Sprintf("%s %.0f", r, st.PredictedQueueWaitMS[r]))
+			}
+			fmt.Fprintf(w, "  %d: %s\n", k+1, strings.Join(parts, ", "))
+		}
+	}
+	if len(p.Shed) > 0 {
+		var parts []string
+		for _, c := range sortedFloatKeys(p.Shed) {
+			parts = append(parts, fmt.Sprintf("%s %.1f%%", c, p.Shed[c]))
+		}
+		fmt.Fprintf(w, "Cannot be placed (stays on %s; shed if it is down): %s\n", p.Event.Region, strings.Join(parts, ", "))
+	}
+	if p.Hold != "" {
+		fmt.Fprintf(w, "HOLD: %s\n", p.Hold)
+	}
+	if p.Reason != "" {
+		fmt.Fprintln(w, p.Reason)
+	}
+	for _, s := range p.Assumptions {
+		fmt.Fprintf(w, "assumed: %s\n", s)
+	}
+	for _, r := range p.Overrides {
+		fmt.Fprintf(w, "OVERRIDE: rule %s is bypassed\n", r)
+	}
+	return nil
+}
+
+func renderWeights(w io.Writer, f *failover.Fleet, rs failover.RouterState) {
+	regions := f.RegionNames()
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "CLASS\t%s\n", strings.Join(regions, "\t"))
+	for _, class := range sortedClassNames(f) {
+		cells := make([]string, len(regions))
+		for j, r := range regions {
+			if !contains(f.Tenants[class], r) {
+				cells[j] = "·"
+				continue
+			}
+			cells[j] = fmt.Sprint(rs.Weights[class][r])
+			if s := rs.States.Get(class, r); s != failover.Ready {
+				cells[j] += " " + string(s)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", class, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+}
+
+func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
+	if st.Run == "" {
+		fmt.Fprintln(w, "No failover run in the journal.")
+	} else {
+		state := "in progress (or crashed: resume it)"
+		switch {
+		case st.Refused:
+			state = "refused (nothing changed)"
+		case st.Done:
+			state = "done"
+		case st.Held != "":
+			state = "HELD: " + st.Held
+		case st.Failed != "":
+			state = "FAILED: " + st.Failed
+		}
+		fmt.Fprintf(w, "Run %s: %s — %s\n", st.Run, eventString(st.Event), state)
+		if st.Started != nil {
+			fmt.Fprintf(w, "  by %s at %s: %q\n", st.Holder, st.Started.Format(time.RFC3339), st.Reason)
+		}
+		if st.Plan != nil {
+			fmt.Fprintf(w, "  steps applied: %d of %d\n", st.Applied, len(st.Plan.Steps))
+		}
+		if st.Expires != nil {
+			exp := st.Expires.Format(time.RFC3339)
+			if st.Expired {
+				exp += " (EXPIRED: restore or abort)"
+			}
+			fmt.Fprintf(w, "  expires: %s\n", exp)
+		}
+		for _, o := range st.Overrides {
+			fmt.Fprintf(w, "  override: %s\n", o)
+		}
+	}
+	if st.Lock != nil {
+		fmt.Fprintf(w, "Lock %s held by %s since %s (%s), until %s\n", st.Lock.ID, st.Lock.Holder, st.Lock.Since.Format(time.RFC3339), st.Lock.Operation, st.Lock.Expires.Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(w, "Lock: free")
+	}
+	fmt.Fprintln(w, "Router:")
+	renderWeights(w, f, st.Router)
+	if len(st.Drift) > 0 {
+		fmt.Fprintln(w, "DRIFT (router ≠ journal):")
+		for _, d := range st.Drift {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+	}
+	return nil
+}
+
+func eventString(e *failover.Event) string {
+	if e == nil {
+		return "?"
+	}
+	return e.String()
+}
+
+func sortedClassNames(f *failover.Fleet) []string {
+	out := make([]string, 0, len(f.Tenants))
+	for c := range f.Tenants {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedFloatKeys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if !math.IsNaN(v) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

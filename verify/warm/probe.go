@@ -103,9 +103,27 @@ func (o *ProbeOptions) defaults() {
 			DisableCompression:    true,
 		}}
 	}
+	if o.HTTPClient.CheckRedirect == nil {
+		c := *o.HTTPClient
+		c.CheckRedirect = sameHostRedirects
+		o.HTTPClient = &c
+	}
 	if o.LogLines <= 0 {
 		o.LogLines = 40
 	}
+}
+
+// sameHostRedirects follows a redirect only to the replica's own scheme, host and port: a replica
+// (or whatever answers on its address) must not point the prober at a metadata service or any
+// other host. At most 10, as net/http.
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if from := via[0].URL; req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+		return fmt.Errorf("redirect to %s://%s refused: not the replica's host %s", req.URL.Scheme, req.URL.Host, from.Host)
+	}
+	return nil
 }
 
 // ProbeResult is the evidence behind a verdict. JSON field names are stable.
@@ -348,7 +366,10 @@ func (p *prober) get(ctx context.Context, path string) (int, []byte, error) {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
+	if err == nil && len(body) > MaxBodyBytes {
+		return resp.StatusCode, nil, fmt.Errorf("body %w of %d bytes (not judged)", errTooLarge, MaxBodyBytes)
+	}
 	return resp.StatusCode, body, err
 }
 
@@ -470,9 +491,43 @@ func apiErrorMessage(b []byte) (msg, typ string) {
 	return snippet(b), ""
 }
 
+// Caps on what a replica can make the prober hold: a peer is not trusted to be small. A cap that
+// is hit is a failed check naming it, never a skipped check or a WARM.
+const (
+	MaxBodyBytes    = 16 << 20 // /health, /v1/models, /metrics
+	MaxSSELineBytes = 1 << 20  // one line of the event stream
+	MaxStreamBytes  = 64 << 20 // a whole streamed answer (asked for MaxTokens tokens)
+	maxErrorBody    = 64 << 10
+)
+
+// errTooLarge marks a body or line over its cap.
+var errTooLarge = errors.New("over the prober's size cap")
+
 // generate sends one streamed request and reads it to [DONE] under the request and stall
 // deadlines. primary marks the request whose TTFT and rate are the result's timings.
 func (p *prober) generate(ctx context.Context, name, model string, primary bool) bool {
+	path, body := p.generateRequest(model)
+	name += " " + path
+
+	ctx, cancel := context.WithTimeout(ctx, p.o.RequestTimeout)
+	defer cancel()
+	st := &stream{o: p.o}
+	st.watchdog = time.AfterFunc(p.o.StallTimeout, func() { st.stalled.Store(true); cancel() })
+	defer st.watchdog.Stop()
+
+	resp, v, msg := p.openStream(ctx, path, body, st)
+	if resp == nil {
+		return p.check(name, false, v, "%s", msg)
+	}
+	defer resp.Body.Close()
+	if v, msg, ok := st.read(ctx, resp.Body, p.streamErr); !ok {
+		return p.check(name, false, v, "%s", msg)
+	}
+	return p.judgeStream(name, model, primary, st)
+}
+
+// generateRequest is the path and JSON body of the probe's streamed request.
+func (p *prober) generateRequest(model string) (string, []byte) {
 	path := "/v1/chat/completions"
 	req := map[string]any{"model": model, "max_tokens": p.o.MaxTokens, "stream": true,
 		"temperature": 0, "stream_options": map[string]any{"include_usage": true}}
@@ -482,139 +537,197 @@ func (p *prober) generate(ctx context.Context, name, model string, primary bool)
 	} else {
 		req["messages"] = []map[string]string{{"role": "user", "content": p.o.Prompt}}
 	}
-	name += " " + path
 	body, _ := json.Marshal(req)
+	return path, body
+}
 
-	ctx, cancel := context.WithTimeout(ctx, p.o.RequestTimeout)
-	defer cancel()
-	var stalled atomic.Bool
-	watchdog := time.AfterFunc(p.o.StallTimeout, func() { stalled.Store(true); cancel() })
-	defer watchdog.Stop()
-
+// openStream posts the request and checks that an event stream came back; on failure the
+// response is nil and the verdict and message say why.
+func (p *prober) openStream(ctx context.Context, path string, body []byte, st *stream) (*http.Response, Verdict, string) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+path, bytes.NewReader(body))
 	if err != nil {
-		return p.check(name, false, ChatFailed, "%v", err)
+		return nil, ChatFailed, err.Error()
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
-	sent := time.Now()
+	st.sent = time.Now()
 	resp, err := p.o.HTTPClient.Do(hreq)
 	if err != nil {
-		return p.check(name, false, ChatFailed, "%s", p.streamErr(err, &stalled, ctx, "no response"))
+		return nil, ChatFailed, p.streamErr(err, &st.stalled, ctx, "no response")
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		msg, typ := apiErrorMessage(b)
-		v := ChatFailed
-		if typ == "EngineDeadError" {
-			v = EngineDead
-		}
-		return p.check(name, false, v, "HTTP %d: %s", resp.StatusCode, msg)
+		return nil, errorVerdict(typ), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return p.check(name, false, ChatFailed, "HTTP 200 with Content-Type %q, not an event stream: %s", ct, snippet(b))
+		return nil, ChatFailed, fmt.Sprintf("HTTP 200 with Content-Type %q, not an event stream: %s", ct, snippet(b))
 	}
+	return resp, "", ""
+}
 
-	var (
-		tokens, chunks int
-		usageTokens    int
-		ttft           time.Duration
-		firstAt        time.Time
-		lastAt         time.Time
-		done           bool
-	)
-	r := bufio.NewReaderSize(resp.Body, 64<<10)
-	for !done {
-		line, err := r.ReadString('\n')
-		if len(line) > 0 {
-			watchdog.Reset(p.o.StallTimeout)
+func errorVerdict(typ string) Verdict {
+	if typ == "EngineDeadError" {
+		return EngineDead
+	}
+	return ChatFailed
+}
+
+// stream is what one streamed answer delivered.
+type stream struct {
+	o        ProbeOptions
+	watchdog *time.Timer
+	stalled  atomic.Bool
+
+	sent, firstAt, lastAt time.Time
+	ttft                  time.Duration
+	tokens, chunks        int
+	usageTokens           int
+}
+
+// read consumes server-sent events to [DONE]. The stall watchdog is reset by bytes arriving,
+// not by lines completing, and no line or stream may outgrow its cap.
+func (st *stream) read(ctx context.Context, body io.Reader, streamErr func(error, *atomic.Bool, context.Context, string) string) (Verdict, string, bool) {
+	counted := &countingReader{r: io.LimitReader(body, MaxStreamBytes+1), touch: func() { st.watchdog.Reset(st.o.StallTimeout) }}
+	r := bufio.NewReaderSize(counted, 64<<10)
+	for {
+		line, err := readLine(r)
+		if errors.Is(err, errTooLarge) {
+			return ChatFailed, fmt.Sprintf("event stream line longer than %d bytes (%d chunks, %d tokens)", MaxSSELineBytes, st.chunks, st.tokens), false
 		}
-		if err != nil && (len(line) == 0 || !strings.HasSuffix(line, "\n")) {
+		if counted.n > MaxStreamBytes {
+			return ChatFailed, fmt.Sprintf("event stream larger than %d bytes without [DONE] (%d chunks, %d tokens)", MaxStreamBytes, st.chunks, st.tokens), false
+		}
+		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return p.check(name, false, ChatFailed, "stream ended before [DONE] (%d chunks, %d tokens)", chunks, tokens)
+				return ChatFailed, fmt.Sprintf("stream ended before [DONE] (%d chunks, %d tokens)", st.chunks, st.tokens), false
 			}
-			return p.check(name, false, ChatFailed, "%s (%d chunks, %d tokens)", p.streamErr(err, &stalled, ctx, "stream broke before [DONE]"), chunks, tokens)
+			return ChatFailed, fmt.Sprintf("%s (%d chunks, %d tokens)", streamErr(err, &st.stalled, ctx, "stream broke before [DONE]"), st.chunks, st.tokens), false
 		}
-		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case line == "" || strings.HasPrefix(line, ":"):
 			continue // event separator or comment
 		case strings.HasPrefix(line, "event:") || strings.HasPrefix(line, "id:") || strings.HasPrefix(line, "retry:"):
 			continue
 		case !strings.HasPrefix(line, "data:"):
-			return p.check(name, false, ChatFailed, "not server-sent events: %q", snippet([]byte(line)))
+			return ChatFailed, fmt.Sprintf("not server-sent events: %q", snippet([]byte(line))), false
 		}
 		data := strings.TrimSpace(strings.TrimPrefix(line, "data:"))
 		if data == "[DONE]" {
-			done = true
-			break
+			return "", "", true
 		}
-		chunks++
-		var chunk struct {
-			Error   json.RawMessage `json:"error"`
-			Choices []struct {
-				Text  *string `json:"text"`
-				Delta struct {
-					Content *string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-			Usage *struct {
-				CompletionTokens int `json:"completion_tokens"`
-			} `json:"usage"`
-		}
-		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-			return p.check(name, false, ChatFailed, "garbage in the event stream (chunk %d): %q", chunks, snippet([]byte(data)))
-		}
-		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
-			msg, typ := apiErrorMessage([]byte(data))
-			v := ChatFailed
-			if typ == "EngineDeadError" {
-				v = EngineDead
-			}
-			return p.check(name, false, v, "error frame after %d tokens: %s", tokens, msg)
-		}
-		if chunk.Usage != nil {
-			usageTokens = chunk.Usage.CompletionTokens
-		}
-		for _, c := range chunk.Choices {
-			s := c.Delta.Content
-			if c.Text != nil {
-				s = c.Text
-			}
-			if s != nil && *s != "" {
-				now := time.Now()
-				if tokens == 0 {
-					firstAt, ttft = now, now.Sub(sent)
-				}
-				lastAt = now
-				tokens++
-			}
+		if v, msg, ok := st.chunk(data); !ok {
+			return v, msg, false
 		}
 	}
-	if tokens == 0 {
-		return p.check(name, false, ChatFailed, "[DONE] without any content (%d chunks)", chunks)
+}
+
+// readLine returns the next line without its line ending; a line over MaxSSELineBytes is
+// errTooLarge, and a last line without a newline is the read error (io.EOF for a clean end).
+func readLine(r *bufio.Reader) (string, error) {
+	var buf []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(buf)+len(frag) > MaxSSELineBytes {
+			return "", errTooLarge
+		}
+		buf = append(buf, frag...)
+		switch {
+		case err == nil:
+			return strings.TrimRight(string(buf), "\r\n"), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return "", err
+		}
 	}
-	n := tokens
-	if usageTokens > 0 {
-		n = usageTokens
+}
+
+// chunk takes one data: payload: an error frame fails, content counts as tokens.
+func (st *stream) chunk(data string) (Verdict, string, bool) {
+	st.chunks++
+	var chunk struct {
+		Error   json.RawMessage `json:"error"`
+		Choices []struct {
+			Text  *string `json:"text"`
+			Delta struct {
+				Content *string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+		Usage *struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+		return ChatFailed, fmt.Sprintf("garbage in the event stream (chunk %d): %q", st.chunks, snippet([]byte(data))), false
+	}
+	if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+		msg, typ := apiErrorMessage([]byte(data))
+		return errorVerdict(typ), fmt.Sprintf("error frame after %d tokens: %s", st.tokens, msg), false
+	}
+	if chunk.Usage != nil {
+		st.usageTokens = chunk.Usage.CompletionTokens
+	}
+	for _, c := range chunk.Choices {
+		s := c.Delta.Content
+		if c.Text != nil {
+			s = c.Text
+		}
+		if s != nil && *s != "" {
+			now := time.Now()
+			if st.tokens == 0 {
+				st.firstAt, st.ttft = now, now.Sub(st.sent)
+			}
+			st.lastAt = now
+			st.tokens++
+		}
+	}
+	return "", "", true
+}
+
+// judgeStream records a complete stream: tokens, rate, and the TTFT budget.
+func (p *prober) judgeStream(name, model string, primary bool, st *stream) bool {
+	if st.tokens == 0 {
+		return p.check(name, false, ChatFailed, "[DONE] without any content (%d chunks)", st.chunks)
+	}
+	n := st.tokens
+	if st.usageTokens > 0 {
+		n = st.usageTokens
 	}
 	var rate float64
-	if span := lastAt.Sub(firstAt); n > 1 && span > 0 {
+	if span := st.lastAt.Sub(st.firstAt); n > 1 && span > 0 {
 		rate = float64(n-1) / span.Seconds()
 	} else {
-		rate = float64(n) / lastAt.Sub(sent).Seconds()
+		rate = float64(n) / st.lastAt.Sub(st.sent).Seconds()
 	}
-	p.check(name, true, "", "%d tokens, [DONE], ttft %s, %.1f tokens/s", n, ttft.Round(time.Millisecond), rate)
+	p.check(name, true, "", "%d tokens, [DONE], ttft %s, %.1f tokens/s", n, st.ttft.Round(time.Millisecond), rate)
 	if primary {
-		p.res.Timings.TTFTS = secs(ttft)
+		p.res.Timings.TTFTS = secs(st.ttft)
 		p.res.Timings.TokensPerS = &rate
 	}
 	if p.o.TTFTBudget > 0 {
-		p.check("ttft "+model, ttft <= p.o.TTFTBudget, Slow, "%s (budget %s)", ttft.Round(time.Millisecond), p.o.TTFTBudget)
+		p.check("ttft "+model, st.ttft <= p.o.TTFTBudget, Slow, "%s (budget %s)", st.ttft.Round(time.Millisecond), p.o.TTFTBudget)
 	}
 	return true
+}
+
+// countingReader counts the bytes read through it and calls touch whenever some arrive.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	touch func()
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	if n > 0 {
+		c.n += int64(n)
+		c.touch()
+	}
+	return n, err
 }
 
 func (p *prober) streamErr(err error, stalled *atomic.Bool, ctx context.Context, what string) string {

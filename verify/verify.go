@@ -56,10 +56,12 @@ type Options struct {
 	// and retried. 0 keeps the guard each store got when it was opened.
 	StallTimeout time.Duration
 	// Planned, if set, is called in deep mode once per replica, after its listing, with the
-	// number of bytes it is about to read (for a progress bar's total).
+	// number of bytes it is about to read (for a progress bar's total). Replicas calls it from
+	// one goroutine per replica, so possibly concurrently.
 	Planned func(bytes int64)
 	// Progress, if set, is called in deep mode with the number of bytes hashed, as they are
-	// hashed (never twice for a retried range). It is called from many goroutines.
+	// hashed (never twice for a retried range). It is called from many goroutines at once and
+	// must be safe for concurrent use.
 	Progress func(bytes int64)
 }
 

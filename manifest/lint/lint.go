@@ -39,7 +39,7 @@ type Rule struct {
 	Severity Severity         // the severity of its usual finding (a rule may also emit the other)
 	Summary  string           // one line for --help, the README and JUnit
 	Hint     string           // default hint, used when a finding has none
-	Check    func(c *Context) // nil when another rule's pass emits this rule's findings
+	Check    func(c *Context) // nil when another rule's pass emits this rule's findings; rules run one at a time
 }
 
 // Report is the result of a lint run.

@@ -22,8 +22,11 @@ build:
 ## test: everything CI runs: formatting, vet, unit, property, fuzz-seed and integration tests
 ## against real S3 (versitygw), GCS (fake-gcs-server) and Azure (Azurite) servers on loopback, and
 ## the differential tests against Hugging Face's JavaScript tokenizers and Jinja (npm, ./.tools).
+## The race detector is on: callbacks such as Progress and OnFile run on many goroutines, and a
+## race there is a bug (RACE=0 turns it off for a quick local run).
+RACE ?= 1
 test: fmt-check vet emulators oracles
-	$(GO) test -count=1 ./...
+	$(GO) test $(if $(filter 1,$(RACE)),-race) -timeout 30m -count=1 ./...
 
 vet:
 	$(GO) vet ./...

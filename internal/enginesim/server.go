@@ -431,6 +431,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	defer func() {
 		if s.o.CrashAfter > 0 && n >= int64(s.o.CrashAfter) {
+			// The crash comes after this answer: send it before Serve drops the connections,
+			// or the last request counted would see a reset instead of its reply.
+			_ = http.NewResponseController(w).Flush()
 			s.crashOne.Do(func() { close(s.crashed) })
 		}
 	}()

@@ -109,7 +109,7 @@ func Run(t *testing.T, newStore func(t *testing.T) providers.Store, opts ...Opti
 }
 
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

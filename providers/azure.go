@@ -41,6 +41,7 @@ type azureStore struct {
 	cc       *container.Client
 	ks       keyspace
 	url      string
+	endpoint string // host[:port] requests go to
 	opts     Options
 	pageSize int32
 }
@@ -110,7 +111,8 @@ func newAzureStore(ctx context.Context, account, containerName, prefix string, o
 		}
 	}
 	u := &url.URL{Scheme: "az", Host: account, Path: "/" + containerName + "/" + ks.prefix}
-	s := &azureStore{cc: client.ServiceClient().NewContainerClient(containerName), ks: ks, url: u.String(), opts: opts.withoutSecrets()}
+	s := &azureStore{cc: client.ServiceClient().NewContainerClient(containerName), ks: ks, url: u.String(), opts: opts.withoutSecrets(),
+		endpoint: hostOf(client.URL())}
 	if opts.PageSize > 0 {
 		s.pageSize = int32(min(opts.PageSize, 5000))
 	}
@@ -169,7 +171,7 @@ func classifyAzure(err error) error {
 }
 
 func (s *azureStore) fail(op, key string, err error) error {
-	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyAzure(err), Err: err}
+	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyAzure(err), Err: err, Endpoint: s.endpoint}
 }
 
 func azureObject(key string, size *int64, mod *time.Time, etag *azcore.ETag, md5 []byte, version, cpk *string) Object {

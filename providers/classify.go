@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/url"
 	"strings"
 )
 
@@ -106,6 +107,14 @@ func Hint(scheme string, k Kind) string {
 		}
 	}
 	return ""
+}
+
+// hostOf is the host[:port] of a URL, or s itself when it has no scheme.
+func hostOf(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return s
 }
 
 // schemeOf is the scheme of a store's String(): s3, gs, az, or file for a path.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"syscall"
 )
@@ -40,6 +41,9 @@ type Error struct {
 	Key   string
 	Kind  error
 	Err   error
+	// Endpoint is the address the store talks to (host:port); shown when the store was
+	// unreachable and the cause does not already name it.
+	Endpoint string
 }
 
 func (e *Error) Error() string {
@@ -57,6 +61,9 @@ func (e *Error) Error() string {
 	if d := describe(e.Err); d != "" && (e.Kind == nil || d != e.Kind.Error()) {
 		b.WriteString(": ")
 		b.WriteString(d)
+	}
+	if k := KindOf(e); (k == KindUnreachable || k == KindTimeout) && e.Endpoint != "" && !strings.Contains(b.String(), e.Endpoint) {
+		fmt.Fprintf(&b, " (endpoint %s)", e.Endpoint)
 	}
 	if h := Hint(schemeOf(e.Store), KindOf(e)); h != "" {
 		b.WriteString(" (hint: ")
@@ -134,6 +141,12 @@ func describe(err error) string {
 			return fmt.Sprintf("%s %s: %v", op.Op, op.Net, op.Err)
 		}
 		if ne.Timeout() {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+					return fmt.Sprintf("%s %s: network timeout", ue.Op, u.Host)
+				}
+			}
 			return "network timeout"
 		}
 	}

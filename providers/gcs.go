@@ -40,6 +40,7 @@ type gcsStore struct {
 	name     string
 	ks       keyspace
 	url      string
+	endpoint string // host[:port] requests go to
 	opts     Options
 	pageSize int
 }
@@ -70,7 +71,12 @@ func newGCSStore(ctx context.Context, bucket, prefix string, opts Options) (*gcs
 	}
 	client.SetRetry(storage.WithMaxAttempts(attempts), storage.WithBackoff(bo))
 	u := &url.URL{Scheme: "gs", Host: bucket, Path: "/" + ks.prefix}
-	return &gcsStore{client: client, bucket: client.Bucket(bucket), name: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets(), pageSize: opts.PageSize}, nil
+	endpoint := "storage.googleapis.com"
+	if h := lookupEnv("STORAGE_EMULATOR_HOST"); h != "" {
+		endpoint = hostOf(h)
+	}
+	return &gcsStore{client: client, bucket: client.Bucket(bucket), name: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets(), pageSize: opts.PageSize,
+		endpoint: endpoint}, nil
 }
 
 func (s *gcsStore) String() string   { return s.url }
@@ -135,7 +141,7 @@ func isChecksumMessage(ge *googleapi.Error) bool {
 }
 
 func (s *gcsStore) fail(op, key string, err error) error {
-	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyGCS(err), Err: err}
+	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyGCS(err), Err: err, Endpoint: s.endpoint}
 }
 
 func gcsObject(key string, a *storage.ObjectAttrs) Object {

@@ -24,6 +24,22 @@ var (
 	secretEnvRE = regexp.MustCompile(`(?i)(secret|password|passwd|token|connection_string|_key$|access_key|sas|credential)`)
 )
 
+// SecretEnvName reports whether an environment variable's name says its value is a secret
+// (…_TOKEN, …_SECRET…, …_KEY, PASSWORD, CONNECTION_STRING, SAS, CREDENTIAL…).
+func SecretEnvName(name string) bool { return secretEnvRE.MatchString(name) }
+
+// RedactValues is Redact plus every occurrence of the given secret values (at least 8 bytes
+// long; shorter ones would blank ordinary words).
+func RedactValues(s string, values []string) string {
+	s = Redact(s)
+	for _, v := range values {
+		if len(v) >= 8 {
+			s = strings.ReplaceAll(s, v, Redacted)
+		}
+	}
+	return s
+}
+
 // keptQuery are the query parameters of Lifeboat's own store URLs whose values are not secrets;
 // their values are shown (decoded, and themselves redacted). Every other query value is redacted.
 var keptQuery = map[string]bool{"region": true, "endpoint": true}

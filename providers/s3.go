@@ -51,6 +51,7 @@ type s3Store struct {
 	bucket   string
 	ks       keyspace
 	url      string
+	endpoint string // host[:port] requests go to
 	opts     Options
 	pageSize int32
 }
@@ -112,7 +113,11 @@ func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, op
 		q.Set("endpoint", endpoint)
 	}
 	u.RawQuery = q.Encode()
-	s := &s3Store{client: client, bucket: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets()}
+	s := &s3Store{client: client, bucket: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets(),
+		endpoint: "s3." + cfg.Region + ".amazonaws.com"}
+	if endpoint != "" {
+		s.endpoint = hostOf(endpoint)
+	}
 	if opts.PageSize > 0 {
 		s.pageSize = int32(min(opts.PageSize, 1000))
 	}
@@ -203,7 +208,7 @@ func classifyS3(err error) error {
 }
 
 func (s *s3Store) fail(op, key string, err error) error {
-	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyS3(err), Err: err}
+	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyS3(err), Err: err, Endpoint: s.endpoint}
 }
 
 func (s *s3Store) List(ctx context.Context, dir string, fn func(Object) error) error {

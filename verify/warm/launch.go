@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"lifeboat/providers"
 )
 
 // Spec is what a launcher needs to start one candidate replica.
@@ -170,6 +172,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
 		cmd: cmd, pgid: cmd.Process.Pid, logPath: logf.Name(), grace: grace,
 		baseURL: "http://" + net.JoinHostPort(host, strconv.Itoa(port)),
 		exited:  make(chan struct{}),
+		secrets: secretValues(l.Env, s.Env),
 	}
 	go func() {
 		err := cmd.Wait()
@@ -199,6 +202,7 @@ type execInstance struct {
 	grace   time.Duration
 	exited  chan struct{}
 	exitErr error // written before exited is closed
+	secrets []string
 	stopMu  sync.Mutex
 }
 
@@ -233,7 +237,24 @@ func (e *execInstance) ExitErr() error {
 	}
 }
 
-func (e *execInstance) LogTail(n int) string { return tailFile(e.logPath, n) }
+// LogTail is the end of the replica's log with every secret removed: the values of the
+// launcher's secret-named env (HF_TOKEN…), and what providers.Redact removes.
+func (e *execInstance) LogTail(n int) string {
+	return providers.RedactValues(tailFile(e.logPath, n), e.secrets)
+}
+
+// secretValues are the values of the secret-named KEY=VALUE pairs of env.
+func secretValues(env ...[]string) []string {
+	var out []string
+	for _, kvs := range env {
+		for _, kv := range kvs {
+			if k, v, ok := strings.Cut(kv, "="); ok && providers.SecretEnvName(k) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
 
 // Stop sends SIGTERM to the whole process group, then SIGKILL after the grace period (or when ctx
 // ends first), and waits for the leader to be reaped. Members that outlive the leader get SIGKILL.

@@ -279,7 +279,9 @@ type lengthError struct{ got, want int64 }
 
 // Is makes a short read a broken connection for providers.KindOf (unreachable after retries); a
 // longer one is not.
-func (e *lengthError) Is(target error) bool { return target == providers.ErrUnreachable && e.got < e.want }
+func (e *lengthError) Is(target error) bool {
+	return target == providers.ErrUnreachable && e.got < e.want
+}
 
 func (e *lengthError) Error() string {
 	if e.got < e.want {

@@ -2,18 +2,22 @@ package enginesim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
+	"lifeboat/internal/jinja"
 	"lifeboat/manifest/modelrepo"
 )
 
 // chatMessage is one message of a chat request; content is a string or a list of parts.
 type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Name    string          `json:"name,omitempty"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
 }
 
 // text flattens the content as vLLM does for string-format templates: text parts joined by "\n".
@@ -49,28 +53,85 @@ func (m chatMessage) text() (string, error) {
 const maxRender = 8 << 20
 
 // renderChat renders the chat template for messages, like transformers' apply_chat_template,
-// through the same renderer the lint uses (timeout, output cap, panics turned into errors).
-func renderChat(t modelrepo.ChatTemplate, msgs []chatMessage, addGenerationPrompt bool, bos, eos string) (string, error) {
+// through the same bounded renderer the lint uses. As vLLM does, a null content stays None, and
+// each tool call's function.arguments JSON string is parsed into a mapping; tools reach the
+// template with their keys in request order. A hostile template is a 400, nothing more.
+func renderChat(ctx context.Context, t modelrepo.ChatTemplate, msgs []chatMessage, tools json.RawMessage, addGenerationPrompt bool, bos, eos string) (string, error) {
 	conv := make([]any, 0, len(msgs))
 	for _, m := range msgs {
-		txt, err := m.text()
-		if err != nil {
-			return "", err
+		e := jinja.NewDict()
+		e.Set("role", m.Role)
+		if len(m.Content) == 0 || string(m.Content) == "null" {
+			e.Set("content", nil)
+		} else {
+			txt, err := m.text()
+			if err != nil {
+				return "", err
+			}
+			e.Set("content", txt)
 		}
-		e := map[string]any{"role": m.Role, "content": txt}
 		if m.Name != "" {
-			e["name"] = m.Name
+			e.Set("name", m.Name)
+		}
+		if m.ToolCallID != "" {
+			e.Set("tool_call_id", m.ToolCallID)
+		}
+		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
+			calls, err := toolCalls(m.ToolCalls)
+			if err != nil {
+				return "", err
+			}
+			e.Set("tool_calls", calls)
 		}
 		conv = append(conv, e)
 	}
-	out, err := modelrepo.RenderChatTemplate(t, modelrepo.RenderOptions{
+	var toolList []any
+	if len(tools) > 0 && string(tools) != "null" {
+		v, err := jinja.ParseJSON(tools)
+		list, ok := v.([]any)
+		if err != nil || !ok {
+			return "", fmt.Errorf("tools must be a list of tool objects")
+		}
+		toolList = list
+	}
+	out, err := modelrepo.RenderChatTemplate(ctx, t, modelrepo.RenderOptions{
 		BOSToken: bos, EOSToken: eos, Now: time.Now(), MaxOutput: maxRender,
-		Messages: conv, NoGenerationPrompt: !addGenerationPrompt,
+		Messages: conv, Tools: toolList, NoGenerationPrompt: !addGenerationPrompt,
 	})
 	if err != nil {
 		return "", fmt.Errorf("chat template: %s", firstLine(err.Error()))
 	}
 	return out, nil
+}
+
+// toolCalls decodes an assistant message's tool_calls, parsing function.arguments strings.
+func toolCalls(raw json.RawMessage) ([]any, error) {
+	v, err := jinja.ParseJSON(raw)
+	list, ok := v.([]any)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("tool_calls must be a list")
+	}
+	for _, c := range list {
+		d, ok := c.(*jinja.Dict)
+		if !ok {
+			return nil, fmt.Errorf("each tool call must be an object")
+		}
+		fn, _ := d.Get("function")
+		f, ok := fn.(*jinja.Dict)
+		if !ok {
+			continue
+		}
+		if args, ok := f.Get("arguments"); ok {
+			if s, isStr := args.(string); isStr {
+				parsed, err := jinja.ParseJSON([]byte(s))
+				if err != nil {
+					return nil, fmt.Errorf("tool call arguments are not JSON: %v", err)
+				}
+				f.Set("arguments", parsed)
+			}
+		}
+	}
+	return list, nil
 }
 
 func firstLine(s string) string {

@@ -254,18 +254,19 @@ type request struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	AddGenerationPrompt *bool `json:"add_generation_prompt"`
-	AddSpecialTokens    *bool `json:"add_special_tokens"`
+	AddGenerationPrompt *bool           `json:"add_generation_prompt"`
+	AddSpecialTokens    *bool           `json:"add_special_tokens"`
+	Tools               json.RawMessage `json:"tools"`
 }
 
 // promptIDs tokenizes the request: chat messages through the chat template, or the prompt.
-func (s *Server) promptIDs(req *request, chat bool) ([]int, int, error) {
+func (s *Server) promptIDs(ctx context.Context, req *request, chat bool) ([]int, int, error) {
 	if chat {
 		if s.m.ChatTemplate == nil {
 			return nil, 400, fmt.Errorf("As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one.")
 		}
 		agp := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
-		text, err := renderChat(*s.m.ChatTemplate, req.Messages, agp, s.m.BOSToken, s.m.EOSToken)
+		text, err := renderChat(ctx, *s.m.ChatTemplate, req.Messages, req.Tools, agp, s.m.BOSToken, s.m.EOSToken)
 		if err != nil {
 			return nil, 400, err
 		}
@@ -305,7 +306,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 404, "The model `%s` does not exist.", req.Model)
 		return
 	}
-	ids, code, err := s.promptIDs(&req, req.Messages != nil)
+	ids, code, err := s.promptIDs(r.Context(), &req, req.Messages != nil)
 	if err != nil {
 		writeError(w, code, "%v", err)
 		return
@@ -402,7 +403,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if model == "" {
 		model = s.m.ServedNames[0]
 	}
-	prompt, code, err := s.promptIDs(&req, chat)
+	prompt, code, err := s.promptIDs(r.Context(), &req, chat)
 	if err != nil {
 		writeError(w, code, "%v", err)
 		return

@@ -136,12 +136,14 @@ func checkChatTemplateRender(c *Context) {
 	if tc := c.modelTokenizers().config; tc != nil {
 		o.BOSToken, o.EOSToken = tc.BOSToken, tc.EOSToken
 	}
-	_, err := modelrepo.RenderChatTemplate(*t, o)
+	_, err := modelrepo.RenderChatTemplate(c.Ctx, *t, o)
 	switch {
 	case err == nil:
 	case errors.Is(err, modelrepo.ErrRenderUnsupported):
-		// gonja cannot parse every template jinja2 accepts (e.g. Gemma 3's); not the template's fault.
+		// A construct jinja2 accepts that the Go renderer does not run; not the template's fault.
 		c.Log.Debug("chat template not rendered", "template", t.Label(), "reason", err)
+	case errors.Is(err, modelrepo.ErrRenderLimit):
+		c.Errorf(t.Source, "", "rendering a two-message chat exhausts the renderer's budget (unbounded recursion, a runaway loop or a huge string?): %v; every chat request to this model would fail", err)
 	default:
 		c.Warnf(t.Source, "", "rendering a two-message chat with add_generation_prompt=true failed: %v", err)
 	}

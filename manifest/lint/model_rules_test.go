@@ -228,6 +228,12 @@ func TestModelRules(t *testing.T) {
 		{name: "chat template raises", breakIt: func(t *testing.T, l *sample.Layout) {
 			mtWrite(t, l, "model/chat_template.jinja", []byte("{% if messages[0].role != 'system' %}{{ raise_exception('a system message is required') }}{% endif %}"))
 		}, rule: "chat-template-render", severity: Warning, fixed: "model/chat_template.jinja", contains: "a system message is required"},
+		{name: "chat template recurses without end", breakIt: func(t *testing.T, l *sample.Layout) {
+			mtWrite(t, l, "model/chat_template.jinja", []byte("{% macro f(n) %}{{ f(n) }}{{ f(n) }}{% endmacro %}{{ f(0) }}"))
+		}, rule: "chat-template-render", severity: Error, fixed: "model/chat_template.jinja", contains: "exhausts the renderer's budget"},
+		{name: "chat template builds a 3 GB string", breakIt: func(t *testing.T, l *sample.Layout) {
+			mtWrite(t, l, "model/chat_template.jinja", []byte(`{{ "a" * 3000000000 }}`))
+		}, rule: "chat-template-render", severity: Error, fixed: "model/chat_template.jinja", contains: "output budget"},
 		{name: "generation_config.json removed", breakIt: func(t *testing.T, l *sample.Layout) { mtRemove(t, l, "model/generation_config.json") },
 			rule: "generation-config-missing", severity: Warning, fixed: "model/generation_config.json", contains: "stop tokens"},
 		{name: "truncated shard", breakIt: func(t *testing.T, l *sample.Layout) { mtTruncate(t, l, "model/model-00001-of-00002.safetensors", 100) },

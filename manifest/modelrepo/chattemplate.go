@@ -2,6 +2,7 @@ package modelrepo
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nikolalohinski/gonja/v2/builtins"
-	"github.com/nikolalohinski/gonja/v2/config"
-	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
+	"lifeboat/internal/jinja"
 )
 
 // MaxChatTemplate bounds the size of a chat template the checks accept; real ones are under 20 KB.
@@ -114,20 +112,30 @@ type RenderOptions struct {
 	BOSToken, EOSToken string
 	// Now is the time strftime_now formats; zero means a fixed date, so output is reproducible.
 	Now time.Time
-	// Timeout bounds the render; a template can loop for a very long time. Default 5 s.
+	// Timeout bounds the render (default 5 s); the context given to RenderChatTemplate does too.
 	Timeout time.Duration
-	// MaxOutput bounds the rendered size. Default 1 MiB.
+	// MaxOutput bounds the rendered size and every value built on the way. Default 1 MiB.
 	MaxOutput int
-	// Messages is the conversation to render (maps with "role" and "content"); nil means a
-	// two-message sample chat, which is what the lint renders.
+	// MaxSteps bounds evaluation steps (default jinja.Limits' 10,000,000); MaxDepth bounds macro
+	// recursion and nesting (default 100).
+	MaxSteps int64
+	MaxDepth int
+	// Messages is the conversation to render (maps with "role" and "content", or *jinja.Dict);
+	// nil means a two-message sample chat, which is what the lint renders.
 	Messages []any
+	// Tools is the tools list passed as `tools` (nil: none).
+	Tools []any
 	// NoGenerationPrompt renders with add_generation_prompt=false (the default is true).
 	NoGenerationPrompt bool
 }
 
-// ErrRenderUnsupported means gonja cannot parse a template that jinja2 accepts, so it could not
-// be rendered here; it says nothing about the template.
-var ErrRenderUnsupported = errors.New("the Go Jinja engine cannot parse this template (jinja2 can)")
+// ErrRenderUnsupported means the renderer cannot run a construct jinja2 accepts (a recursive
+// loop, a call block with caller arguments); it says nothing about the template.
+var ErrRenderUnsupported = errors.New("the Go Jinja renderer does not support this construct (jinja2 does)")
+
+// ErrRenderLimit is jinja.ErrLimit: the render hit its depth, step or output budget (a hostile
+// or runaway template).
+var ErrRenderLimit = jinja.ErrLimit
 
 // SampleConversation is what RenderChatTemplate renders: a two-message chat.
 var sampleConversation = []any{
@@ -135,12 +143,13 @@ var sampleConversation = []any{
 	map[string]any{"role": "assistant", "content": "Paris."},
 }
 
-// RenderChatTemplate renders t with gonja for o.Messages (by default a two-message conversation)
-// and add_generation_prompt=true unless o.NoGenerationPrompt, with the globals transformers provides (raise_exception,
-// strftime_now, bos_token, eos_token, tools=none). It returns the rendered text, an error wrapping
-// ErrRenderUnsupported when gonja cannot parse the template, or the render error. gonja panics are
-// turned into errors. Templates cannot read files: include/import resolve to nothing.
-func RenderChatTemplate(t ChatTemplate, o RenderOptions) (string, error) {
+// RenderChatTemplate renders t the way transformers' apply_chat_template does (jinja2 with
+// trim_blocks and lstrip_blocks in an immutable sandbox; see internal/jinja) for o.Messages (by
+// default a two-message conversation) with add_generation_prompt=true unless
+// o.NoGenerationPrompt, and the globals transformers provides (raise_exception, strftime_now,
+// bos_token, eos_token, tools). Rendering is bounded by depth, steps, output size, o.Timeout and
+// ctx: a hostile template is an error wrapping ErrRenderLimit, never a hang or a crash.
+func RenderChatTemplate(ctx context.Context, t ChatTemplate, o RenderOptions) (string, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
 	}
@@ -150,138 +159,41 @@ func RenderChatTemplate(t ChatTemplate, o RenderOptions) (string, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Date(2026, time.January, 2, 15, 4, 5, 0, time.UTC)
 	}
-	type result struct {
-		out string
-		err error
+	if len(t.Text) > MaxChatTemplate {
+		return "", fmt.Errorf("%s: template is %d bytes, more than the %d this renderer accepts", t.Label(), len(t.Text), MaxChatTemplate)
 	}
-	done := make(chan result, 1)
-	// A runaway template cannot be interrupted inside gonja; the goroutine is abandoned on timeout
-	// (the lint is a short-lived process) rather than blocking the whole run.
-	go func() {
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r = result{err: fmt.Errorf("%s: the Go Jinja engine crashed while rendering (%v): %w", t.Label(), p, ErrRenderUnsupported)}
-			}
-			done <- r
-		}()
-		r.out, r.err = renderGonja(t, o)
-	}()
-	select {
-	case r := <-done:
-		return r.out, r.err
-	case <-time.After(o.Timeout):
-		return "", fmt.Errorf("%s: rendering did not finish within %s (a loop that never ends?)", t.Label(), o.Timeout)
-	}
-}
-
-func renderGonja(t ChatTemplate, o RenderOptions) (string, error) {
-	const id = "/chat_template.jinja"
-	loader, err := loaders.NewMemoryLoader(map[string]string{id: t.Text})
+	tpl, err := jinja.Parse(t.Text)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", t.Label(), err)
-	}
-	// transformers compiles chat templates with trim_blocks and lstrip_blocks.
-	cfg := config.New()
-	cfg.TrimBlocks = true
-	cfg.LeftStripBlocks = true
-	env := &exec.Environment{
-		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables),
-		Filters:           builtins.Filters,
-		Tests:             builtins.Tests,
-		ControlStructures: builtins.ControlStructures,
-		Methods:           builtins.Methods,
-	}
-	tpl, err := exec.NewTemplate(id, cfg, loader, env)
-	if err != nil {
-		// The message embeds the whole source; the caller only needs to know gonja gave up.
-		return "", fmt.Errorf("%s: %w", t.Label(), ErrRenderUnsupported)
+		if CheckJinjaSyntax(t.Text, t.Label()) == nil {
+			return "", fmt.Errorf("%s: %v: %w", t.Label(), err, ErrRenderUnsupported)
+		}
+		return "", fmt.Errorf("%s: %v", t.Label(), err)
 	}
 	msgs := o.Messages
 	if msgs == nil {
 		msgs = sampleConversation
 	}
-	vars := exec.NewContext(map[string]any{
+	var tools any
+	if o.Tools != nil {
+		tools = o.Tools
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	out, err := tpl.Render(ctx, map[string]any{
 		"messages":              msgs,
 		"add_generation_prompt": !o.NoGenerationPrompt,
-		"tools":                 nil,
+		"tools":                 tools,
 		"documents":             nil,
 		"bos_token":             o.BOSToken,
 		"eos_token":             o.EOSToken,
-		"raise_exception": func(msg string) (string, error) {
-			return "", fmt.Errorf("raise_exception(%q)", msg)
-		},
-		"strftime_now": func(format string) string { return strftime(o.Now, format) },
-	})
-	w := &limitedWriter{max: o.MaxOutput}
-	if err := tpl.Execute(w, vars); err != nil {
-		if errors.Is(err, errOutputLimit) {
-			return "", fmt.Errorf("%s: rendered output exceeds %d bytes", t.Label(), o.MaxOutput)
-		}
-		return "", fmt.Errorf("%s: %v", t.Label(), err)
+	}, o.Now, jinja.Limits{MaxOutput: o.MaxOutput, MaxSteps: o.MaxSteps, MaxDepth: o.MaxDepth})
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "", fmt.Errorf("%s: rendering did not finish within %s (a loop that never ends?): %w", t.Label(), o.Timeout, ErrRenderLimit)
+	case err != nil:
+		return "", fmt.Errorf("%s: %w", t.Label(), err)
 	}
-	return w.buf.String(), nil
-}
-
-var errOutputLimit = errors.New("output limit reached")
-
-// limitedWriter stops a render whose output grows past max.
-type limitedWriter struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (w *limitedWriter) Write(p []byte) (int, error) {
-	if w.buf.Len()+len(p) > w.max {
-		return 0, errOutputLimit
-	}
-	return w.buf.Write(p)
-}
-
-// strftime formats t with the C directives chat templates use (Llama 3.2 asks for "%d %b %Y").
-func strftime(t time.Time, format string) string {
-	var b strings.Builder
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' || i+1 == len(format) {
-			b.WriteByte(format[i])
-			continue
-		}
-		i++
-		switch format[i] {
-		case 'd':
-			fmt.Fprintf(&b, "%02d", t.Day())
-		case 'e':
-			fmt.Fprintf(&b, "%2d", t.Day())
-		case 'm':
-			fmt.Fprintf(&b, "%02d", int(t.Month()))
-		case 'Y':
-			fmt.Fprintf(&b, "%d", t.Year())
-		case 'y':
-			fmt.Fprintf(&b, "%02d", t.Year()%100)
-		case 'b':
-			b.WriteString(t.Format("Jan"))
-		case 'B':
-			b.WriteString(t.Format("January"))
-		case 'a':
-			b.WriteString(t.Format("Mon"))
-		case 'A':
-			b.WriteString(t.Format("Monday"))
-		case 'H':
-			fmt.Fprintf(&b, "%02d", t.Hour())
-		case 'M':
-			fmt.Fprintf(&b, "%02d", t.Minute())
-		case 'S':
-			fmt.Fprintf(&b, "%02d", t.Second())
-		case 'j':
-			fmt.Fprintf(&b, "%03d", t.YearDay())
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteByte('%')
-			b.WriteByte(format[i])
-		}
-	}
-	return b.String()
+	return out, nil
 }
 
 // decodeObject decodes a JSON object with numbers kept exact, rejecting trailing data.

@@ -11,9 +11,8 @@ import (
 // grammar of Python's jinja2 — what vLLM (through transformers) compiles chat templates with — as
 // closely as a checker needs: same delimiters, whitespace-control markers, token rules, statements
 // and expression grammar, plus the two extensions transformers enables (loop controls and
-// {% generation %}). gonja is used to render, but its parser rejects valid jinja2 (for example an
-// inline "a if b else c" inside parentheses, which Gemma 3's template uses), so it cannot be the
-// judge of validity.
+// {% generation %}). It gives the lint its line-and-column syntax messages; rendering is
+// internal/jinja's.
 
 // jinjaTokKind is the kind of a lexed Jinja token.
 type jinjaTokKind int

@@ -17,6 +17,7 @@ package faultproxy
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -27,6 +28,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Op is what a request does, as far as a storage test cares.
@@ -150,6 +152,39 @@ type Injector struct {
 	mu     sync.Mutex
 	rules  []*Rule
 	counts map[Op]int
+	// Latency added to every request (before it is sent on) and to every response (before its
+	// headers reach the client): a WAN link on loopback. Set with SetLatency.
+	reqDelay, respDelay time.Duration
+}
+
+// SetLatency makes every request wait req before it goes on to the server and every response
+// wait resp before it reaches the client — 40 ms each way is a region 80 ms round trip away.
+// Faults still apply; a request whose context ends while it waits fails with that error.
+func (in *Injector) SetLatency(req, resp time.Duration) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.reqDelay, in.respDelay = req, resp
+}
+
+func (in *Injector) latency() (req, resp time.Duration) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.reqDelay, in.respDelay
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // New returns an Injector with the given rules.
@@ -559,7 +594,20 @@ type transport struct {
 }
 
 func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	next := func() (*http.Response, error) { return t.base.RoundTrip(req) }
+	reqDelay, respDelay := t.in.latency()
+	next := func() (*http.Response, error) {
+		if err := sleep(req.Context(), reqDelay); err != nil {
+			return nil, err
+		}
+		resp, err := t.base.RoundTrip(req)
+		if err == nil {
+			if werr := sleep(req.Context(), respDelay); werr != nil {
+				resp.Body.Close()
+				return nil, werr
+			}
+		}
+		return resp, err
+	}
 	if a := t.in.pick(req); a != nil {
 		return a.client(req, next)
 	}
@@ -583,6 +631,13 @@ func (in *Injector) Client() *http.Client {
 // Handler wraps a server handler so that the rules apply on the server side of real connections.
 func (in *Injector) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reqDelay, respDelay := in.latency()
+		if err := sleep(r.Context(), reqDelay); err != nil {
+			return
+		}
+		if respDelay > 0 {
+			w = &delayedWriter{ResponseWriter: w, ctx: r.Context(), d: respDelay}
+		}
 		if a := in.pick(r); a != nil {
 			a.server(w, r, next)
 			return
@@ -590,3 +645,37 @@ func (in *Injector) Handler(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// delayedWriter holds a response's headers back for d: the response leg of the added latency.
+type delayedWriter struct {
+	http.ResponseWriter
+	ctx    context.Context
+	d      time.Duration
+	waited bool
+}
+
+func (w *delayedWriter) wait() {
+	if !w.waited {
+		w.waited = true
+		_ = sleep(w.ctx, w.d)
+	}
+}
+
+func (w *delayedWriter) WriteHeader(code int) {
+	w.wait()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *delayedWriter) Write(p []byte) (int, error) {
+	w.wait()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush sends what is buffered (after the delay).
+func (w *delayedWriter) Flush() {
+	w.wait()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection (flush, hijack).
+func (w *delayedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -2,13 +2,16 @@ package faultproxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestClassify(t *testing.T) {
@@ -194,5 +197,61 @@ func TestProxyKeepsHost(t *testing.T) {
 	resp.Body.Close()
 	if host != strings.TrimPrefix(p.URL, "http://") {
 		t.Errorf("origin saw Host %q, want the proxy's %q", host, p.URL)
+	}
+}
+
+// SetLatency holds each leg back: with an hour on one leg, a request whose context ends first
+// fails, and the server has (response leg) or has not (request leg) seen it. Both the client
+// transport and the server handler add it; no wall-clock time is asserted.
+func TestLatency(t *testing.T) {
+	for _, leg := range []string{"request", "response"} {
+		for _, side := range []string{"client", "server"} {
+			t.Run(leg+"/"+side, func(t *testing.T) {
+				in := New()
+				if leg == "request" {
+					in.SetLatency(time.Hour, 0)
+				} else {
+					in.SetLatency(0, time.Hour)
+				}
+				var reached atomic.Int32
+				var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					reached.Add(1)
+					io.WriteString(w, "ok")
+				})
+				client := http.DefaultClient
+				if side == "server" {
+					h = in.Handler(h)
+				}
+				srv := httptest.NewServer(h)
+				defer srv.Close()
+				if side == "client" {
+					client = in.Client()
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/b/k", nil)
+				resp, err := client.Do(req)
+				if err == nil {
+					resp.Body.Close()
+					t.Fatal("the request did not wait out its latency")
+				}
+				if want := int32(map[string]int{"request": 0, "response": 1}[leg]); reached.Load() != want && side == "client" {
+					t.Fatalf("server reached %d times, want %d", reached.Load(), want)
+				}
+			})
+		}
+	}
+	// Zero latency changes nothing.
+	in := New()
+	srv := httptest.NewServer(in.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })))
+	defer srv.Close()
+	resp, err := in.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Fatalf("body %q", b)
 	}
 }

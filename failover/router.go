@@ -54,6 +54,8 @@ func OpenRouter(f *Fleet) (Driver, error) {
 	switch f.Router.Driver {
 	case DriverFile:
 		return &FileRouter{Path: f.Router.Path}, nil
+	case DriverHAProxy:
+		return &HAProxyRouter{Socket: f.Router.Socket, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout}, nil
 	case "":
 		return nil, fmt.Errorf("%s: router.driver: required for failover", f.File)
 	}

@@ -381,45 +381,26 @@ func (s *Server) outputTokens(model string, prompt []int, n int) []int {
 	return out
 }
 
+// completion is one admitted generation request and what its reply needs.
+type completion struct {
+	chat         bool
+	model, id    string
+	object       string // of the whole reply ("chat.completion", "text_completion")
+	created      int64
+	prompt, out  []int
+	maxTokens    int
+	start        time.Time
+	includeUsage bool
+	stream       bool
+	usage        map[string]int
+}
+
+// generate serves /v1/completions and /v1/chat/completions: validate and tokenize, count the
+// request against the fault-injection thresholds, queue for KV-cache room, prefill, then reply
+// whole or streamed with the inter-token latency.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
-	var req request
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
-		writeError(w, 400, "invalid request: %v", err)
-		return
-	}
-	if !s.knownModel(req.Model) {
-		writeError(w, 404, "The model `%s` does not exist.", req.Model)
-		return
-	}
-	if chat && len(req.Messages) == 0 {
-		writeError(w, 400, "messages: field required")
-		return
-	}
-	if !chat && len(req.Prompt) == 0 {
-		writeError(w, 400, "prompt: field required")
-		return
-	}
-	model := req.Model
-	if model == "" {
-		model = s.m.ServedNames[0]
-	}
-	prompt, code, err := s.promptIDs(r.Context(), &req, chat)
-	if err != nil {
-		writeError(w, code, "%v", err)
-		return
-	}
-	maxTokens := s.o.DefaultMaxTokens
-	if req.MaxCompletionTokens != nil {
-		maxTokens = *req.MaxCompletionTokens
-	} else if req.MaxTokens != nil {
-		maxTokens = *req.MaxTokens
-	}
-	if maxTokens < 1 {
-		writeError(w, 400, "max_tokens must be at least 1, got %d.", maxTokens)
-		return
-	}
-	if int64(len(prompt)+maxTokens) > s.m.MaxModelLen {
-		writeError(w, 400, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", s.m.MaxModelLen, len(prompt)+maxTokens, len(prompt), maxTokens)
+	c, ok := s.parseGeneration(w, r, chat)
+	if !ok {
 		return
 	}
 	n := s.requests.Add(1)
@@ -427,7 +408,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.dead.Store(true)
 	}
 	if s.dead.Load() {
-		s.engineDeadReply(w, req.Stream)
+		s.engineDeadReply(w, c.stream)
 		return
 	}
 	defer func() {
@@ -438,117 +419,193 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			s.crashOne.Do(func() { close(s.crashed) })
 		}
 	}()
-
 	ctx := r.Context()
-	start := time.Now()
-	kv := len(prompt) + maxTokens
+	c.start = time.Now()
+	kv := len(c.prompt) + c.maxTokens
 	queued, err := s.admit(ctx, kv)
 	if err != nil {
 		return // client went away while queued
 	}
 	defer s.release(kv)
-	if s.isLoRA(model) {
-		s.mu.Lock()
-		s.loraRunning[model]++
-		s.mu.Unlock()
-		defer func() {
-			s.mu.Lock()
-			s.loraRunning[model]--
-			s.mu.Unlock()
-		}()
-	}
+	defer s.countLoRA(c.model)()
 	s.met.observeQueue(queued)
-	prefill := time.Duration(float64(len(prompt)) / s.o.PrefillRate * float64(time.Second))
+	prefill := time.Duration(float64(len(c.prompt)) / s.o.PrefillRate * float64(time.Second))
 	if err := sleep(ctx, prefill); err != nil {
 		return
 	}
 	s.met.observePrefill(prefill)
-	out := s.outputTokens(model, prompt, maxTokens)
-	id := fmt.Sprintf("%s-%x", map[bool]string{true: "chatcmpl", false: "cmpl"}[chat], sha256.Sum256([]byte(fmt.Sprint(n, start.UnixNano()))))[:40]
-	created := start.Unix()
-	usage := map[string]int{"prompt_tokens": len(prompt), "completion_tokens": len(out), "total_tokens": len(prompt) + len(out)}
-	object := "text_completion"
-	if chat {
-		object = "chat.completion"
+	s.fillCompletion(c, n)
+	if c.stream {
+		s.replyStream(ctx, w, c)
+	} else {
+		s.replyWhole(ctx, w, c)
 	}
+}
 
-	if !req.Stream {
-		ttft := time.Since(start)
-		for i := 1; i < len(out); i++ {
-			if err := sleep(ctx, s.o.InterTokenDelay); err != nil {
-				return
-			}
-		}
-		text := s.m.Tokenizer.Decode(out, true)
-		var choice map[string]any
-		if chat {
-			choice = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "tool_calls": []any{}}, "logprobs": nil, "finish_reason": "length", "stop_reason": nil}
-		} else {
-			choice = map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": "length", "stop_reason": nil}
-		}
-		s.met.finish(len(prompt), len(out), "length", ttft, time.Since(start))
-		writeJSON(w, 200, map[string]any{"id": id, "object": object, "created": created, "model": model, "choices": []any{choice}, "usage": usage})
-		return
+// parseGeneration decodes and validates a generation request and tokenizes its prompt; on a bad
+// request it writes the error reply and returns false.
+func (s *Server) parseGeneration(w http.ResponseWriter, r *http.Request, chat bool) (*completion, bool) {
+	var req request
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
+		writeError(w, 400, "invalid request: %v", err)
+		return nil, false
 	}
+	switch {
+	case !s.knownModel(req.Model):
+		writeError(w, 404, "The model `%s` does not exist.", req.Model)
+		return nil, false
+	case chat && len(req.Messages) == 0:
+		writeError(w, 400, "messages: field required")
+		return nil, false
+	case !chat && len(req.Prompt) == 0:
+		writeError(w, 400, "prompt: field required")
+		return nil, false
+	}
+	c := &completion{chat: chat, model: req.Model, stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	if c.model == "" {
+		c.model = s.m.ServedNames[0]
+	}
+	prompt, code, err := s.promptIDs(r.Context(), &req, chat)
+	if err != nil {
+		writeError(w, code, "%v", err)
+		return nil, false
+	}
+	c.prompt = prompt
+	c.maxTokens = s.o.DefaultMaxTokens
+	if req.MaxCompletionTokens != nil {
+		c.maxTokens = *req.MaxCompletionTokens
+	} else if req.MaxTokens != nil {
+		c.maxTokens = *req.MaxTokens
+	}
+	if c.maxTokens < 1 {
+		writeError(w, 400, "max_tokens must be at least 1, got %d.", c.maxTokens)
+		return nil, false
+	}
+	if int64(len(prompt)+c.maxTokens) > s.m.MaxModelLen {
+		writeError(w, 400, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", s.m.MaxModelLen, len(prompt)+c.maxTokens, len(prompt), c.maxTokens)
+		return nil, false
+	}
+	return c, true
+}
 
+// countLoRA counts a running request against its LoRA adapter (for vllm:lora_requests_info) and
+// returns the function that uncounts it.
+func (s *Server) countLoRA(model string) func() {
+	if !s.isLoRA(model) {
+		return func() {}
+	}
+	s.mu.Lock()
+	s.loraRunning[model]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.loraRunning[model]--
+		s.mu.Unlock()
+	}
+}
+
+// fillCompletion draws the output tokens and sets the reply's id, timestamps and usage.
+func (s *Server) fillCompletion(c *completion, n int64) {
+	c.out = s.outputTokens(c.model, c.prompt, c.maxTokens)
+	c.id = fmt.Sprintf("%s-%x", map[bool]string{true: "chatcmpl", false: "cmpl"}[c.chat], sha256.Sum256([]byte(fmt.Sprint(n, c.start.UnixNano()))))[:40]
+	c.created = c.start.Unix()
+	c.usage = map[string]int{"prompt_tokens": len(c.prompt), "completion_tokens": len(c.out), "total_tokens": len(c.prompt) + len(c.out)}
+	c.object = "text_completion"
+	if c.chat {
+		c.object = "chat.completion"
+	}
+}
+
+// replyWhole waits out the decode time and writes one JSON reply.
+func (s *Server) replyWhole(ctx context.Context, w http.ResponseWriter, c *completion) {
+	ttft := time.Since(c.start)
+	for i := 1; i < len(c.out); i++ {
+		if err := sleep(ctx, s.o.InterTokenDelay); err != nil {
+			return
+		}
+	}
+	text := s.m.Tokenizer.Decode(c.out, true)
+	var choice map[string]any
+	if c.chat {
+		choice = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "tool_calls": []any{}}, "logprobs": nil, "finish_reason": "length", "stop_reason": nil}
+	} else {
+		choice = map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": "length", "stop_reason": nil}
+	}
+	s.met.finish(len(c.prompt), len(c.out), "length", ttft, time.Since(c.start))
+	writeJSON(w, 200, map[string]any{"id": c.id, "object": c.object, "created": c.created, "model": c.model, "choices": []any{choice}, "usage": c.usage})
+}
+
+// sseWriter writes server-sent events: "data: {json}\n\n", flushed one by one.
+type sseWriter struct {
+	w  http.ResponseWriter
+	fl http.Flusher
+}
+
+func (e sseWriter) send(v any) bool {
+	b, _ := json.Marshal(v)
+	if _, err := fmt.Fprintf(e.w, "data: %s\n\n", b); err != nil {
+		return false
+	}
+	if e.fl != nil {
+		e.fl.Flush()
+	}
+	return true
+}
+
+// replyStream streams the reply token by token (a role-only first chunk for chats, an optional
+// usage chunk, then [DONE]); an engine death mid-stream ends it with an error frame.
+func (s *Server) replyStream(ctx context.Context, w http.ResponseWriter, c *completion) {
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(200)
 	fl, _ := w.(http.Flusher)
-	send := func(v any) bool {
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return true
-	}
+	ev := sseWriter{w: w, fl: fl}
 	chunkObj := "text_completion"
-	if chat {
+	if c.chat {
 		chunkObj = "chat.completion.chunk"
-		if !send(map[string]any{"id": id, "object": chunkObj, "created": created, "model": model, "choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "logprobs": nil, "finish_reason": nil}}}) {
+		if !ev.send(map[string]any{"id": c.id, "object": chunkObj, "created": c.created, "model": c.model, "choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "logprobs": nil, "finish_reason": nil}}}) {
 			return
 		}
 	}
 	var ttft time.Duration
-	for i, tok := range out {
+	for i, tok := range c.out {
 		if i > 0 {
 			if err := sleep(ctx, s.o.InterTokenDelay); err != nil {
 				return
 			}
 		}
 		if s.dead.Load() {
-			send(engineDeadFrame())
+			ev.send(engineDeadFrame())
 			return
-		}
-		text := s.m.Tokenizer.Decode([]int{tok}, true)
-		var finish any
-		if i == len(out)-1 {
-			finish = "length"
-		}
-		var choice map[string]any
-		if chat {
-			choice = map[string]any{"index": 0, "delta": map[string]any{"content": text}, "logprobs": nil, "finish_reason": finish}
-		} else {
-			choice = map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": finish, "stop_reason": nil}
 		}
 		if i == 0 {
-			ttft = time.Since(start)
+			ttft = time.Since(c.start)
 		}
-		if !send(map[string]any{"id": id, "object": chunkObj, "created": created, "model": model, "choices": []any{choice}}) {
+		if !ev.send(map[string]any{"id": c.id, "object": chunkObj, "created": c.created, "model": c.model, "choices": []any{s.streamChoice(c, i, tok)}}) {
 			return
 		}
 	}
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		send(map[string]any{"id": id, "object": chunkObj, "created": created, "model": model, "choices": []any{}, "usage": usage})
+	if c.includeUsage {
+		ev.send(map[string]any{"id": c.id, "object": chunkObj, "created": c.created, "model": c.model, "choices": []any{}, "usage": c.usage})
 	}
-	s.met.finish(len(prompt), len(out), "length", ttft, time.Since(start))
+	s.met.finish(len(c.prompt), len(c.out), "length", ttft, time.Since(c.start))
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if fl != nil {
 		fl.Flush()
 	}
+}
+
+// streamChoice is the choice of the i-th streamed token (the last carries finish_reason).
+func (s *Server) streamChoice(c *completion, i, tok int) map[string]any {
+	text := s.m.Tokenizer.Decode([]int{tok}, true)
+	var finish any
+	if i == len(c.out)-1 {
+		finish = "length"
+	}
+	if c.chat {
+		return map[string]any{"index": 0, "delta": map[string]any{"content": text}, "logprobs": nil, "finish_reason": finish}
+	}
+	return map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": finish, "stop_reason": nil}
 }
 
 func engineDeadFrame() map[string]apiError {

@@ -11,6 +11,8 @@ export PATH := $(BIN):$(PATH)
 
 # `emulators`: versitygw (S3) into ./bin, Azurite into ./.tools; each only when missing.
 include mk/emulators.mk
+# `routers`: haproxy (Debian package) and caddy into ./bin; each only when missing.
+include mk/routers.mk
 # `oracles`: the npm reference implementations of the differential tokenizer / template tests.
 include mk/oracles.mk
 
@@ -25,7 +27,7 @@ build:
 ## The race detector is on: callbacks such as Progress and OnFile run on many goroutines, and a
 ## race there is a bug (RACE=0 turns it off for a quick local run).
 RACE ?= 1
-test: fmt-check vet emulators oracles
+test: fmt-check vet emulators oracles routers
 	$(GO) test $(if $(filter 1,$(RACE)),-race) -timeout 30m -count=1 ./...
 
 vet:
@@ -56,7 +58,7 @@ bench: build emulators
 	  -rclone $(BIN)/rclone -rclone-pkg github.com/rclone/rclone@$(RCLONE_VERSION)
 
 ## demo: the main job on an embedded sample — no cloud account needed.
-demo: build
+demo: build routers
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== 1. generate a sample model repository (real formats, tiny weights)"
 	$(LIFEBOAT) demo init $(DEMO)/sample

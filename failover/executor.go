@@ -566,10 +566,19 @@ func (e *Executor) applyAndReadBack(ctx context.Context, target RouterState) (Ro
 	if err != nil {
 		return after, err
 	}
-	if d := Diff(target, after); len(d) > 0 {
+	if d := e.diff(target, after); len(d) > 0 {
 		return after, fmt.Errorf("%w: %s reads back differently from what was applied: %v", ErrDrift, e.Router, d)
 	}
 	return after, nil
+}
+
+// diff compares as the driver routes: where weight 0 is the drain (Caddy), a ready region with
+// weight 0 and a drained one are the same.
+func (e *Executor) diff(want, got RouterState) []string {
+	if z, ok := e.Router.(interface{ ZeroWeightIsDrain() bool }); ok && z.ZeroWeightIsDrain() {
+		return Diff(normalizeZeroDrain(want), normalizeZeroDrain(got))
+	}
+	return Diff(want, got)
 }
 
 // Resume continues the latest run from its journal: it re-applies the last intended state
@@ -624,7 +633,7 @@ func (e *Executor) resume(s *session, o RunOptions, v RunView) (*Outcome, error)
 		out.Steps++
 	} else if v.LastApplied >= 0 {
 		target := plan.After(v.LastApplied)
-		if len(Diff(target, cur)) > 0 {
+		if len(e.diff(target, cur)) > 0 {
 			step := v.LastApplied
 			after, err := e.applyAndReadBack(ctx, target)
 			if err != nil {
@@ -752,10 +761,10 @@ func (e *Executor) Status(ctx context.Context) (*Status, error) {
 	if st.Plan != nil && !st.Refused {
 		want, inflight := st.RunView.Expected()
 		st.Expected = want
-		d := Diff(want, rs)
+		d := e.diff(want, rs)
 		if inflight && len(d) > 0 {
 			// mid-change: either side of the change is not drift
-			if prev := st.Plan.After(st.InFlight - 1); len(Diff(prev, rs)) == 0 {
+			if prev := st.Plan.After(st.InFlight - 1); len(e.diff(prev, rs)) == 0 {
 				d = nil
 			}
 		}

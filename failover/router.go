@@ -56,6 +56,8 @@ func OpenRouter(f *Fleet) (Driver, error) {
 		return &FileRouter{Path: f.Router.Path}, nil
 	case DriverHAProxy:
 		return &HAProxyRouter{Socket: f.Router.Socket, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout}, nil
+	case DriverCaddy:
+		return NewCaddyRouter(f)
 	case "":
 		return nil, fmt.Errorf("%s: router.driver: required for failover", f.File)
 	}

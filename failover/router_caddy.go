@@ -1,0 +1,290 @@
+package failover
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// CaddyRouter drives Caddy (v2.11+) through its admin API: each tenant class is a route tagged
+// "@id" (router.backends) whose reverse_proxy handler uses the weighted_round_robin selection
+// policy. Upstreams are the class's regions' endpoints (host:port). A region that must receive
+// nothing is not in the upstreams at all (maint); a drained region stays with weight 0, which
+// Caddy never selects, so in-flight requests finish. Every write is a PATCH with If-Match on the
+// ETag of the route just read: a concurrent edit is detected (ErrRouterConflict), never
+// overwritten.
+type CaddyRouter struct {
+	Admin    string              // http://127.0.0.1:2019
+	Routes   map[string]string   // class → route @id
+	Classes  map[string][]string // class → eligible regions
+	Dials    map[string]string   // region → upstream dial address (host:port of its endpoint)
+	Timeout  time.Duration
+	Client   *http.Client
+	Attempts int // conflicts retried (re-read, re-apply) before giving up; 0 means 3
+}
+
+// NewCaddyRouter builds the driver from a fleet.
+func NewCaddyRouter(f *Fleet) (*CaddyRouter, error) {
+	c := &CaddyRouter{Admin: f.Router.URL, Routes: f.Router.Backends, Classes: f.Tenants, Dials: map[string]string{}, Timeout: f.Router.Timeout}
+	for name, r := range f.Regions {
+		if r.Endpoint == "" {
+			continue
+		}
+		u, err := url.Parse(r.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("regions.%s.endpoint: %v", name, err)
+		}
+		host, port := u.Hostname(), u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		c.Dials[name] = net.JoinHostPort(host, port)
+	}
+	return c, nil
+}
+
+func (c *CaddyRouter) String() string { return "caddy:" + c.Admin }
+
+// MaxWeight: Caddy takes any int weight; 1,000,000 keeps it sane.
+func (c *CaddyRouter) MaxWeight() int { return 1_000_000 }
+
+// ZeroWeightIsDrain: Caddy has no drain state; a kept upstream with weight 0 is the drain.
+func (c *CaddyRouter) ZeroWeightIsDrain() bool { return true }
+
+func (c *CaddyRouter) client() *http.Client {
+	if c.Client != nil {
+		return c.Client
+	}
+	return &http.Client{}
+}
+
+func (c *CaddyRouter) do(ctx context.Context, method, path, etag string, body []byte) (int, http.Header, []byte, error) {
+	to := c.Timeout
+	if to <= 0 {
+		to = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, to)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.Admin+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if etag != "" {
+		req.Header.Set("If-Match", etag)
+	}
+	resp, err := c.client().Do(req)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, ErrRouterUnreachable)
+	}
+	defer resp.Body.Close()
+	b, err := readBounded(resp.Body)
+	if err != nil {
+		return resp.StatusCode, resp.Header, nil, fmt.Errorf("caddy %s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, resp.Header, b, nil
+}
+
+// route fetches a class's route and its ETag.
+func (c *CaddyRouter) route(ctx context.Context, class string) (map[string]any, string, error) {
+	id, ok := c.Routes[class]
+	if !ok {
+		return nil, "", fmt.Errorf("caddy: class %s has no route (router.backends)", class)
+	}
+	code, h, b, err := c.do(ctx, http.MethodGet, "/id/"+url.PathEscape(id), "", nil)
+	if err != nil {
+		return nil, "", err
+	}
+	if code != http.StatusOK {
+		return nil, "", fmt.Errorf("caddy GET /id/%s: HTTP %d: %s", id, code, firstLine(string(b)))
+	}
+	var route map[string]any
+	if err := json.Unmarshal(b, &route); err != nil {
+		return nil, "", fmt.Errorf("caddy GET /id/%s: %v", id, err)
+	}
+	return route, h.Get("Etag"), nil
+}
+
+// proxyHandler finds the route's reverse_proxy handler.
+func proxyHandler(route map[string]any) (map[string]any, error) {
+	hs, _ := route["handle"].([]any)
+	for _, h := range hs {
+		if m, ok := h.(map[string]any); ok && m["handler"] == "reverse_proxy" {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("the route has no reverse_proxy handler")
+}
+
+func (c *CaddyRouter) regionOf(dial string) string {
+	for r, d := range c.Dials {
+		if d == dial {
+			return r
+		}
+	}
+	return "dial:" + dial // not a fleet region: checkTopology refuses it
+}
+
+// parse reads a class's upstreams and weights from its route.
+func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int, map[string]State, error) {
+	h, err := proxyHandler(route)
+	if err != nil {
+		return nil, nil, fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
+	}
+	ups, _ := h["upstreams"].([]any)
+	var weights []any
+	if lb, ok := h["load_balancing"].(map[string]any); ok {
+		if sp, ok := lb["selection_policy"].(map[string]any); ok {
+			if sp["policy"] != "weighted_round_robin" {
+				return nil, nil, fmt.Errorf("caddy route %s: selection policy %v, want weighted_round_robin", c.Routes[class], sp["policy"])
+			}
+			weights, _ = sp["weights"].([]any)
+		}
+	}
+	if weights == nil {
+		return nil, nil, fmt.Errorf("caddy route %s: no weighted_round_robin weights", c.Routes[class])
+	}
+	w, st := map[string]int{}, map[string]State{}
+	for i, u := range ups {
+		m, _ := u.(map[string]any)
+		dial, _ := m["dial"].(string)
+		r := c.regionOf(dial)
+		v := 1 // Caddy's default for a missing weight
+		if i < len(weights) {
+			f, ok := weights[i].(float64)
+			if !ok || f < 0 || f != float64(int(f)) {
+				return nil, nil, fmt.Errorf("caddy route %s: weight %v", c.Routes[class], weights[i])
+			}
+			v = int(f)
+		}
+		w[r] += v
+		if v == 0 {
+			st[r] = Drain
+		}
+	}
+	for _, r := range c.Classes[class] {
+		if _, ok := w[r]; !ok {
+			w[r] = 0
+			st[r] = Maint // not an upstream: receives nothing
+		}
+	}
+	return w, st, nil
+}
+
+// Read returns every class's upstream weights.
+func (c *CaddyRouter) Read(ctx context.Context) (RouterState, error) {
+	rs := RouterState{Weights: Weights{}, States: States{}}
+	for _, class := range sortedKeys(c.Routes) {
+		route, _, err := c.route(ctx, class)
+		if err != nil {
+			return rs, err
+		}
+		w, st, err := c.parse(class, route)
+		if err != nil {
+			return rs, err
+		}
+		rs.Weights[class] = w
+		for r, s := range st {
+			rs.States.Set(class, r, s)
+		}
+	}
+	return rs, nil
+}
+
+// Apply rewrites each class's upstreams: ready and drained regions are upstreams (a drained one
+// with weight 0), cut-off ones are left out; a PATCH with If-Match on the route's ETag.
+func (c *CaddyRouter) Apply(ctx context.Context, desired RouterState) error {
+	for _, class := range sortedKeys(desired.Weights) {
+		if err := c.applyClass(ctx, class, desired); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired RouterState) error {
+	attempts := c.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	var last error
+	for range attempts {
+		route, etag, err := c.route(ctx, class)
+		if err != nil {
+			return err
+		}
+		h, err := proxyHandler(route)
+		if err != nil {
+			return fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
+		}
+		names := sortedKeys(desired.Weights[class])
+		var ups, weights []any
+		for _, r := range names {
+			st := desired.States.Get(class, r)
+			w := desired.Weights[class][r]
+			if st == Maint {
+				continue
+			}
+			if st == Drain {
+				w = 0
+			}
+			dial, ok := c.Dials[r]
+			if !ok {
+				return fmt.Errorf("caddy: region %s has no endpoint to dial", r)
+			}
+			ups = append(ups, map[string]any{"dial": dial})
+			weights = append(weights, w)
+		}
+		if len(ups) == 0 {
+			return fmt.Errorf("caddy: class %s would have no upstream", class)
+		}
+		h["upstreams"] = ups
+		lb, _ := h["load_balancing"].(map[string]any)
+		if lb == nil {
+			lb = map[string]any{}
+			h["load_balancing"] = lb
+		}
+		lb["selection_policy"] = map[string]any{"policy": "weighted_round_robin", "weights": weights}
+		body, err := json.Marshal(route)
+		if err != nil {
+			return err
+		}
+		code, _, b, err := c.do(ctx, http.MethodPatch, "/id/"+url.PathEscape(c.Routes[class]), etag, body)
+		if err != nil {
+			return err
+		}
+		switch code {
+		case http.StatusOK:
+			return nil
+		case http.StatusPreconditionFailed:
+			last = fmt.Errorf("caddy PATCH /id/%s: %s: %w", c.Routes[class], firstLine(string(b)), ErrRouterConflict)
+			continue
+		}
+		return fmt.Errorf("caddy PATCH /id/%s: HTTP %d: %s", c.Routes[class], code, firstLine(string(b)))
+	}
+	return last
+}
+
+// normalizeZeroDrain makes a ready region with weight 0 read as drained, for drivers where
+// the two are the same thing.
+func normalizeZeroDrain(rs RouterState) RouterState {
+	out := rs.Clone()
+	if out.States == nil {
+		out.States = States{}
+	}
+	for c, vec := range out.Weights {
+		for r, v := range vec {
+			if v == 0 && out.States.Get(c, r) == Ready {
+				out.States.Set(c, r, Drain)
+			}
+		}
+	}
+	return out
+}

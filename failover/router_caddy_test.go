@@ -1,0 +1,166 @@
+package failover
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lifeboat/internal/emulators"
+	"lifeboat/internal/testbed"
+)
+
+type caddyRig struct {
+	*rig
+	c         *emulators.Caddy
+	frontends map[string]string
+	addrs     map[string]string
+}
+
+func newCaddyRig(t *testing.T) *caddyRig {
+	t.Helper()
+	addrs := regionBackends(t, "us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-1")
+	fe := map[string]string{"eu-only": freeAddr(t), "global": freeAddr(t)}
+	servers := map[string]any{}
+	for class, id := range map[string]string{"eu-only": "route-eu", "global": "route-global"} {
+		var ups []any
+		var ws []int
+		for _, r := range sortedKeys(startWeights.Weights[class]) {
+			ups = append(ups, map[string]any{"dial": addrs[r]})
+			ws = append(ws, startWeights.Weights[class][r])
+		}
+		servers[class] = map[string]any{
+			"listen":          []string{fe[class]},
+			"automatic_https": map[string]any{"disable": true},
+			"routes": []any{map[string]any{"@id": id, "handle": []any{map[string]any{
+				"handler": "reverse_proxy", "upstreams": ups,
+				"load_balancing": map[string]any{"selection_policy": map[string]any{"policy": "weighted_round_robin", "weights": ws}},
+			}}}},
+		}
+	}
+	cfg, _ := json.Marshal(map[string]any{"apps": map[string]any{"http": map[string]any{"servers": servers}}})
+	c := emulators.StartCaddy(t, string(cfg))
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
+	yaml := testFleetYAML("", "file://"+filepath.Join(dir, "state"))
+	for r, a := range addrs {
+		yaml = strings.Replace(yaml, "  "+r+": {replica: ./r,", fmt.Sprintf("  %s: {replica: ./r, endpoint: 'http://%s',", r, a), 1)
+	}
+	yaml = strings.Replace(yaml, `router: {driver: file, path: ""}`,
+		fmt.Sprintf("router: {driver: caddy, url: %q, backends: {eu-only: route-eu, global: route-global}}", c.Admin), 1)
+	path := filepath.Join(dir, "fleet.yaml")
+	os.WriteFile(path, []byte(yaml), 0o644)
+	f, err := ParseFleet([]byte(yaml), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{dir: dir, fleet: f, store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), sig: &StaticSignals{Regions: calmSignals(f)}}
+	return &caddyRig{rig: r, c: c, addrs: addrs, frontends: map[string]string{"eu-only": "http://" + fe["eu-only"] + "/", "global": "http://" + fe["global"] + "/"}}
+}
+
+func (r *caddyRig) router(t testing.TB) *CaddyRouter {
+	d, err := OpenRouter(r.fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.(*CaddyRouter)
+}
+
+// upstreamDials reads the raw route from Caddy's admin API.
+func upstreamDials(t testing.TB, admin, id string) []string {
+	t.Helper()
+	resp, err := http.Get(admin + "/id/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var route struct {
+		Handle []struct {
+			Upstreams []struct{ Dial string } `json:"upstreams"`
+		} `json:"handle"`
+	}
+	json.NewDecoder(resp.Body).Decode(&route)
+	var out []string
+	for _, h := range route.Handle {
+		for _, u := range h.Upstreams {
+			out = append(out, u.Dial)
+		}
+	}
+	return out
+}
+
+// Evacuate eu-west-1 through a real Caddy carrying real HTTP traffic: at every step zero EU-only
+// requests outside the EU, shares within tolerance, and the EU-only route's upstreams only ever
+// EU regions; at the end eu-west-1 is out of both routes' upstreams.
+func TestCaddyEvacuationTraffic(t *testing.T) {
+	r := newCaddyRig(t)
+	ctx := testbed.Ctx(t)
+	cr := r.router(t)
+	start, err := cr.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Diff(startWeights, start); len(d) > 0 {
+		t.Fatalf("read back of the config: %v", d)
+	}
+	checkTraffic(t, "before", r.frontends, start)
+	e := r.rig.executor()
+	e.Router = cr
+	steps := 0
+	e.OnRecord = func(rec Record) {
+		if rec.Kind != RecResult {
+			return
+		}
+		steps++
+		checkTraffic(t, fmt.Sprintf("after step %d", *rec.Step+1), r.frontends, *rec.After)
+		for _, d := range upstreamDials(t, r.c.Admin, "route-eu") {
+			if d != r.addrs["eu-west-1"] && d != r.addrs["eu-central-1"] {
+				t.Fatalf("step %d: the EU-only route has upstream %s", *rec.Step+1, d)
+			}
+		}
+	}
+	out, err := e.Run(ctx, evacuate("eu-west-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps != len(out.Plan.Steps) || steps < 3 {
+		t.Fatalf("%d steps checked of %d", steps, len(out.Plan.Steps))
+	}
+	for _, id := range []string{"route-eu", "route-global"} {
+		for _, d := range upstreamDials(t, r.c.Admin, id) {
+			if d == r.addrs["eu-west-1"] {
+				t.Fatalf("%s still has eu-west-1 as an upstream after the withdraw", id)
+			}
+		}
+	}
+}
+
+// If-Match on the ETag: a write based on a stale read is refused by Caddy (412), and the driver
+// reports it as a conflict instead of overwriting.
+func TestCaddyIfMatchConflict(t *testing.T) {
+	r := newCaddyRig(t)
+	ctx := testbed.Ctx(t)
+	cr := r.router(t)
+	route, etag, err := cr.route(ctx, "eu-only")
+	if err != nil || etag == "" {
+		t.Fatalf("route %v etag %q", err, etag)
+	}
+	body, _ := json.Marshal(route)
+	if code, _, _, err := cr.do(ctx, http.MethodPatch, "/id/route-eu", etag, body); err != nil || code != 200 {
+		t.Fatalf("PATCH with the current ETag: %d %v", code, err)
+	}
+	// someone else changes the route: our etag is stale now
+	route2, etag2, _ := cr.route(ctx, "eu-only")
+	h, _ := proxyHandler(route2)
+	h["load_balancing"].(map[string]any)["selection_policy"].(map[string]any)["weights"] = []int{60, 40}
+	body2, _ := json.Marshal(route2)
+	cr.do(ctx, http.MethodPatch, "/id/route-eu", etag2, body2)
+	code, _, msg, _ := cr.do(ctx, http.MethodPatch, "/id/route-eu", etag2, body)
+	if code != http.StatusPreconditionFailed {
+		t.Fatalf("PATCH with a stale ETag: HTTP %d %s, want 412", code, msg)
+	}
+	t.Logf("stale ETag: HTTP %d %s", code, strings.TrimSpace(string(msg)))
+}

@@ -1,0 +1,201 @@
+package drills
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"lifeboat/failover"
+	"lifeboat/manifest"
+	"lifeboat/providers"
+)
+
+// maxFaultFile bounds what a file fault saves to put back at teardown.
+const maxFaultFile = 256 << 20
+
+// fileFault is a missing or corrupted file planted in one replica, with what puts it back.
+type fileFault struct {
+	f        *Fault
+	store    providers.Store
+	file     manifest.File
+	original []byte
+	planted  bool
+}
+
+// plant removes or corrupts the file, keeping the original bytes (bounded) to restore later.
+func (ff *fileFault) plant(ctx context.Context) error {
+	var buf bytes.Buffer
+	err := ff.store.Read(ctx, ff.f.Path, providers.ReadOptions{}, func(r io.Reader) error {
+		buf.Reset()
+		n, err := io.Copy(&buf, io.LimitReader(r, maxFaultFile+1))
+		if err == nil && n > maxFaultFile {
+			return fmt.Errorf("larger than %d bytes: not a file a drill corrupts", maxFaultFile)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("fault %q: read %s in %s: %w", ff.f.Name, ff.f.Path, ff.store, err)
+	}
+	ff.original = buf.Bytes()
+	switch ff.f.Kind {
+	case FaultMissingFile:
+		err = ff.store.Delete(ctx, ff.f.Path, providers.DeleteOptions{})
+	case FaultCorruptFile:
+		bad := bytes.Clone(ff.original)
+		if len(bad) == 0 {
+			return fmt.Errorf("fault %q: %s is empty: nothing to corrupt", ff.f.Name, ff.f.Path)
+		}
+		for i := len(bad) / 2; i < len(bad) && i < len(bad)/2+4; i++ {
+			bad[i] ^= 0xA5 // same size, other bytes: only a checksum or a re-read tells
+		}
+		_, err = ff.store.Write(ctx, ff.f.Path, bytes.NewReader(bad), providers.WriteOptions{Size: int64(len(bad))})
+	}
+	if err != nil {
+		return fmt.Errorf("fault %q: plant in %s: %w", ff.f.Name, ff.store, err)
+	}
+	ff.planted = true
+	return nil
+}
+
+// undo writes the original bytes back, checked against the manifest's checksums.
+func (ff *fileFault) undo(ctx context.Context) error {
+	if !ff.planted {
+		return nil
+	}
+	_, err := ff.store.Write(ctx, ff.f.Path, bytes.NewReader(ff.original), providers.WriteOptions{Size: int64(len(ff.original)), Checksums: providers.Checksums(ff.file.Sums)})
+	if err != nil {
+		return fmt.Errorf("fault %q: put %s back in %s: %w", ff.f.Name, ff.f.Path, ff.store, err)
+	}
+	ff.planted = false
+	return nil
+}
+
+// faultRouter wraps the router: after afterStep successful changes it answers nothing for
+// duration (router-unreachable).
+type faultRouter struct {
+	failover.Driver
+	afterStep int
+	duration  time.Duration
+	now       func() time.Time
+
+	mu        sync.Mutex
+	applies   int
+	downUntil time.Time
+	triggered bool
+	refused   int // calls answered with unreachable
+}
+
+func (fr *faultRouter) down() error {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.now().Before(fr.downUntil) {
+		fr.refused++
+		return fmt.Errorf("%s: %w (drill fault router-unreachable)", fr.Driver, failover.ErrRouterUnreachable)
+	}
+	return nil
+}
+
+func (fr *faultRouter) Read(ctx context.Context) (failover.RouterState, error) {
+	if err := fr.down(); err != nil {
+		return failover.RouterState{}, err
+	}
+	return fr.Driver.Read(ctx)
+}
+
+func (fr *faultRouter) Apply(ctx context.Context, desired failover.RouterState) error {
+	if err := fr.down(); err != nil {
+		return err
+	}
+	if err := fr.Driver.Apply(ctx, desired); err != nil {
+		return err
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	fr.applies++
+	if fr.duration > 0 && !fr.triggered && fr.applies >= fr.afterStep {
+		fr.triggered, fr.downUntil = true, fr.now().Add(fr.duration)
+	}
+	return nil
+}
+
+func (fr *faultRouter) refusals() int {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return fr.refused
+}
+
+// errKilled is what a killed orchestrator's store and router calls return: a dead process
+// writes nothing more, not even the release of its lock.
+var errKilled = fmt.Errorf("orchestrator killed (drill fault kill-mid-ramp)")
+
+// process is one orchestrator process's view of the state store and the router; kill makes
+// both dead for it, as SIGKILL would.
+type process struct {
+	dead atomic.Bool
+}
+
+type processStore struct {
+	providers.Store
+	p *process
+}
+
+func (s processStore) List(ctx context.Context, dir string, fn func(providers.Object) error) error {
+	if s.p.dead.Load() {
+		return errKilled
+	}
+	return s.Store.List(ctx, dir, fn)
+}
+
+func (s processStore) Stat(ctx context.Context, key string) (providers.Object, error) {
+	if s.p.dead.Load() {
+		return providers.Object{}, errKilled
+	}
+	return s.Store.Stat(ctx, key)
+}
+
+func (s processStore) Read(ctx context.Context, key string, o providers.ReadOptions, fn func(io.Reader) error) error {
+	if s.p.dead.Load() {
+		return errKilled
+	}
+	return s.Store.Read(ctx, key, o, fn)
+}
+
+func (s processStore) Write(ctx context.Context, key string, r io.Reader, o providers.WriteOptions) (providers.Object, error) {
+	if s.p.dead.Load() {
+		return providers.Object{}, errKilled
+	}
+	return s.Store.Write(ctx, key, r, o)
+}
+
+func (s processStore) Delete(ctx context.Context, key string, o providers.DeleteOptions) error {
+	if s.p.dead.Load() {
+		return errKilled
+	}
+	return s.Store.Delete(ctx, key, o)
+}
+
+// Close does not close the shared store: the next process uses it.
+func (s processStore) Close() error { return nil }
+
+type processRouter struct {
+	failover.Driver
+	p *process
+}
+
+func (r processRouter) Read(ctx context.Context) (failover.RouterState, error) {
+	if r.p.dead.Load() {
+		return failover.RouterState{}, errKilled
+	}
+	return r.Driver.Read(ctx)
+}
+
+func (r processRouter) Apply(ctx context.Context, desired failover.RouterState) error {
+	if r.p.dead.Load() {
+		return errKilled
+	}
+	return r.Driver.Apply(ctx, desired)
+}

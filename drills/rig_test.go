@@ -1,0 +1,196 @@
+package drills
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"lifeboat/failover"
+	"lifeboat/internal/testbed"
+	"lifeboat/manifest"
+	"lifeboat/providers"
+	"lifeboat/verify/warm"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// lifeboatBin builds the real lifeboat binary once per test binary (its engine-sim is every
+// candidate replica).
+func lifeboatBin(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lifeboat-drill-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "lifeboat")
+		out, err := exec.Command("go", "build", "-o", binPath, "lifeboat/cmd/lifeboat").CombinedOutput()
+		if err != nil {
+			binErr = errors.New("go build: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// regionSpec is one region of a test fleet: its replica and whether it is in a class.
+type regionSpec struct {
+	name  string
+	store providers.Store
+	url   string
+	// archive: a replica with no launcher, in no class (verified, never booted)
+	archive bool
+}
+
+// drillRig is a fleet of engine-sim candidates over real stores, a file router and a state store.
+type drillRig struct {
+	dir    string
+	fleet  *failover.Fleet
+	m      *manifest.Manifest
+	open   func(ctx context.Context, url string) (providers.Store, error)
+	router *failover.FileRouter
+}
+
+// baseline: eu-only on the two EU regions, global on us-east-1 and eu-west-1; us-west-2 and
+// ap-southeast-1 are standby receivers.
+var baseline = failover.RouterState{Weights: failover.Weights{
+	"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
+	"global":  {"us-east-1": 50, "us-west-2": 0, "eu-west-1": 50, "ap-southeast-1": 0},
+}, States: failover.States{}}
+
+// newDrillRig seeds each region's replica from the sample and writes fleet.yaml.
+func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Context, url string) (providers.Store, error)) *drillRig {
+	t.Helper()
+	fx := testbed.Sample(t, "small")
+	bin := lifeboatBin(t)
+	dir := t.TempDir()
+	mb, err := fx.M.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "model: {name: llama-demo, manifest: manifest.json}\nregions:\n")
+	for _, r := range regions {
+		testbed.Seed(t, r.store, fx)
+		fmt.Fprintf(&b, "  %s:\n    replica: %q\n    capacity: {replicas: 4, prefill_tokens_per_s: 8000}\n", r.name, r.url)
+		if r.archive {
+			continue
+		}
+		fmt.Fprintf(&b, "    launcher: {kind: exec, command: %q}\n", bin+" engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}")
+	}
+	fmt.Fprintf(&b, `tenants:
+  eu-only: [eu-west-1, eu-central-1]
+  global: [us-east-1, us-west-2, eu-west-1, ap-southeast-1]
+router: {driver: file, path: weights.json}
+failover: {step_percent: 25, step_interval: 100ms, spill_cap_percent: 60, drain_timeout: 2s, failback_dwell: 300ms, max_transitions_per_hour: 1000, assumed_utilization_percent: 20}
+state: file://%s
+sla: {rto: 5m}
+`, filepath.Join(dir, "state"))
+	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fleetPath := filepath.Join(dir, "fleet.yaml")
+	if err := os.WriteFile(fleetPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := failover.ReadFleet(fleetPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig := &drillRig{dir: dir, fleet: fl, m: fx.M, open: open, router: &failover.FileRouter{Path: fl.Router.Path}}
+	if err := rig.router.Apply(context.Background(), baseline); err != nil {
+		t.Fatal(err)
+	}
+	return rig
+}
+
+// drill writes a drill file and parses it.
+func (r *drillRig) drill(t *testing.T, body string) *Drill {
+	t.Helper()
+	path := filepath.Join(r.dir, "drill.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (r *drillRig) runner(d *Drill) *Runner {
+	return &Runner{Drill: d, Fleet: r.fleet, Manifest: r.m, Open: r.open, TempDir: r.dir,
+		Probe:   warm.ProbeOptions{Timeout: 30 * time.Second, TTFTBudget: 2 * time.Second},
+		Approve: func(context.Context, string) (bool, error) { return true, nil }}
+}
+
+func fileOpen(ctx context.Context, url string) (providers.Store, error) {
+	return providers.Open(ctx, url, testbed.StoreOptions())
+}
+
+// fileRegions are the five regions on local directories.
+func fileRegions(t *testing.T) []regionSpec {
+	var out []regionSpec
+	for _, n := range []string{"us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-1"} {
+		d := filepath.Join(t.TempDir(), n)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		u := "file://" + d
+		out = append(out, regionSpec{name: n, store: testbed.OpenStore(t, u, testbed.StoreOptions()), url: u})
+	}
+	return out
+}
+
+func drillCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func stepOf(rep *Report, name string) StepResult {
+	for _, s := range rep.Steps {
+		if s.Name == name {
+			return s
+		}
+	}
+	return StepResult{}
+}
+
+func dumpSteps(rep *Report) string {
+	var b strings.Builder
+	for _, s := range rep.Steps {
+		fmt.Fprintf(&b, "  %-9s %-7s %6.2fs %s\n", s.Name, s.Status, s.Seconds, s.Detail)
+	}
+	for _, e := range rep.Expect {
+		fmt.Fprintf(&b, "  expect %q met=%v: %s\n", e.Description, e.Met, e.Evidence)
+	}
+	fmt.Fprintf(&b, "  summary: %s\n", rep.Summary)
+	return b.String()
+}
+
+func mustOpen(t *testing.T, url string) providers.Store {
+	t.Helper()
+	return testbed.OpenStore(t, url, testbed.StoreOptions())
+}
+
+func testbedSample(t *testing.T) *testbed.Fixture { return testbed.Sample(t, "small") }

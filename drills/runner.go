@@ -1,0 +1,962 @@
+package drills
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"lifeboat/failover"
+	"lifeboat/manifest"
+	"lifeboat/providers"
+	"lifeboat/verify"
+	"lifeboat/verify/replicate"
+	"lifeboat/verify/warm"
+)
+
+// Runner runs one drill. Fields are set by the caller; Run may be called once.
+type Runner struct {
+	Drill    *Drill
+	Fleet    *failover.Fleet
+	Manifest *manifest.Manifest
+	// Open opens a store URL (replicas, the state store) with the caller's options.
+	Open func(ctx context.Context, url string) (providers.Store, error)
+	// Router is the fleet's router; nil: failover.OpenRouter(Fleet).
+	Router failover.Driver
+	Log    *slog.Logger
+	// Approve is asked before each step the drill file lists under approve; nil refuses.
+	Approve func(ctx context.Context, step string) (bool, error)
+	// OnStep is told each step as it starts (Status "") and as it ends.
+	OnStep func(StepResult)
+	// Command rewrites a launcher command (the CLI makes "lifeboat ..." run its own binary).
+	Command func(string) string
+	// TempDir is where the drill's working directory is made; "" os.TempDir(). It is removed at
+	// teardown.
+	TempDir string
+	// Probe tunes the warm prober of the boots and the failover's preflight.
+	Probe warm.ProbeOptions
+	// HTTPClient carries the synthetic requests; nil: a client with per-request deadlines.
+	HTTPClient *http.Client
+	Now        func() time.Time
+}
+
+// run is one drill's state.
+type run struct {
+	*Runner
+	ctx    context.Context
+	rep    *Report
+	start  time.Time
+	tmp    string
+	state  providers.Store
+	stores map[string]providers.Store // replica URL → store
+	router *faultRouter
+	base   failover.Driver
+	signal *failover.LiveSignals
+	exFl   *failover.Fleet // the fleet as the executor sees it (endpoints of the booted candidates)
+
+	files    []*fileFault
+	faultIdx map[string]int // fault name → index in rep.Faults
+	boots    map[string]*warm.BootResult
+	insts    map[string]warm.Instance
+	models   []string
+	baseline failover.Weights
+	evacRun  string
+	failed   bool // a step failed: later steps that need it are skipped
+
+	mu       sync.Mutex
+	requests []Request
+	sampler  context.CancelFunc
+	sampled  chan struct{}
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Check checks the drill against its fleet: the lost region, fault regions and expectation
+// targets must exist; the fleet needs a router, a state store and an RTO.
+func (r *Runner) Check() error {
+	d, f := r.Drill, r.Fleet
+	var p []string
+	at := func(line int, field, format string, args ...any) {
+		p = append(p, fmt.Sprintf("%s:%d: %s: %s", d.File, line, field, fmt.Sprintf(format, args...)))
+	}
+	if f.Regions[d.Lose] == nil {
+		at(0, "lose", "region %q is not in the fleet %s (regions: %s)", d.Lose, f.File, strings.Join(f.RegionNames(), ", "))
+	}
+	for i, fl := range d.Faults {
+		if fl.Region != "" && f.Regions[fl.Region] == nil {
+			at(fl.Line, fmt.Sprintf("faults[%d].region", i), "region %q is not in the fleet", fl.Region)
+		}
+		if fl.Path != "" && r.Manifest != nil && !slices.ContainsFunc(r.Manifest.Files, func(m manifest.File) bool { return m.Path == fl.Path }) {
+			at(fl.Line, fmt.Sprintf("faults[%d].path", i), "%s is not a file of the manifest", fl.Path)
+		}
+		if (fl.Kind == FaultBootFails || fl.Kind == FaultSaturate) && f.Regions[fl.Region] != nil && (f.Regions[fl.Region].Launcher == nil || f.Regions[fl.Region].Launcher.Kind != failover.LauncherExec) {
+			at(fl.Line, fmt.Sprintf("faults[%d].region", i), "%s has no exec launcher: the drill cannot start its candidate", fl.Region)
+		}
+	}
+	for i, e := range d.Expect {
+		field := fmt.Sprintf("expect[%d].%s", i, e.Kind)
+		switch e.Kind {
+		case ExpectResidency:
+			if _, ok := f.Tenants[e.Target]; !ok {
+				at(e.Line, field, "no tenant class %q in the fleet", e.Target)
+			}
+		case ExpectWarm, ExpectNotWarm:
+			if f.Regions[e.Target] == nil {
+				at(e.Line, field, "region %q is not in the fleet", e.Target)
+			}
+		}
+	}
+	if f.Router.Driver == "" {
+		at(0, "fleet", "%s has no router: a drill moves traffic through it", f.File)
+	}
+	if f.State == "" {
+		at(0, "fleet", "%s has no state store (state:): the journal, lock and drill history live there", f.File)
+	}
+	if d.RTO <= 0 && f.SLA.RTO <= 0 {
+		at(0, "sla.rto", "set the RTO here or in the fleet file (sla: {rto: 30m})")
+	}
+	if len(p) > 0 {
+		return &DrillError{Problems: p}
+	}
+	return nil
+}
+
+func (r *Runner) rto() time.Duration {
+	if r.Drill.RTO > 0 {
+		return r.Drill.RTO
+	}
+	return r.Fleet.SLA.RTO
+}
+
+// Run runs the drill. The report is always returned (with what was found so far) unless the
+// input is bad; an error is returned only when the drill could not run at all.
+func (r *Runner) Run(ctx context.Context) (*Report, error) {
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	router := r.Router
+	if router == nil {
+		var err error
+		if router, err = failover.OpenRouter(r.Fleet); err != nil {
+			return nil, err
+		}
+	}
+	x := &run{Runner: r, ctx: ctx, start: r.now(), stores: map[string]providers.Store{}, base: router,
+		faultIdx: map[string]int{}, boots: map[string]*warm.BootResult{}, insts: map[string]warm.Instance{}}
+	x.rep = &Report{Schema: SchemaID, Drill: r.Drill.Name, File: r.Drill.File, Fleet: r.Fleet.File, Model: r.Fleet.Model.Name,
+		Lost: r.Drill.Lose, Router: providers.Redact(router.String()), Started: x.start.UTC(),
+		Steps: []StepResult{}, Faults: []FaultResult{}, Expect: []ExpectResult{}, Verify: []VerifyRun{}, Repairs: []Repair{},
+		Boots: []BootSummary{}, Runs: []string{}, Weights: []WeightPoint{}, Requests: []Request{}, Classes: []ClassTraffic{},
+		Teardown: Teardown{Stopped: []string{}, FaultsUndone: []string{}, Left: []string{}}}
+	x.rep.SLA.RTOSeconds = r.rto().Seconds()
+	x.router = &faultRouter{Driver: router, now: r.now}
+	for i, f := range r.Drill.Faults {
+		x.rep.Faults = append(x.rep.Faults, FaultResult{Fault: f})
+		x.faultIdx[f.Name] = i
+		if f.Kind == FaultRouterUnreachable {
+			x.router.afterStep, x.router.duration = f.AfterStep, f.Duration
+		}
+	}
+	tmp, err := os.MkdirTemp(r.TempDir, "lifeboat-drill-")
+	if err != nil {
+		return nil, fmt.Errorf("drill working directory: %w", err)
+	}
+	x.tmp = tmp
+	x.state, err = r.Open(ctx, r.Fleet.State)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, fmt.Errorf("state store %s: %w", r.Fleet.State, err)
+	}
+	defer x.state.Close()
+	if err := x.openReplicas(); err != nil {
+		x.teardown()
+		return nil, err
+	}
+	if err := x.plantFileFaults(); err != nil {
+		x.teardown()
+		return nil, err
+	}
+	for _, name := range r.Drill.Order() {
+		x.step(name)
+	}
+	for _, name := range r.Drill.Skip {
+		x.rep.Steps = append(x.rep.Steps, StepResult{Name: name, Status: Skipped, Detail: "skipped by the drill file"})
+	}
+	x.finish()
+	return x.rep, nil
+}
+
+func (x *run) openReplicas() error {
+	for _, name := range x.Fleet.RegionNames() {
+		u := x.Fleet.Regions[name].Replica
+		if u == "" || x.stores[u] != nil {
+			continue
+		}
+		s, err := x.Open(x.ctx, u)
+		if err != nil {
+			return fmt.Errorf("regions.%s.replica: %w", name, err)
+		}
+		x.stores[u] = s
+	}
+	return nil
+}
+
+func (x *run) plantFileFaults() error {
+	for i := range x.rep.Faults {
+		f := &x.rep.Faults[i].Fault
+		if f.Kind != FaultMissingFile && f.Kind != FaultCorruptFile {
+			continue
+		}
+		file := manifest.File{}
+		for _, mf := range x.Manifest.Files {
+			if mf.Path == f.Path {
+				file = mf
+			}
+		}
+		ff := &fileFault{f: f, store: x.stores[x.Fleet.Regions[f.Region].Replica], file: file}
+		x.files = append(x.files, ff) // before plant: teardown puts back whatever was changed
+		if err := ff.plant(x.ctx); err != nil {
+			return err
+		}
+		x.rep.Faults[i].Injected = true
+		x.log().Info("fault planted", "fault", f.Name)
+	}
+	return nil
+}
+
+func (x *run) fault(name string) *FaultResult { return &x.rep.Faults[x.faultIdx[name]] }
+
+func (x *run) faultsOf(kind string) []*FaultResult {
+	var out []*FaultResult
+	for i := range x.rep.Faults {
+		if x.rep.Faults[i].Kind == kind {
+			out = append(out, &x.rep.Faults[i])
+		}
+	}
+	return out
+}
+
+// step runs one step, timed, asking for approval first when the drill says so.
+func (x *run) step(name string) {
+	t0 := x.now()
+	res := StepResult{Name: name, Started: t0.UTC(), Offset: t0.Sub(x.start).Seconds()}
+	if x.OnStep != nil {
+		x.OnStep(res)
+	}
+	var detail string
+	var err error
+	switch {
+	case name != StepTeardown && x.ctx.Err() != nil:
+		err = fmt.Errorf("interrupted: %w", x.ctx.Err())
+	case name != StepTeardown && slices.Contains(x.Drill.Approve, name) && !x.approved(name, &err):
+		if err == nil {
+			err = errors.New("not approved (approve it when asked, or run with --approve-all)")
+		}
+		x.failed = true
+	default:
+		detail, err = x.do(name)
+	}
+	res.Seconds = x.now().Sub(t0).Seconds()
+	res.Status, res.Detail = Passed, detail
+	if errors.Is(err, errSkip) {
+		res.Status, res.Detail = Skipped, strings.TrimPrefix(err.Error(), errSkip.Error()+": ")
+	} else if err != nil {
+		res.Status = Failed
+		res.Detail = providers.Redact(err.Error())
+		if detail != "" {
+			res.Detail = providers.Redact(detail + "; " + err.Error())
+		}
+		if name == StepVerify || name == StepBoot || name == StepEvacuate {
+			x.failed = true
+		}
+	}
+	x.rep.Steps = append(x.rep.Steps, res)
+	x.log().Info("step", "name", name, "status", res.Status, "seconds", fmt.Sprintf("%.2f", res.Seconds), "detail", res.Detail)
+	if x.OnStep != nil {
+		x.OnStep(res)
+	}
+}
+
+var errSkip = errors.New("skipped")
+
+func (x *run) approved(name string, errp *error) bool {
+	if x.Approve == nil {
+		return false
+	}
+	ok, err := x.Approve(x.ctx, name)
+	*errp = err
+	return ok && err == nil
+}
+
+func (x *run) do(name string) (string, error) {
+	switch name {
+	case StepVerify:
+		return x.verify("before")
+	case StepReverify:
+		return x.verify("after")
+	case StepBoot:
+		return x.boot()
+	case StepTeardown:
+		return x.teardown()
+	}
+	if x.failed {
+		return "", fmt.Errorf("%w: an earlier step failed", errSkip)
+	}
+	switch name {
+	case StepEvacuate:
+		return x.evacuate()
+	case StepTraffic:
+		return x.traffic()
+	case StepHold:
+		return fmt.Sprintf("held failed over for %s", x.Drill.Hold), sleep(x.ctx, x.Drill.Hold)
+	case StepFailback:
+		return x.failback()
+	}
+	return "", fmt.Errorf("unknown step %q", name)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// candidates are the regions whose replica the drill boots (an exec launcher), sorted.
+func (x *run) candidates() []string {
+	var out []string
+	for _, n := range x.Fleet.RegionNames() {
+		if l := x.Fleet.Regions[n].Launcher; l != nil && l.Kind == failover.LauncherExec {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// verify quick-verifies every region's replica, deep for the candidates'; in the first pass,
+// replicas that failed are repaired from one that passed.
+func (x *run) verify(phase string) (string, error) {
+	vr := VerifyRun{Phase: phase}
+	type job struct {
+		region string
+		mode   verify.Mode
+	}
+	var jobs []job
+	seen := map[string]bool{}
+	cands := x.candidates()
+	for _, n := range x.Fleet.RegionNames() {
+		u := x.Fleet.Regions[n].Replica
+		if u == "" || seen[u] {
+			continue
+		}
+		seen[u] = true
+		mode := verify.ModeQuick
+		if phase == "before" && slices.Contains(cands, n) {
+			mode = verify.ModeDeep
+		}
+		jobs = append(jobs, job{n, mode})
+	}
+	results := make([]verify.ReplicaResult, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := x.stores[x.Fleet.Regions[j.region].Replica]
+			if j.mode == verify.ModeDeep {
+				results[i] = verify.Deep(x.ctx, x.Manifest, s, verify.Options{Jobs: 4})
+			} else {
+				results[i] = verify.Quick(x.ctx, x.Manifest, s, verify.Options{Jobs: 4})
+			}
+		}()
+	}
+	wg.Wait()
+	var bad, good []string
+	for i, j := range jobs {
+		res := results[i]
+		rv := ReplicaVerdict{Region: j.region, URL: providers.Redact(res.URL), Mode: string(j.mode), Status: string(res.Status), Counts: map[string]int{}, Problems: []string{}, Error: providers.Redact(res.Error)}
+		for st, c := range res.Counts {
+			rv.Counts[string(st)] = c
+		}
+		for _, f := range res.Files {
+			if f.Status.Failed() || f.Status == verify.StatusError {
+				rv.Problems = append(rv.Problems, fmt.Sprintf("%s: %s", f.Path, f.Status))
+				x.detectFile(j.region, f, res.URL, string(j.mode))
+			}
+		}
+		vr.Replicas = append(vr.Replicas, rv)
+		switch {
+		case res.Status == verify.ReplicaOK:
+			good = append(good, j.region)
+		case res.Status == verify.ReplicaUnverified && j.mode == verify.ModeQuick:
+			// nothing failed; not proven either — said in the counts
+		default:
+			bad = append(bad, j.region)
+		}
+	}
+	x.rep.Verify = append(x.rep.Verify, vr)
+	detail := fmt.Sprintf("%d replica(s): %d OK", len(jobs), len(good))
+	if len(bad) == 0 {
+		return detail, nil
+	}
+	detail += fmt.Sprintf(", %d failed (%s)", len(bad), strings.Join(bad, ", "))
+	if phase == "after" || len(good) == 0 {
+		return detail, fmt.Errorf("replicas failed verification: %s", strings.Join(bad, ", "))
+	}
+	// Repair each failed replica from one that passed, so its candidate can boot.
+	var unrepaired []string
+	for _, region := range bad {
+		to := x.stores[x.Fleet.Regions[region].Replica]
+		from := x.stores[x.Fleet.Regions[good[0]].Replica]
+		rr, err := replicate.Run(x.ctx, x.Manifest, from, to, replicate.Options{Deep: true, Log: x.log()})
+		rp := Repair{Region: region, From: good[0]}
+		if rr != nil {
+			rp.Status, rp.Copied = string(rr.Status), rr.Copied
+		}
+		if err != nil {
+			rp.Detail = providers.Redact(err.Error())
+		}
+		if err != nil || rr == nil || rr.Status != replicate.OK {
+			unrepaired = append(unrepaired, region)
+		}
+		x.rep.Repairs = append(x.rep.Repairs, rp)
+	}
+	detail += fmt.Sprintf("; repaired %d from %s", len(bad)-len(unrepaired), good[0])
+	if len(unrepaired) > 0 {
+		return detail, fmt.Errorf("could not repair %s", strings.Join(unrepaired, ", "))
+	}
+	if undetected := x.unexplained(bad); len(undetected) > 0 {
+		return detail, fmt.Errorf("replicas broken by no injected fault: %s (a real gap: fix it)", strings.Join(undetected, ", "))
+	}
+	return detail, nil
+}
+
+// unexplained are failed regions whose failure no injected file fault explains.
+func (x *run) unexplained(bad []string) []string {
+	var out []string
+	for _, region := range bad {
+		explained := false
+		for _, ff := range x.files {
+			explained = explained || x.Fleet.Regions[ff.f.Region].Replica == x.Fleet.Regions[region].Replica
+		}
+		if !explained {
+			out = append(out, region)
+		}
+	}
+	return out
+}
+
+func (x *run) detectFile(region string, f verify.FileResult, url, mode string) {
+	for i := range x.rep.Faults {
+		fr := &x.rep.Faults[i]
+		if (fr.Kind != FaultMissingFile && fr.Kind != FaultCorruptFile) || fr.Path != f.Path || fr.Detected {
+			continue
+		}
+		if x.Fleet.Regions[fr.Region].Replica != x.Fleet.Regions[region].Replica {
+			continue
+		}
+		fr.Detected = true
+		fr.Evidence = providers.Redact(fmt.Sprintf("%s verify of %s: %s %s (%s)", mode, url, f.Path, f.Status, f.Detail))
+	}
+}
+
+// boot restores and boots a candidate of every region with an exec launcher, keeping the warm
+// ones running for the failover and the traffic.
+func (x *run) boot() (string, error) {
+	cands := x.candidates()
+	if len(cands) == 0 {
+		return "", errors.New("no region has an exec launcher: nothing to boot")
+	}
+	type out struct {
+		res *warm.BootResult
+		err error
+	}
+	outs := make([]out, len(cands))
+	sem := make(chan struct{}, 3)
+	var wg sync.WaitGroup
+	for i, region := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-x.ctx.Done():
+				outs[i].err = x.ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			outs[i].res, outs[i].err = x.bootOne(region)
+		}()
+	}
+	wg.Wait()
+	var warmN []string
+	var problems []string
+	for i, region := range cands {
+		o := outs[i]
+		bs := BootSummary{Region: region}
+		if o.res != nil {
+			bs.Verdict, bs.Reason, bs.OK, bs.URL = string(o.res.Verdict), providers.Redact(o.res.Reason), o.res.OK, o.res.URL
+			bs.WarmS, bs.TTFTS, bs.TotalS = o.res.Timings.WarmS, o.res.Timings.TTFTS, o.res.Timings.TotalS
+			x.boots[region] = o.res
+			if o.res.Kept {
+				x.insts[region] = o.res.Instance
+				if len(x.models) == 0 {
+					x.models = o.res.Models
+				}
+			}
+		}
+		if o.err != nil {
+			bs.Verdict, bs.Reason = "ERROR", providers.Redact(o.err.Error())
+		}
+		x.rep.Boots = append(x.rep.Boots, bs)
+		if bs.OK {
+			warmN = append(warmN, region)
+		} else {
+			problems = append(problems, region+" "+bs.Verdict)
+		}
+		x.detectBoot(region, bs)
+	}
+	x.exFl = x.executorFleet()
+	detail := fmt.Sprintf("%d of %d candidate(s) warm (%s)", len(warmN), len(cands), strings.Join(warmN, ", "))
+	if len(problems) > 0 {
+		detail += "; not warm: " + strings.Join(problems, ", ")
+	}
+	if len(warmN) == 0 {
+		return detail, errors.New("no candidate came up warm")
+	}
+	if x.insts[x.Drill.Lose] == nil && x.Fleet.Regions[x.Drill.Lose].Endpoint == "" {
+		return detail, fmt.Errorf("the lost region %s has no warm candidate and no endpoint: nothing serves it before the drill", x.Drill.Lose)
+	}
+	if un := x.unexplainedBoots(problems); len(un) > 0 {
+		return detail, fmt.Errorf("candidates not warm with no injected fault to explain it: %s", strings.Join(un, ", "))
+	}
+	return detail, nil
+}
+
+func (x *run) unexplainedBoots(problems []string) []string {
+	var out []string
+	for _, p := range problems {
+		region, _, _ := strings.Cut(p, " ")
+		explained := false
+		for _, f := range x.rep.Faults {
+			explained = explained || ((f.Kind == FaultBootFails || f.Kind == FaultSaturate) && f.Region == region)
+		}
+		if !explained {
+			out = append(out, region)
+		}
+	}
+	return out
+}
+
+func (x *run) detectBoot(region string, bs BootSummary) {
+	for i := range x.rep.Faults {
+		fr := &x.rep.Faults[i]
+		if (fr.Kind == FaultBootFails || fr.Kind == FaultSaturate) && fr.Region == region {
+			fr.Injected = true
+			if !bs.OK {
+				fr.Detected = true
+				fr.Evidence = fmt.Sprintf("the candidate in %s was judged %s: %s; it receives no traffic", region, bs.Verdict, bs.Reason)
+			} else {
+				fr.Evidence = fmt.Sprintf("the candidate in %s was judged WARM despite the fault", region)
+			}
+		}
+	}
+}
+
+func (x *run) bootOne(region string) (*warm.BootResult, error) {
+	r := x.Fleet.Regions[region]
+	cmd := r.Launcher.Command
+	if x.Command != nil {
+		cmd = x.Command(cmd)
+	}
+	for _, f := range x.rep.Faults {
+		switch {
+		case f.Region != region:
+		case f.Kind == FaultBootFails:
+			cmd = `/bin/sh -c "echo 'drill fault boot-fails: this candidate exits at launch' >&2; exit 3"`
+		case f.Kind == FaultSaturate:
+			cmd += " " + f.Args
+		}
+	}
+	o := warm.BootOptions{Manifest: x.Manifest, From: x.stores[r.Replica], Workdir: filepath.Join(x.tmp, "boot", region),
+		Launcher: &warm.ExecLauncher{Command: cmd}, Probe: x.Probe, Keep: true, Restore: replicate.Options{Log: x.log()}}
+	for _, k := range slices.Sorted(mapsKeys(r.Launcher.Env)) {
+		o.Env = append(o.Env, k+"="+r.Launcher.Env[k])
+	}
+	if err := os.MkdirAll(filepath.Join(x.tmp, "boot"), 0o700); err != nil {
+		return nil, err
+	}
+	return warm.Boot(x.ctx, o)
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// executorFleet is the fleet with each candidate's endpoint set to where the drill booted it
+// (and none for a candidate that did not come up warm: it can take no traffic).
+func (x *run) executorFleet() *failover.Fleet {
+	fc := *x.Fleet
+	fc.Regions = map[string]*failover.Region{}
+	for n, r := range x.Fleet.Regions {
+		rc := *r
+		if r.Launcher != nil && r.Launcher.Kind == failover.LauncherExec {
+			rc.Endpoint, rc.Signals.Metrics = "", ""
+			if inst := x.insts[n]; inst != nil {
+				rc.Endpoint = strings.TrimRight(inst.BaseURL(), "/")
+			}
+		}
+		fc.Regions[n] = &rc
+	}
+	return &fc
+}
+
+func (x *run) liveSignals() *failover.LiveSignals {
+	if x.signal == nil {
+		po := x.Probe
+		po.Models = x.models
+		x.signal = &failover.LiveSignals{Fleet: x.exFl, Probe: po}
+	}
+	return x.signal
+}
+
+func (x *run) executor(p *process) *failover.Executor {
+	ex := &failover.Executor{Fleet: x.exFl, Store: processStore{Store: x.state, p: p}, Router: processRouter{Driver: x.router, p: p},
+		Signals: x.liveSignals(), Log: x.log(), Holder: fmt.Sprintf("lifeboat drill %s (pid %d)", x.Drill.Name, os.Getpid()), LockTTL: x.Drill.LockTTL, Now: x.Now}
+	return ex
+}
+
+// evacuate moves the lost region's traffic away through the executor: ramped, journaled,
+// resumed after a killed orchestrator or an unreachable router.
+func (x *run) evacuate() (string, error) {
+	if x.exFl == nil {
+		x.exFl = x.executorFleet()
+	}
+	rs, err := x.base.Read(x.ctx)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", x.base, err)
+	}
+	x.baseline = rs.Weights.Clone()
+	x.weightPoint(x.now(), rs)
+	x.startSampler()
+	var kills []*FaultResult
+	kills = x.faultsOf(FaultKillMidRamp)
+	p := &process{}
+	ex := x.executor(p)
+	ctx, cancel := context.WithCancel(x.ctx)
+	defer cancel()
+	killed := false
+	if len(kills) > 0 {
+		kills[0].Injected = true
+		after := kills[0].AfterStep
+		ex.AfterApply = func(step int) {
+			if !killed && step == after-1 {
+				killed = true
+				p.dead.Store(true) // SIGKILL: nothing more reaches the store or the router
+				cancel()
+			}
+		}
+	}
+	opts := failover.RunOptions{Event: failover.Event{Kind: failover.Evacuate, Region: x.Drill.Lose}, Reason: "drill " + x.Drill.Name,
+		HoldTimeout: 10 * x.Fleet.Failover.StepInterval, Plan: func(pl *failover.Plan) { x.rep.Plan = pl }}
+	out, err := ex.Run(ctx, opts)
+	if out != nil {
+		x.evacRun = out.Run
+	}
+	resumes := 0
+	deadline := x.now().Add(x.Drill.Failback + x.Drill.LockTTL)
+	for err != nil {
+		unreach := errors.Is(err, failover.ErrRouterUnreachable)
+		if !killed && !unreach {
+			return "", fmt.Errorf("evacuate %s: %w", x.Drill.Lose, err)
+		}
+		if !x.now().Before(deadline) {
+			return "", fmt.Errorf("evacuate %s: could not resume before %s: %w", x.Drill.Lose, deadline.Format(time.RFC3339), err)
+		}
+		var wait time.Duration = 200 * time.Millisecond
+		var held *failover.LockHeldError
+		if errors.As(err, &held) {
+			wait = max(time.Until(held.Lock.Expires)+50*time.Millisecond, wait)
+		}
+		if err := sleep(x.ctx, wait); err != nil {
+			return "", err
+		}
+		killed = false // the new process is not killed
+		resumes++
+		out, err = x.executor(&process{}).Resume(x.ctx, failover.RunOptions{Reason: "drill " + x.Drill.Name + ": orchestrator restarted"})
+		if errors.Is(err, failover.ErrNothingToResume) && x.evacRun == "" {
+			// killed before the run started: start it again
+			out, err = x.executor(&process{}).Run(x.ctx, opts)
+		}
+		if out != nil && x.evacRun == "" {
+			x.evacRun = out.Run
+		}
+		if err != nil && !errors.Is(err, failover.ErrRouterUnreachable) {
+			var held *failover.LockHeldError
+			if errors.As(err, &held) {
+				killed = true // the dead process's lock: wait for it to expire
+				continue
+			}
+			return "", fmt.Errorf("resume evacuation: %w", err)
+		}
+	}
+	if x.evacRun == "" && out != nil {
+		x.evacRun = out.Run
+	}
+	x.rep.Runs = append(x.rep.Runs, x.evacRun)
+	recs, err := failover.ReadRun(x.ctx, x.state, x.evacRun)
+	if err != nil {
+		return "", fmt.Errorf("read the journal of run %s: %w", x.evacRun, err)
+	}
+	x.journalWeights(recs)
+	x.recovery(recs)
+	v := failover.ViewRun(x.evacRun, recs, x.now())
+	for _, k := range kills {
+		counts := v.ResultCounts()
+		once := true
+		for _, c := range counts {
+			once = once && c == 1
+		}
+		if resumes > 0 && once {
+			k.Detected = true
+			k.Evidence = fmt.Sprintf("orchestrator killed after applying step %d (its lock left held); a new one resumed run %s from the journal after the lock expired; each of the %d steps applied once", k.AfterStep, x.evacRun, len(counts))
+		} else {
+			k.Evidence = fmt.Sprintf("resumes %d, results per step %v", resumes, counts)
+		}
+	}
+	for _, f := range x.faultsOf(FaultRouterUnreachable) {
+		f.Injected = x.router.refusals() > 0
+		if f.Injected && resumes > 0 {
+			f.Detected = true
+			f.Evidence = fmt.Sprintf("the router refused %d call(s) for %s; the executor stopped and the run was resumed from the journal", x.router.refusals(), f.Duration)
+		} else {
+			f.Evidence = fmt.Sprintf("router refusals %d, resumes %d", x.router.refusals(), resumes)
+		}
+	}
+	for _, f := range x.faultsOf(FaultSaturate) {
+		if sig, ok := x.lastSignals()[f.Region]; ok && !f.Detected && (!sig.Warm || (sig.QueueWaitMS != nil && *sig.QueueWaitMS > float64(x.Fleet.Failover.SpillStartMS))) {
+			f.Detected, f.Evidence = true, fmt.Sprintf("the failover's signals judged %s not a receiver: %s", f.Region, sig.Why)
+		}
+	}
+	detail := fmt.Sprintf("run %s: %d step(s) applied", x.evacRun, v.Applied)
+	if resumes > 0 {
+		detail += fmt.Sprintf(", resumed %d time(s)", resumes)
+	}
+	if x.rep.SLA.RecoverySeconds != nil {
+		detail += fmt.Sprintf("; recovered in %.2fs (RTO %s)", *x.rep.SLA.RecoverySeconds, x.Runner.rto())
+	} else {
+		why := "the journal shows no moment where every class was on warm receivers"
+		if x.rep.Plan != nil && x.rep.Plan.Hold != "" {
+			why += "; the plan stopped short: " + x.rep.Plan.Hold
+		}
+		return detail, errors.New(why)
+	}
+	return detail, nil
+}
+
+func (x *run) lastSignals() map[string]failover.RegionSignal {
+	sig, err := x.liveSignals().Signals(x.ctx, false)
+	if err != nil {
+		return map[string]failover.RegionSignal{}
+	}
+	return sig
+}
+
+// recovery computes recovery time from the journal: from the run's start record (the failover
+// decision) to the first result after which no class has weight on the lost region and every
+// weighted region is a warm receiver.
+func (x *run) recovery(recs []failover.Record) {
+	sla := &x.rep.SLA
+	var start *time.Time
+	for _, rec := range recs {
+		if rec.Kind == failover.RecStart && start == nil {
+			t := rec.Time
+			start = &t
+		}
+		if start == nil || rec.After == nil || (rec.Kind != failover.RecResult && rec.Kind != failover.RecReassert) {
+			continue
+		}
+		if x.onWarmReceivers(*rec.After) {
+			t := rec.Time
+			sla.Decision, sla.Recovered = start, &t
+			sla.RecoverySeconds = secondsPtr(t.Sub(*start))
+			return
+		}
+	}
+	sla.Decision = start
+}
+
+func (x *run) onWarmReceivers(rs failover.RouterState) bool {
+	for c := range x.Fleet.Tenants {
+		total := 0
+		for region, w := range rs.Weights[c] {
+			if w == 0 {
+				continue
+			}
+			total += w
+			if region == x.Drill.Lose || !x.receives(region) {
+				return false
+			}
+		}
+		if total == 0 && x.baseline.Total(c) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// receives: a warm candidate the drill booted, or a region the drill did not boot (serving at
+// its own endpoint, judged by the failover's preflight).
+func (x *run) receives(region string) bool {
+	r := x.Fleet.Regions[region]
+	if r.Launcher != nil && r.Launcher.Kind == failover.LauncherExec {
+		return x.insts[region] != nil
+	}
+	return r.Endpoint != ""
+}
+
+func (x *run) journalWeights(recs []failover.Record) {
+	for _, rec := range recs {
+		if rec.After != nil && (rec.Kind == failover.RecResult || rec.Kind == failover.RecReassert) {
+			x.weightPoint(rec.Time, *rec.After)
+		}
+	}
+}
+
+func (x *run) weightPoint(t time.Time, rs failover.RouterState) {
+	off := t.Sub(x.start).Seconds()
+	for _, c := range slices.Sorted(mapsKeys(rs.Weights)) {
+		for _, region := range slices.Sorted(mapsKeys(rs.Weights[c])) {
+			x.rep.Weights = append(x.rep.Weights, WeightPoint{Offset: off, Class: c, Region: region, Weight: rs.Weights[c][region], State: string(rs.States.Get(c, region))})
+		}
+	}
+}
+
+// failback gives the lost region its traffic back: a restore, waiting for its dwell.
+func (x *run) failback() (string, error) {
+	defer x.stopSampler()
+	opts := failover.RunOptions{Event: failover.Event{Kind: failover.Restore, Region: x.Drill.Lose}, Reason: "drill " + x.Drill.Name + ": fail back", HoldTimeout: x.Drill.Failback}
+	var out *failover.Outcome
+	var err error
+	deadline := x.now().Add(x.Drill.Failback)
+	for {
+		out, err = x.executor(&process{}).Run(x.ctx, opts)
+		if err == nil || !errors.Is(err, failover.ErrRouterUnreachable) || !x.now().Before(deadline) {
+			break
+		}
+		if err := sleep(x.ctx, 250*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+	if out != nil && out.Run != "" {
+		x.rep.Runs = append(x.rep.Runs, out.Run)
+		if recs, rerr := failover.ReadRun(x.ctx, x.state, out.Run); rerr == nil {
+			x.journalWeights(recs)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("fail back to %s: %w", x.Drill.Lose, err)
+	}
+	rs, err := x.base.Read(x.ctx)
+	if err != nil {
+		return "", err
+	}
+	if !rs.Weights.Equal(x.baseline) {
+		return "", fmt.Errorf("after the failback the router is not at the baseline: %v", failover.Diff(failover.RouterState{Weights: x.baseline}, rs))
+	}
+	return fmt.Sprintf("run %s: %d step(s); the router is back at the baseline", out.Run, out.Steps), nil
+}
+
+// teardown stops what the drill started, puts the faults back and checks nothing is left.
+func (x *run) teardown() (string, error) {
+	x.stopSampler()
+	td := &x.rep.Teardown
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ctx), time.Minute)
+	defer cancel()
+	var errs []string
+	for _, region := range slices.Sorted(mapsKeys(x.insts)) {
+		inst := x.insts[region]
+		if err := inst.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Sprintf("stop %s: %v", region, err))
+		}
+		td.Stopped = append(td.Stopped, region)
+		if pg, ok := inst.(interface{ PGID() int }); ok && pg.PGID() > 0 {
+			if err := syscall.Kill(-pg.PGID(), 0); err == nil || !errors.Is(err, syscall.ESRCH) {
+				td.Left = append(td.Left, fmt.Sprintf("process group %d of %s", pg.PGID(), region))
+			}
+		}
+	}
+	for _, ff := range x.files {
+		if !ff.planted {
+			continue
+		}
+		if err := ff.undo(ctx); err != nil {
+			errs = append(errs, err.Error())
+			td.Left = append(td.Left, "fault "+ff.f.Name)
+		} else {
+			td.FaultsUndone = append(td.FaultsUndone, ff.f.Name)
+		}
+	}
+	for _, s := range x.stores {
+		_ = s.Close()
+	}
+	if x.tmp != "" {
+		if err := os.RemoveAll(x.tmp); err != nil {
+			errs = append(errs, err.Error())
+		}
+		if _, err := os.Stat(x.tmp); err == nil {
+			td.Left = append(td.Left, "temp dir "+x.tmp)
+		} else {
+			td.TempRemoved = true
+		}
+	}
+	if x.state != nil {
+		lk, ok, err := (&failover.Locker{Store: x.state, Now: x.Now}).Read(ctx)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Sprintf("read the lock: %v", err))
+		case ok && !lk.Released && x.now().Before(lk.Expires):
+			td.Left = append(td.Left, fmt.Sprintf("failover lock %s held by %s", lk.ID, lk.Holder))
+		default:
+			td.LockReleased = true
+		}
+	}
+	detail := fmt.Sprintf("stopped %d candidate(s), put back %d fault(s), temp dir removed: %v, lock released: %v", len(td.Stopped), len(td.FaultsUndone), td.TempRemoved, td.LockReleased)
+	if len(td.Left) > 0 {
+		errs = append(errs, "left behind: "+strings.Join(td.Left, ", "))
+	}
+	if len(errs) > 0 {
+		return detail, errors.New(strings.Join(errs, "; "))
+	}
+	return detail, nil
+}

@@ -83,6 +83,13 @@ func newAzureStore(ctx context.Context, account, containerName, prefix string, o
 	if opts.HTTPClient != nil {
 		copts.Transport = opts.HTTPClient
 	}
+	if opts.Log != nil {
+		var base http.RoundTripper = http.DefaultTransport
+		if copts.Transport != nil {
+			base = doerTransport{copts.Transport}
+		}
+		copts.Transport = newLogTransport(base, opts.Log)
+	}
 	copts.Logging.IncludeBody = false
 
 	var client *azblob.Client

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
+	htransport "google.golang.org/api/transport/http"
 )
 
 // gcsStore is a bucket and prefix in Google Cloud Storage (or an emulator named by
@@ -51,8 +52,23 @@ func newGCSStore(ctx context.Context, bucket, prefix string, opts Options) (*gcs
 		return nil, err
 	}
 	var copts []option.ClientOption
-	if opts.HTTPClient != nil {
+	switch {
+	case opts.HTTPClient != nil && opts.Log != nil:
+		hc := *opts.HTTPClient
+		hc.Transport = newLogTransport(hc.Transport, opts.Log)
+		copts = append(copts, option.WithHTTPClient(&hc))
+	case opts.HTTPClient != nil:
 		copts = append(copts, option.WithHTTPClient(opts.HTTPClient))
+	case opts.Log != nil && lookupEnv("STORAGE_EMULATOR_HOST") != "":
+		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: newLogTransport(nil, opts.Log)}))
+	case opts.Log != nil:
+		// The authenticating transport of the SDK, over one that logs (so no Authorization
+		// header is ever in reach of the log).
+		t, err := htransport.NewTransport(ctx, newLogTransport(nil, opts.Log), option.WithScopes(storage.ScopeFullControl))
+		if err != nil {
+			return nil, fmt.Errorf("creating GCS client: %s", describe(err))
+		}
+		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: t}))
 	}
 	client, err := storage.NewClient(ctx, copts...)
 	if err != nil {

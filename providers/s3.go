@@ -64,7 +64,7 @@ func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, op
 	load := []func(*config.LoadOptions) error{
 		config.WithLogger(logging.Nop{}),
 		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
+			r := retry.NewStandard(func(o *retry.StandardOptions) {
 				if opts.Retry.MaxAttempts > 0 {
 					o.MaxAttempts = opts.Retry.MaxAttempts
 				}
@@ -74,6 +74,10 @@ func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, op
 				}
 				o.RateLimiter = ratelimit.None
 			})
+			if opts.Log != nil {
+				return loggingRetryer{RetryerV2: r, log: opts.Log}
+			}
+			return r
 		}),
 	}
 	if region != "" {
@@ -102,6 +106,9 @@ func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, op
 			// Set here, not through config.WithHTTPClient, which refuses a plain *http.Client
 			// when AWS_CA_BUNDLE is set.
 			o.HTTPClient = opts.HTTPClient
+		}
+		if opts.Log != nil {
+			o.HTTPClient = newLogTransport(doerTransport{o.HTTPClient}, opts.Log)
 		}
 	})
 	u := &url.URL{Scheme: "s3", Host: bucket, Path: "/" + ks.prefix}

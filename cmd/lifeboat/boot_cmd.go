@@ -79,6 +79,14 @@ unreachable.`,
 			if r.Launcher == nil {
 				return usageErr("%s:%d: regions.%s has no launcher: add launcher: {kind: exec, command: ...} or {kind: endpoint}", fleetFile, r.Line, region)
 			}
+			if a.verbose {
+				po.Log = a.log
+			}
+			if !a.quiet {
+				po.Waiting = func(what string, el time.Duration) {
+					fmt.Fprintf(a.stderr, "boot: %s, %s elapsed\n", what, el.Round(time.Second))
+				}
+			}
 			o := warm.BootOptions{Keep: keep, Probe: po, Restore: replicate.Options{Jobs: jobs, Log: a.log}}
 			for _, k := range sortedEnvKeys(r.Launcher.Env) {
 				o.Env = append(o.Env, k+"="+r.Launcher.Env[k])

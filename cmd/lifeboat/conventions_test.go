@@ -128,3 +128,25 @@ func TestDryRunToNewDirAndOutIntoMissingDir(t *testing.T) {
 		t.Fatalf("--out into a missing directory: exit %d %v\n%s", r.code, err, r.stderr)
 	}
 }
+
+// probe says what it waits for while it waits; a URL without a scheme gets a suggestion.
+func TestProbeSaysWhatItWaitsForAndSuggestsAScheme(t *testing.T) {
+	for _, u := range []string{"127.0.0.1:8000", "localhost:8000"} {
+		r := cli(t, nil, "probe", u, "--model", "x")
+		if r.code != 2 || !strings.Contains(r.stderr, "did you mean http://"+u+"?") {
+			t.Errorf("probe %s: exit %d, %q", u, r.code, r.stderr)
+		}
+	}
+	port, err := emulators.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	r := cli(t, nil, "probe", "http://"+addr, "--model", "x", "--timeout", "6s")
+	if r.code != 4 || !strings.Contains(r.stderr, "probe: listen: waiting for "+addr+" to accept a connection (timeout 6s), 5s elapsed") {
+		t.Errorf("probe of a silent port: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := cli(t, nil, "probe", "http://"+addr, "--model", "x", "--timeout", "6s", "--quiet"); strings.Contains(r.stderr, "waiting") {
+		t.Errorf("--quiet still prints progress: %q", r.stderr)
+	}
+}

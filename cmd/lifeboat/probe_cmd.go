@@ -5,6 +5,7 @@ import (
 	"io"
 	"lifeboat/verify/warm"
 	"strings"
+	"time"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -81,8 +82,14 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 			case o.MaxTokens <= 0:
 				return usageErr("--max-tokens %d: want 1 or more", o.MaxTokens)
 			}
-			if a.log != nil {
+			if a.verbose {
 				a.log.Debug("probing", "url", base, "models", o.Models, "loras", o.LoRAs)
+				o.Log = a.log
+			}
+			if !a.quiet {
+				o.Waiting = func(what string, el time.Duration) {
+					fmt.Fprintf(a.stderr, "probe: %s, %s elapsed\n", what, el.Round(time.Second))
+				}
 			}
 			res := warm.Probe(cmd.Context(), base, o)
 			if a.output == "json" {

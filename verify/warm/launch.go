@@ -431,6 +431,9 @@ func (e endpointInstance) Stop(context.Context) error { return nil }
 // NormalizeBaseURL checks that raw is an http(s) URL with a host and returns it without a
 // trailing slash or "/v1" suffix.
 func NormalizeBaseURL(raw string) (string, error) {
+	if t := strings.TrimSpace(raw); t != "" && !strings.Contains(t, "://") {
+		return "", fmt.Errorf("replica URL %q has no scheme: did you mean http://%s?", raw, t)
+	}
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
 		return "", fmt.Errorf("replica URL %q: %w", raw, err)

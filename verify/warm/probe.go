@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,6 +21,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"lifeboat/providers"
 )
 
 // Verdict is the prober's answer: WARM or one named reason it is not.
@@ -70,6 +73,13 @@ type ProbeOptions struct {
 
 	Instance   Instance     // optional: the launched replica (its exit ends the wait with EXITED)
 	HTTPClient *http.Client // optional (no client-level timeout is needed: every exchange has its own)
+	// Waiting, when set, is called every WaitingInterval while the probe waits for the port to
+	// listen, with what it waits for and how long it has waited (progress on stderr, so that a
+	// 10-minute --timeout is never silent).
+	Waiting func(what string, elapsed time.Duration)
+	// Log, when set, receives one debug line per HTTP request to the replica (method, host,
+	// path, status) — for -v.
+	Log *slog.Logger
 	LogLines   int          // log tail lines attached to EXITED (default 40)
 }
 
@@ -102,6 +112,9 @@ func (o *ProbeOptions) defaults() {
 			ResponseHeaderTimeout: 0, // bounded by the per-request context
 			DisableCompression:    true,
 		}}
+		if o.Log != nil {
+			o.HTTPClient.Transport = providers.LoggingTransport(o.HTTPClient.Transport, o.Log)
+		}
 	}
 	if o.HTTPClient.CheckRedirect == nil {
 		c := *o.HTTPClient
@@ -295,6 +308,9 @@ func (p *prober) run(ctx context.Context) {
 	p.health(ctx, "health after probe")
 }
 
+// WaitingInterval is how often ProbeOptions.Waiting is called while waiting.
+const WaitingInterval = 5 * time.Second
+
 // waitListen connects until the port accepts, the instance exits, or the timeout passes.
 func (p *prober) waitListen(ctx context.Context) bool {
 	u, err := url.Parse(p.base)
@@ -319,7 +335,12 @@ func (p *prober) waitListen(ctx context.Context) bool {
 	wait := 10 * time.Millisecond
 	attempts := 0
 	var lastErr error
+	lastSaid := time.Now()
 	for {
+		if p.o.Waiting != nil && time.Since(lastSaid) >= WaitingInterval {
+			lastSaid = time.Now()
+			p.o.Waiting(fmt.Sprintf("listen: waiting for %s to accept a connection (timeout %s)", addr, p.o.Timeout), time.Since(p.start))
+		}
 		attempts++
 		d := net.Dialer{Timeout: min(2*time.Second, MaxPollInterval*5)}
 		c, err := d.DialContext(ctx, "tcp", addr)

@@ -5,8 +5,8 @@ import (
 	"io"
 	"lifeboat/verify/warm"
 	"strings"
-	"time"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 )

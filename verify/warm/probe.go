@@ -79,8 +79,8 @@ type ProbeOptions struct {
 	Waiting func(what string, elapsed time.Duration)
 	// Log, when set, receives one debug line per HTTP request to the replica (method, host,
 	// path, status) — for -v.
-	Log *slog.Logger
-	LogLines   int          // log tail lines attached to EXITED (default 40)
+	Log      *slog.Logger
+	LogLines int // log tail lines attached to EXITED (default 40)
 }
 
 func (o *ProbeOptions) defaults() {

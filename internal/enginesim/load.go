@@ -67,7 +67,9 @@ type Model struct {
 	LoadTime     time.Duration // the simulated cold start
 	Quantization string        // the effective method, "" for none
 
-	outputIDs []int // token ids generation draws from
+	outputIDs       []int                       // token ids generation draws from
+	checkpointQuant string                      // the checkpoint's quantization method ("" for none)
+	tensors         map[string]modelrepo.Tensor // every tensor of the shards loaded
 }
 
 // SupportedArchitectures are the architectures the simulator accepts (a subset of vLLM's registry,
@@ -170,7 +172,7 @@ func Load(ctx context.Context, modelDir, engineConfigPath string, o Options) (*M
 			}
 		}
 	}
-	m.Quantization = modelQuant
+	m.Quantization, m.checkpointQuant = modelQuant, modelQuant
 	if want := strings.ToLower(eng.Quantization); want != "" {
 		q, known := modelrepo.EngineQuantMethods[want]
 		switch {
@@ -475,7 +477,7 @@ func (m *Model) loadWeights(ctx context.Context) error {
 		}
 		m.Shards = append(m.Shards, s)
 	}
-	return nil
+	return m.checkTensors()
 }
 
 func (m *Model) readShard(ctx context.Context, f *os.File, p string, want []string, buf []byte) error {
@@ -513,6 +515,12 @@ func (m *Model) readShard(ctx context.Context, f *os.File, p string, want []stri
 		return loadErr("weights", "safetensors_rust.SafetensorError: %s: read %d of %d weight bytes", p, n, h.DataSize)
 	}
 	m.WeightBytes += n
+	if m.tensors == nil {
+		m.tensors = map[string]modelrepo.Tensor{}
+	}
+	for _, t := range h.Tensors {
+		m.tensors[t.Name] = t
+	}
 	return nil
 }
 

@@ -33,6 +33,10 @@ type clouds struct {
 	rcloneEnv   []string
 	secrets     redactor
 	stops       []func()
+	// The emulators themselves, for wanClouds.
+	s3  *emulators.S3
+	gcs *emulators.GCS
+	az  *emulators.Azurite
 }
 
 func (c *clouds) stop() {
@@ -77,6 +81,7 @@ func startClouds(ctx context.Context, dir string) (_ *clouds, err error) {
 		return nil, fmt.Errorf("versitygw (S3): %w", err)
 	}
 	c.stops = append(c.stops, gw.Stop)
+	c.s3 = gw
 	watched["versitygw"] = findPID("--port", strings.TrimPrefix(gw.Endpoint, "http://"))
 	if err := gw.Bucket(ctx, bucket); err != nil {
 		return nil, err
@@ -100,6 +105,7 @@ func startClouds(ctx context.Context, dir string) (_ *clouds, err error) {
 		return nil, fmt.Errorf("fake-gcs-server (GCS): %w", err)
 	}
 	c.stops = append(c.stops, g.Stop)
+	c.gcs = g
 	watched["fake-gcs-server"] = 0 // this process
 	g.Bucket(bucket)
 	c.lifeboatEnv = append(c.lifeboatEnv, "STORAGE_EMULATOR_HOST="+g.Host)
@@ -119,6 +125,7 @@ func startClouds(ctx context.Context, dir string) (_ *clouds, err error) {
 		return nil, fmt.Errorf("azurite (Azure): %w", err)
 	}
 	c.stops = append(c.stops, az.Stop)
+	c.az = az
 	if u, err := url.Parse(az.Endpoint); err == nil {
 		watched["Azurite"] = findPID("--blobPort", u.Port())
 	}

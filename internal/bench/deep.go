@@ -127,8 +127,10 @@ func deepSection(ctx context.Context, c config, cl *clouds, r *repo, d *deepRepl
 			best/1e9, pct(lbS3, best), pct(lbFile, best), verdict(rate(lbS3) >= 0.7*best), verdict(rate(lbFile) >= 0.7*best))
 	}
 	if rcl != nil {
-		fmt.Printf("   => lifeboat deep verify (S3) is %.2fx as fast as rclone check --download on the same replica\n", rate(lbS3)/rate(rcl))
+		fmt.Printf("   => lifeboat deep verify (S3) is %.2fx as fast as rclone check --download on the same replica; goal ≥ 1.5x: %s\n",
+			rate(lbS3)/rate(rcl), verdict(rate(lbS3) >= 1.5*rate(rcl)))
 	}
+	fmt.Printf("   => lifeboat deep verify of file:// at %.2f GB/s; goal ≥ 1.8 GB/s (both cores hashing): %s\n", rate(lbFile)/1e9, verdict(rate(lbFile) >= 1.8e9))
 	fmt.Println()
 	return &deepResult{s3: lbS3, file: lbFile}, nil
 }
@@ -169,5 +171,5 @@ func memorySection(q *quickResult, d *deepResult) {
 		ok = ok && r.rss < 100e6
 	}
 	_ = tw.Flush()
-	fmt.Printf("   => target < 100 MB: %s\n", verdict(ok))
+	fmt.Printf("   => target < 100 MB: %s; goal for deep S3 ≤ 80 MB (margin for bigger repositories): %s\n", verdict(ok), verdict(d.s3.s.maxRSS <= 80e6))
 }

@@ -7,7 +7,10 @@
 //     on Azurite, all on loopback) vs `rclone check` of the same three replicas;
 //  3. deep verify of the ≥ 1 GB repository as an S3 replica (and as a local directory) vs
 //     `rclone check --download` of the same replica and sha256sum of the same bytes;
-//  4. the peak memory of each lifeboat run.
+//  4. the peak memory of each lifeboat run;
+//  5. the quick verify of section 2 again through proxies that add 40 ms each way (a WAN on
+//     loopback), lifeboat vs rclone check, with the requests each made;
+//  6. the start-up time of `lifeboat version`.
 //
 // The emulators are started here, each in its own process group, and stopped on exit (also on
 // SIGINT/SIGTERM; they die with the bench through Pdeathsig if it is killed). rclone is built
@@ -148,6 +151,13 @@ func run(ctx context.Context, c config) error {
 	}
 	// 4. memory.
 	memorySection(qr, dr)
+	// 5. the WAN, 6. start-up.
+	if err := wanSection(ctx, c, cl, quick, rcl); err != nil {
+		return err
+	}
+	if err := startupSection(ctx, c); err != nil {
+		return err
+	}
 
 	fmt.Printf("\nload average (1 min) as the timed sections end: %s\n", loadavg())
 	fmt.Printf("whole bench: %.0fs", time.Since(start).Seconds())

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -260,27 +261,33 @@ func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts Wri
 	if err := opts.Checksums.Validate(); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Err: err}
 	}
-	final := s.path(key) // the root and parent directories are created as needed
-
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+	// Every local write goes through an os.Root on the store's root: each path element is opened
+	// beneath it (openat), so a directory in the tree that is a symbolic link leading out of it —
+	// planted, or left by a careless copy — refuses the write instead of being followed.
+	if err := os.MkdirAll(s.root, 0o755); err != nil {
 		return Object{}, s.fail("write", key, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(final), tmpPrefix+"*")
+	root, err := os.OpenRoot(s.root)
 	if err != nil {
 		return Object{}, s.fail("write", key, err)
+	}
+	defer root.Close()
+	final := filepath.FromSlash(key)
+	dir := filepath.Dir(final)
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return Object{}, s.contained("write", key, err)
+	}
+	tmpName, tmp, err := createTemp(root, dir)
+	if err != nil {
+		return Object{}, s.contained("write", key, err)
 	}
 	committed := false
 	defer func() {
 		if !committed {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			root.Remove(tmpName)
 		}
 	}()
-	// CreateTemp makes 0600 files; a replica is read by other users too (a vLLM container
-	// running as its own uid), so give it the mode an ordinary file write would.
-	if err := tmp.Chmod(0o644); err != nil {
-		return Object{}, s.fail("write", key, err)
-	}
 	d := newDigester(opts.Checksums)
 	if _, err := io.Copy(tmp, io.TeeReader(sourceReader{ctx: ctx, r: r}, d)); err != nil {
 		return Object{}, s.fail("write", key, err)
@@ -302,31 +309,74 @@ func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts Wri
 	defer unlock()
 	switch {
 	case opts.IfNotExists:
-		if err := os.Link(tmp.Name(), final); err != nil {
-			return Object{}, s.fail("write", key, err)
+		if err := root.Link(tmpName, final); err != nil {
+			return Object{}, s.contained("write", key, err)
 		}
-		os.Remove(tmp.Name())
+		root.Remove(tmpName)
 	case opts.IfMatch != "":
-		fi, err := os.Stat(final)
+		fi, err := root.Stat(final)
 		if errors.Is(err, fs.ErrNotExist) || (err == nil && revision(fi) != opts.IfMatch) {
 			return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrPreconditionFailed, Err: errors.New("revision changed")}
 		}
 		if err != nil {
-			return Object{}, s.fail("write", key, err)
+			return Object{}, s.contained("write", key, err)
 		}
 		fallthrough
 	default:
-		if err := os.Rename(tmp.Name(), final); err != nil {
-			return Object{}, s.fail("write", key, err)
+		if err := root.Rename(tmpName, final); err != nil {
+			return Object{}, s.contained("write", key, err)
 		}
 	}
 	committed = true
-	syncDir(filepath.Dir(final))
-	fi, err := os.Stat(final)
+	if f, err := root.Open(dir); err == nil {
+		f.Sync()
+		f.Close()
+	}
+	fi, err := root.Stat(final)
 	if err != nil {
-		return Object{}, s.fail("write", key, err)
+		return Object{}, s.contained("write", key, err)
 	}
 	return s.object(key, fi), nil
+}
+
+// ErrOutsideRoot: a local write would land outside the file store's root (a directory on the
+// way is a symbolic link that leads out of it).
+var ErrOutsideRoot = errors.New("outside the store's root")
+
+// contained is fail for an os.Root operation: an escape is ErrOutsideRoot (refused, with
+// permission's kind: never retried).
+func (s *fileStore) contained(op, key string, err error) error {
+	// os.Root reports an escape as an unexported "path escapes from parent" error.
+	if err != nil && strings.Contains(err.Error(), "escapes from parent") {
+		return &Error{Op: op, Store: s.String(), Key: key, Kind: ErrPermission, Err: fmt.Errorf("%w: %v", ErrOutsideRoot, err)}
+	}
+	return s.fail(op, key, err)
+}
+
+// createTemp creates a new temporary file in dir beneath root, named tmpPrefix + this process's
+// id + a random suffix (so a later run can tell a dead process's leftovers from a live one's),
+// mode 0644: a replica is read by other users too (a vLLM container running as its own uid).
+func createTemp(root *os.Root, dir string) (string, *os.File, error) {
+	for range 100 {
+		var b [6]byte
+		rand.Read(b[:])
+		name := filepath.Join(dir, fmt.Sprintf("%s%d-%x", tmpPrefix, os.Getpid(), b))
+		f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		// The umask may have narrowed the mode.
+		if err := f.Chmod(0o644); err != nil {
+			f.Close()
+			root.Remove(name)
+			return "", nil, err
+		}
+		return name, f, nil
+	}
+	return "", nil, errors.New("could not create a temporary file")
 }
 
 func (s *fileStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {
@@ -344,23 +394,31 @@ func (s *fileStore) Delete(ctx context.Context, key string, opts DeleteOptions) 
 		return s.fail("delete", key, err)
 	}
 	defer unlock()
-	p := s.path(key)
+	root, err := os.OpenRoot(s.root)
+	if err != nil {
+		return s.fail("delete", key, err)
+	}
+	defer root.Close()
+	p := filepath.FromSlash(key)
 	if opts.IfMatch != "" {
-		fi, err := os.Stat(p)
+		fi, err := root.Stat(p)
 		if err != nil {
-			return s.fail("delete", key, err)
+			return s.contained("delete", key, err)
 		}
 		if revision(fi) != opts.IfMatch {
 			return &Error{Op: "delete", Store: s.String(), Key: key, Kind: ErrPreconditionFailed, Err: errors.New("revision changed")}
 		}
 	}
-	if err := os.Remove(p); err != nil {
+	if err := root.Remove(p); err != nil {
 		if errors.Is(err, fs.ErrNotExist) && opts.IfMatch == "" {
 			return nil
 		}
-		return s.fail("delete", key, err)
+		return s.contained("delete", key, err)
 	}
-	syncDir(filepath.Dir(p))
+	if f, err := root.Open(filepath.Dir(p)); err == nil {
+		f.Sync()
+		f.Close()
+	}
 	return nil
 }
 

@@ -244,6 +244,8 @@ func replicateErr(rep *replicate.Report) error {
 		return problem("%d file(s) could not be copied", rep.Failed)
 	case replicate.Unreachable:
 		return unreachable("%s or %s stayed unreachable", rep.From, rep.To)
+	case replicate.WriteFailed:
+		return problem("%d file(s) could not be written to %s on this host (see each file's error: disk full, read-only, a path in the way)", rep.Failed, rep.To)
 	}
 	return nil
 }

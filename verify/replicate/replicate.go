@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -77,14 +79,15 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 	}
 	if err != nil {
 		rep.Status = statusForError(err)
-		return rep, fmt.Errorf("target: %w", err)
+		return rep, r.interrupted(rep, fmt.Errorf("target: %w", err))
 	}
 	if err := r.plan(ctx, rep, tgt); err != nil {
-		return rep, err
+		rep.Status = statusForError(err)
+		return rep, r.interrupted(rep, err)
 	}
 	if err := r.checkSource(ctx, rep.Files); err != nil {
 		rep.Status = statusForError(err)
-		return rep, fmt.Errorf("source: %w", err)
+		return rep, r.interrupted(rep, fmt.Errorf("source: %w", err))
 	}
 	if o.DryRun {
 		rep.Status = Planned
@@ -98,8 +101,8 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 	}
 	r.copyAll(ctx, rep)
 	if err := ctx.Err(); err != nil {
-		rep.Status = Failed
-		return rep, err
+		rep.Status = Interrupted
+		return rep, r.interrupted(rep, err)
 	}
 
 	// Check the result (nothing written: the plan's verification still holds).
@@ -268,7 +271,34 @@ const (
 	Planned     Status = "PLANNED"     // dry run: the plan can be carried out
 	Failed      Status = "FAILED"      // some file could not be repaired (source corrupt or missing, …)
 	Unreachable Status = "UNREACHABLE" // a store stayed unreachable after retries
+	// Interrupted: the run was cancelled (Ctrl-C, SIGTERM, a deadline) before it ended. Every
+	// object is either old or complete; running again resumes. Run returns ErrInterrupted.
+	Interrupted Status = "INTERRUPTED"
+	// WriteFailed: the target could not be written on this host (disk full, read-only, a path
+	// in the way); the replica and the network are not at fault.
+	WriteFailed Status = "WRITE_FAILED"
 )
+
+// ErrInterrupted is matched (errors.Is) by the error of a run that was cancelled; it also
+// wraps the context's error.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted turns err into the run's interruption error when ctx ended it, naming how far
+// the run got; otherwise err is returned as is.
+func (r *replicator) interrupted(rep *Report, err error) error {
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	rep.Status = Interrupted
+	done := 0
+	for _, c := range rep.Files {
+		if c.Outcome == OutcomeCopied {
+			done++
+		}
+	}
+	return fmt.Errorf("%w: %d of %d planned file(s) copied before it stopped; nothing partial is left under a final name, run again to resume: %w",
+		ErrInterrupted, done, len(rep.Files), err)
+}
 
 // CopyOutcome is what happened to one planned file.
 type CopyOutcome string
@@ -294,6 +324,7 @@ const (
 	FailSourceMissing FailureKind = "source-missing" // the source lacks the file
 	FailSourceCorrupt FailureKind = "source-corrupt" // the source's size, checksum or bytes differ from the manifest
 	FailUnreachable   FailureKind = "unreachable"    // a store kept failing after every attempt
+	FailLocalWrite    FailureKind = "local-write"    // writing the target on this host failed (disk full, read-only, a path in the way)
 	FailError         FailureKind = "error"          // anything else (permission, invalid key, …)
 )
 
@@ -590,10 +621,26 @@ func failureKind(err error) FailureKind {
 	switch {
 	case errors.As(err, &sc):
 		return FailSourceCorrupt
+	case localWrite(err):
+		return FailLocalWrite
 	case unreachable(err):
 		return FailUnreachable
 	}
 	return FailError
+}
+
+// localWrite reports whether err is the target's Write failing on a local file system call.
+func localWrite(err error) bool {
+	var pe *providers.Error
+	return errors.As(err, &pe) && pe.Op == "write" && localFileError(err)
+}
+
+// localFileError reports whether err comes from a local file system call (open, write, rename,
+// mkdir …), which no network retry or reachability verdict applies to.
+func localFileError(err error) bool {
+	var pe *fs.PathError
+	var le *os.LinkError
+	return errors.As(err, &pe) || errors.As(err, &le)
 }
 
 // isUnreachable reports whether err is a network failure or a store that kept failing: a broken
@@ -605,12 +652,16 @@ func unreachable(err error) bool {
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
 		return true
 	}
+	// A syscall.Errno is a net.Error too: ENOSPC or ENOTDIR from the local disk is no outage.
+	if localFileError(err) {
+		return false
+	}
 	var ne net.Error
 	return errors.As(err, &ne)
 }
 
 func retryable(ctx context.Context, err error, kind FailureKind) bool {
-	if ctx.Err() != nil || kind == FailSourceCorrupt {
+	if ctx.Err() != nil || kind == FailSourceCorrupt || kind == FailLocalWrite {
 		return false
 	}
 	for _, e := range []error{providers.ErrNotFound, providers.ErrPermission, providers.ErrInvalidKey, providers.ErrPreconditionFailed} {
@@ -625,6 +676,9 @@ func retryable(ctx context.Context, err error, kind FailureKind) bool {
 
 // statusForError is the run's status when a store could not be listed.
 func statusForError(err error) Status {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return Interrupted
+	}
 	if unreachable(err) {
 		return Unreachable
 	}
@@ -658,18 +712,23 @@ func (r *replicator) verdict(rep *Report, after verify.ReplicaResult) Status {
 			rep.Unproven = append(rep.Unproven, fr.Path)
 		}
 	}
-	unreachable, other := 0, 0
+	unreachable, local, other := 0, 0, 0
 	for _, c := range rep.Files {
 		if c.Outcome != OutcomeFailed {
 			continue
 		}
-		if c.Failure == FailUnreachable {
+		switch c.Failure {
+		case FailUnreachable:
 			unreachable++
-		} else {
+		case FailLocalWrite:
+			local++
+		default:
 			other++
 		}
 	}
 	switch {
+	case local > 0:
+		return WriteFailed
 	case other > 0 || failedFiles || len(rep.Unproven) > 0:
 		return Failed
 	case unreachable > 0:

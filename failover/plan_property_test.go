@@ -21,7 +21,10 @@ func randomInput(rng *rand.Rand) PlanInput {
 		regions[i] = fmt.Sprintf("r%d", i)
 	}
 	pol := DefaultPolicy()
-	pol.StepPercent = []int{1, 5, 10, 25, 50, 100}[rng.IntN(6)]
+	pol.StepPercent = []int{1, 5, 10, 10, 25, 25, 50, 100}[rng.IntN(8)]
+	if pol.StepPercent == 1 && rng.IntN(4) > 0 {
+		pol.StepPercent = 20 // 1 % steps (100+ steps a plan) in a few cases only: they cost the most
+	}
 	pol.SpillStartMS = 50 + rng.IntN(800)
 	pol.SpillStopMS = rng.IntN(pol.SpillStartMS)
 	pol.SpillCapPercent = rng.IntN(101)

@@ -58,10 +58,12 @@ func OpenRouter(f *Fleet) (Driver, error) {
 		return &HAProxyRouter{Socket: f.Router.Socket, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout}, nil
 	case DriverCaddy:
 		return NewCaddyRouter(f)
+	case DriverHTTP:
+		return &HTTPRouter{URL: f.Router.URL, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout}, nil
 	case "":
 		return nil, fmt.Errorf("%s: router.driver: required for failover", f.File)
 	}
-	return nil, fmt.Errorf("%s: router.driver %s: not available in this build", f.File, f.Router.Driver)
+	return nil, fmt.Errorf("%s: router.driver %s: unknown", f.File, f.Router.Driver)
 }
 
 // checkTopology verifies that a router's state can carry a class's traffic only to its eligible

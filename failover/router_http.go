@@ -1,0 +1,183 @@
+package failover
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// HTTPRouter drives a custom router that serves one JSON document per tenant class at
+// URL/BACKEND (router.url, router.backends):
+//
+//	{"weights": {"eu-west-1": 50, "eu-central-1": 50}, "states": {"eu-west-1": "drain"}}
+//
+// GET returns it with an ETag; PUT replaces it and must carry If-Match with that ETag (the
+// router answers 412 when the document changed in between: compare-and-swap). A region absent
+// from weights receives nothing (maint); an absent state is ready.
+type HTTPRouter struct {
+	URL      string
+	Backends map[string]string
+	Classes  map[string][]string
+	Timeout  time.Duration
+	Client   *http.Client
+	Attempts int // read-modify-write attempts on 412; 0 means 3
+}
+
+// HTTPRouterDoc is the per-class document.
+type HTTPRouterDoc struct {
+	Weights map[string]int   `json:"weights"`
+	States  map[string]State `json:"states,omitempty"`
+}
+
+func (h *HTTPRouter) String() string { return "http:" + h.URL }
+
+// MaxWeight: the document takes any int; 1,000,000 keeps readers' arithmetic safe.
+func (h *HTTPRouter) MaxWeight() int { return 1_000_000 }
+
+func (h *HTTPRouter) do(ctx context.Context, method, class, etag string, body []byte) (int, string, []byte, error) {
+	to := h.Timeout
+	if to <= 0 {
+		to = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, to)
+	defer cancel()
+	b, ok := h.Backends[class]
+	if !ok {
+		b = class
+	}
+	u := h.URL + "/" + url.PathEscape(b)
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if etag != "" {
+		req.Header.Set("If-Match", etag)
+	}
+	c := h.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("router %s %s: %v: %w", method, u, err, ErrRouterUnreachable)
+	}
+	defer resp.Body.Close()
+	rb, err := readBounded(resp.Body)
+	if err != nil {
+		return resp.StatusCode, "", nil, fmt.Errorf("router %s %s: %v", method, u, err)
+	}
+	return resp.StatusCode, resp.Header.Get("ETag"), rb, nil
+}
+
+func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, string, error) {
+	code, etag, b, err := h.do(ctx, http.MethodGet, class, "", nil)
+	if err != nil {
+		return HTTPRouterDoc{}, "", err
+	}
+	if code != http.StatusOK {
+		return HTTPRouterDoc{}, "", fmt.Errorf("router GET %s/%s: HTTP %d: %s", h.URL, h.Backends[class], code, firstLine(string(b)))
+	}
+	if etag == "" {
+		return HTTPRouterDoc{}, "", fmt.Errorf("router GET %s/%s: no ETag: compare-and-swap is impossible", h.URL, h.Backends[class])
+	}
+	var doc HTTPRouterDoc
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return doc, "", fmt.Errorf("router GET %s/%s: %v", h.URL, h.Backends[class], err)
+	}
+	for r, v := range doc.Weights {
+		if v < 0 {
+			return doc, "", fmt.Errorf("router GET %s/%s: weights.%s: negative", h.URL, h.Backends[class], r)
+		}
+	}
+	for r, s := range doc.States {
+		switch s {
+		case Ready, Drain, Maint:
+		default:
+			return doc, "", fmt.Errorf("router GET %s/%s: states.%s: %q", h.URL, h.Backends[class], r, s)
+		}
+	}
+	return doc, etag, nil
+}
+
+// Read returns every class's document.
+func (h *HTTPRouter) Read(ctx context.Context) (RouterState, error) {
+	rs := RouterState{Weights: Weights{}, States: States{}}
+	for _, class := range sortedKeys(h.Classes) {
+		doc, _, err := h.get(ctx, class)
+		if err != nil {
+			return rs, err
+		}
+		rs.Weights[class] = map[string]int{}
+		for r, v := range doc.Weights {
+			rs.Weights[class][r] = v
+		}
+		for r, s := range doc.States {
+			if s != Ready {
+				rs.States.Set(class, r, s)
+			}
+		}
+		for _, r := range h.Classes[class] {
+			if _, ok := doc.Weights[r]; !ok {
+				rs.Weights[class][r] = 0
+				rs.States.Set(class, r, Maint)
+			}
+		}
+	}
+	return rs, nil
+}
+
+// Apply replaces each class's document with If-Match on the ETag just read.
+func (h *HTTPRouter) Apply(ctx context.Context, desired RouterState) error {
+	attempts := h.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	for _, class := range sortedKeys(desired.Weights) {
+		doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]State{}}
+		for r, v := range desired.Weights[class] {
+			st := desired.States.Get(class, r)
+			if st == Maint && v == 0 {
+				continue // cut off: not in the document at all
+			}
+			doc.Weights[r] = v
+			if st != Ready {
+				doc.States[r] = st
+			}
+		}
+		body, _ := json.Marshal(doc)
+		var last error
+		done := false
+		for range attempts {
+			_, etag, err := h.get(ctx, class)
+			if err != nil {
+				return err
+			}
+			code, _, b, err := h.do(ctx, http.MethodPut, class, etag, body)
+			if err != nil {
+				return err
+			}
+			if code == http.StatusOK || code == http.StatusNoContent {
+				done = true
+				break
+			}
+			if code == http.StatusPreconditionFailed {
+				last = fmt.Errorf("router PUT %s/%s: %w", h.URL, h.Backends[class], ErrRouterConflict)
+				continue
+			}
+			return fmt.Errorf("router PUT %s/%s: HTTP %d: %s", h.URL, h.Backends[class], code, firstLine(string(b)))
+		}
+		if !done {
+			return last
+		}
+	}
+	return nil
+}

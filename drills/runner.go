@@ -395,7 +395,7 @@ func (x *run) verify(phase string) (string, error) {
 		}()
 	}
 	wg.Wait()
-	var bad, good []string
+	var bad, good, unproven []string
 	for i, j := range jobs {
 		res := results[i]
 		rv := ReplicaVerdict{Region: j.region, URL: providers.Redact(res.URL), Mode: string(j.mode), Status: string(res.Status), Counts: map[string]int{}, Problems: []string{}, Error: providers.Redact(res.Error)}
@@ -413,13 +413,16 @@ func (x *run) verify(phase string) (string, error) {
 		case res.Status == verify.ReplicaOK:
 			good = append(good, j.region)
 		case res.Status == verify.ReplicaUnverified && j.mode == verify.ModeQuick:
-			// nothing failed; not proven either — said in the counts
+			unproven = append(unproven, j.region) // nothing failed; nothing proven either (no native checksum)
 		default:
 			bad = append(bad, j.region)
 		}
 	}
 	x.rep.Verify = append(x.rep.Verify, vr)
 	detail := fmt.Sprintf("%d replica(s): %d OK", len(jobs), len(good))
+	if len(unproven) > 0 {
+		detail += fmt.Sprintf(", %d UNVERIFIED (no native checksum to compare quickly: %s)", len(unproven), strings.Join(unproven, ", "))
+	}
 	if len(bad) == 0 {
 		return detail, nil
 	}

@@ -107,6 +107,16 @@ func TestDrillFaultsFileStores(t *testing.T) {
 		t.Errorf("repairs %+v", rep.Repairs)
 	}
 	checkNothingLeft(t, rig, rep)
+	checkReports(t, rep)
+	// history: appended in the state store, read back
+	st := mustOpen(t, rig.fleet.State)
+	if err := AppendHistory(drillCtx(t), st, rep); err != nil {
+		t.Fatal(err)
+	}
+	h, err := History(drillCtx(t), st)
+	if err != nil || len(h) != 1 || h[0].Drill != rep.Drill || h[0].Detected != len(rep.Faults) || h[0].RecoverySeconds == nil {
+		t.Fatalf("history %v %+v", err, h)
+	}
 }
 
 // TestDrillUndetectedFault: a corrupted file in a replica only quick-verified on a store with no

@@ -1,56 +1,23 @@
 package main
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strings"
 
+	"lifeboat/drills/junit"
 	"lifeboat/manifest/lint"
 )
 
-// JUnit XML as CI systems (Jenkins, GitLab, GitHub test reporters) read it. Shared by every
-// command with -o junit: lint (one case per rule), verify (one suite per replica, one case per file).
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Time      string      `xml:"time,attr,omitempty"`
-	Cases     []junitCase `xml:"testcase"`
-	SystemErr string      `xml:"system-err,omitempty"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Error     *junitFailure `xml:"error,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-// junitFailure is the body of a <failure> or an <error>.
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-type junitSkipped struct {
-	Message string `xml:"message,attr"`
-}
+// The JUnit types are drills/junit's, shared with the drill reports: lint (one case per rule),
+// verify (one suite per replica, one case per file), check, drill run.
+type (
+	junitSuites  = junit.Suites
+	junitSuite   = junit.Suite
+	junitCase    = junit.Case
+	junitFailure = junit.Failure
+	junitSkipped = junit.Skip
+)
 
 // writeJUnit writes the command's JUnit document.
 func (a *app) writeJUnit(s junitSuites) error {
@@ -68,24 +35,7 @@ func errorSuites(command string, code int, msg string) junitSuites {
 	return junitSuites{Name: command, Suites: []junitSuite{{Name: command, Tests: 1, Errors: 1, Cases: []junitCase{tc}}}}
 }
 
-func writeJUnit(w io.Writer, s junitSuites) error {
-	for _, su := range s.Suites {
-		s.Tests += su.Tests
-		s.Failures += su.Failures
-		s.Errors += su.Errors
-		s.Skipped += su.Skipped
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(s); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
-}
+func writeJUnit(w io.Writer, s junitSuites) error { return junit.Write(w, s) }
 
 // lintSuites renders a lint report as one test case per rule: errors fail it, warnings are
 // reported in its output so they are visible without failing the build — unless strict, where a

@@ -1,0 +1,205 @@
+package drills
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"lifeboat/drills/junit"
+	"lifeboat/providers"
+)
+
+// Report file names in the report directory.
+const (
+	ReportJSON  = "report.json"
+	ReportMD    = "report.md"
+	ReportHTML  = "report.html"
+	ReportJUnit = "junit.xml"
+)
+
+// WriteReports writes report.json, report.md, report.html and junit.xml into dir (created if
+// missing), each replaced atomically.
+func WriteReports(dir string, rep *Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report directory: %w", err)
+	}
+	js, err := MarshalJSON(rep)
+	if err != nil {
+		return err
+	}
+	var md, html, ju bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		return err
+	}
+	if err := WriteHTML(&html, rep); err != nil {
+		return err
+	}
+	if err := junit.Write(&ju, JUnit(rep)); err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{ReportJSON: js, ReportMD: md.Bytes(), ReportHTML: html.Bytes(), ReportJUnit: ju.Bytes()} {
+		clean := []byte(providers.Redact(string(data)))
+		if err := providers.WriteFileAtomic(filepath.Join(dir, name), 0o644, func(w io.Writer) error { _, err := w.Write(clean); return err }); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON renders report.json.
+func MarshalJSON(rep *Report) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rep); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// JUnit renders the drill as JUnit: a case per step, per expected outcome, and the SLA.
+func JUnit(rep *Report) junit.Suites {
+	steps := junit.Suite{Name: "drill " + rep.Drill + ": steps", Time: fmt.Sprintf("%.3f", rep.Seconds)}
+	for _, s := range rep.Steps {
+		c := junit.Case{Name: s.Name, ClassName: "lifeboat.drill." + rep.Drill, Time: fmt.Sprintf("%.3f", s.Seconds)}
+		switch s.Status {
+		case Failed:
+			c.Failure = &junit.Failure{Message: firstLine(s.Detail), Type: "step failed", Text: s.Detail}
+			steps.Failures++
+		case Skipped:
+			c.Skipped = &junit.Skip{Message: s.Detail}
+			steps.Skipped++
+		default:
+			c.SystemOut = s.Detail
+		}
+		steps.Cases = append(steps.Cases, c)
+		steps.Tests++
+	}
+	exp := junit.Suite{Name: "drill " + rep.Drill + ": expected outcomes"}
+	sla := junit.Case{Name: "recovery within the SLA (RTO " + fmt.Sprintf("%gs", rep.SLA.RTOSeconds) + ")", ClassName: "lifeboat.drill." + rep.Drill, SystemOut: rep.SLA.Detail}
+	if !rep.SLA.Met {
+		sla.Failure = &junit.Failure{Message: rep.SLA.Detail, Type: "SLA missed", Text: rep.SLA.Detail}
+		exp.Failures++
+	}
+	exp.Cases = append(exp.Cases, sla)
+	exp.Tests++
+	for _, e := range rep.Expect {
+		c := junit.Case{Name: e.Description, ClassName: "lifeboat.drill." + rep.Drill, SystemOut: e.Evidence}
+		if !e.Met {
+			c.Failure = &junit.Failure{Message: e.Evidence, Type: "expectation not met", Text: e.Evidence}
+			exp.Failures++
+		}
+		exp.Cases = append(exp.Cases, c)
+		exp.Tests++
+	}
+	return junit.Suites{Name: "lifeboat drill " + rep.Drill, Time: fmt.Sprintf("%.3f", rep.Seconds), Suites: []junit.Suite{steps, exp}}
+}
+
+// mdEscape keeps a table cell one cell.
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "✅"
+	}
+	return "❌"
+}
+
+// WriteMarkdown renders report.md: what a person pastes into a post-mortem or an audit ticket.
+func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("# DR drill `%s`: %s\n\n", rep.Drill, rep.Verdict)
+	p("- **Model:** %s — **lost region:** %s — **router:** %s\n", rep.Model, rep.Lost, rep.Router)
+	p("- **When:** %s to %s (%.1f s)\n", rep.Started.Format("2006-01-02 15:04:05 MST"), rep.Finished.Format("15:04:05 MST"), rep.Seconds)
+	rec := "not measured"
+	if rep.SLA.RecoverySeconds != nil {
+		rec = fmt.Sprintf("%.2f s", *rep.SLA.RecoverySeconds)
+	}
+	p("- **Recovery time** (journal: failover decision → every class on warm receivers): **%s** against an RTO of %g s — %s %s\n", rec, rep.SLA.RTOSeconds, mark(rep.SLA.Met), rep.SLA.Detail)
+	p("- **Summary:** %s\n\n", rep.Summary)
+	p("## Steps\n\n| step | status | started at | took | detail |\n|---|---|---|---|---|\n")
+	for _, s := range rep.Steps {
+		p("| %s | %s | %+.2f s | %.2f s | %s |\n", s.Name, s.Status, s.Offset, s.Seconds, mdEscape(s.Detail))
+	}
+	if len(rep.Faults) > 0 {
+		p("\n## Injected faults\n\n| fault | injected | detected | evidence |\n|---|---|---|---|\n")
+		for _, f := range rep.Faults {
+			p("| %s | %s | %s | %s |\n", mdEscape(f.Name), mark(f.Injected), mark(f.Detected), mdEscape(f.Evidence))
+		}
+	}
+	p("\n## Expected outcomes\n\n| expectation | met | evidence |\n|---|---|---|\n")
+	for _, e := range rep.Expect {
+		p("| %s | %s | %s |\n", mdEscape(e.Description), mark(e.Met), mdEscape(e.Evidence))
+	}
+	for _, v := range rep.Verify {
+		p("\n## Verification (%s)\n\n| region | replica | mode | status | problems |\n|---|---|---|---|---|\n", v.Phase)
+		for _, r := range v.Replicas {
+			probs := strings.Join(r.Problems, ", ")
+			if r.Error != "" {
+				probs = strings.TrimPrefix(probs+"; "+r.Error, "; ")
+			}
+			p("| %s | `%s` | %s | %s | %s |\n", r.Region, r.URL, r.Mode, r.Status, mdEscape(probs))
+		}
+	}
+	for _, r := range rep.Repairs {
+		p("\n- repaired %s from %s: %s, %d file(s) copied %s\n", r.Region, r.From, r.Status, r.Copied, mdEscape(r.Detail))
+	}
+	if len(rep.Boots) > 0 {
+		p("\n## Candidates booted\n\n| region | verdict | warm after | probe TTFT | reason |\n|---|---|---|---|---|\n")
+		for _, b := range rep.Boots {
+			p("| %s | %s | %s | %s | %s |\n", b.Region, b.Verdict, fsec(b.WarmS, "s"), fmsec(b.TTFTS), mdEscape(b.Reason))
+		}
+	}
+	if len(rep.Classes) > 0 {
+		p("\n## Traffic per tenant class\n\n| class | eligible | requests | failed | outside eligible | landed | TTFT p50 | TTFT max |\n|---|---|---|---|---|---|---|---|\n")
+		for _, c := range rep.Classes {
+			p("| %s | %s | %d | %d | %d | %s | %.1f ms | %.1f ms |\n", c.Class, strings.Join(c.Eligible, ", "), c.Requests, c.Failed, c.Outside, regionCounts(c.ByRegion), c.TTFTP50MS, c.TTFTMaxMS)
+		}
+	}
+	td := rep.Teardown
+	left := "nothing"
+	if len(td.Left) > 0 {
+		left = strings.Join(td.Left, ", ")
+	}
+	p("\n## Teardown\n\nStopped %d candidate(s) (%s); faults put back: %s; temp dir removed: %v; lock released: %v; left behind: %s.\n",
+		len(td.Stopped), strings.Join(td.Stopped, ", "), orNone(td.FaultsUndone), td.TempRemoved, td.LockReleased, left)
+	if len(rep.Runs) > 0 {
+		p("\nFailover journal runs: %s.\n", "`"+strings.Join(rep.Runs, "`, `")+"`")
+	}
+	return nil
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+func fsec(v *float64, unit string) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f %s", *v, unit)
+}
+
+func fmsec(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f ms", *v*1000)
+}
+
+// Schema is report.schema.json, the JSON Schema of report.json.
+//
+//go:embed report.schema.json
+var Schema []byte

@@ -90,9 +90,13 @@ func (p *planner) validate() string {
 		if !ok {
 			return fmt.Sprintf("the router has class %q, which the fleet does not define", c)
 		}
+		set := make(map[string]bool, len(elig))
+		for _, r := range elig {
+			set[r] = true
+		}
 		for _, r := range sortedKeys(in.Weights[c]) {
 			v := in.Weights[c][r]
-			if v > 0 && !slices.Contains(elig, r) {
+			if v > 0 && !set[r] {
 				return fmt.Sprintf("class %s already has weight %d on %s, outside its eligible regions %v: fix the router first (residency)", c, v, r, elig)
 			}
 			if v < 0 || (in.MaxWeight > 0 && v > in.MaxWeight) {
@@ -151,21 +155,28 @@ func (p *planner) spillOf(ci int, w []int) int {
 // canGain says whether region index k of class ci may take one more unit from index from in s,
 // and if not, which rule stops it.
 func (p *planner) canGain(s *step, ci, from, k int, stateOK func(State) bool) (bool, Rule) {
+	ok, why, _ := p.canGainQ(s, ci, from, k, stateOK)
+	return ok, why
+}
+
+// canGainQ is canGain with the receiver's predicted queue wait after the unit.
+func (p *planner) canGainQ(s *step, ci, from, k int, stateOK func(State) bool) (bool, Rule, float64) {
 	mc := p.m.classes[ci]
 	i := mc.elig[k]
 	in := p.in
 	if !p.m.receive[i] && !(in.overridden(RuleWarm) && p.receiveIgnoringWarm(i)) {
-		return false, RuleWarm
+		return false, RuleWarm, 0
 	}
 	if !stateOK(s.st[ci][k]) {
-		return false, RuleDrain
+		return false, RuleDrain, 0
 	}
 	if in.MaxWeight > 0 && s.w[ci][k]+1 > in.MaxWeight {
-		return false, RuleTotals
+		return false, RuleTotals, 0
 	}
 	// a hair under the threshold, so float rounding can never let the step check disagree
-	if !in.overridden(RuleHeadroom) && !(p.m.predict(i, s.d[i]+mc.unit) < float64(in.Policy.SpillStartMS)*(1-1e-9)-1e-6) {
-		return false, RuleHeadroom
+	q := p.m.predict(i, s.d[i]+mc.unit)
+	if !in.overridden(RuleHeadroom) && !(q < float64(in.Policy.SpillStartMS)*(1-1e-9)-1e-6) {
+		return false, RuleHeadroom, q
 	}
 	if !in.overridden(RuleSpillCap) {
 		delta := 0
@@ -176,13 +187,13 @@ func (p *planner) canGain(s *step, ci, from, k int, stateOK func(State) bool) (b
 			delta--
 		}
 		if n := s.spill[ci] + delta; n > mc.capUnits && n > s.spill0[ci] {
-			return false, RuleSpillCap
+			return false, RuleSpillCap, q
 		}
 	}
 	if !in.overridden(RuleTransitions) && !s.changedR[i] && p.trans[i]+1 > in.Policy.MaxTransitionsPerHour {
-		return false, RuleTransitions
+		return false, RuleTransitions, q
 	}
-	return true, ""
+	return true, "", q
 }
 
 func (p *planner) receiveIgnoringWarm(i int) bool {
@@ -216,16 +227,15 @@ func (p *planner) move(s *step, ci, from, to int) {
 func (p *planner) best(s *step, ci, from int, ok func(k int) bool, stateOK func(State) bool) int {
 	mc := p.m.classes[ci]
 	bestK, bestQ := -1, math.Inf(1)
-	for k, i := range mc.elig {
+	for k := range mc.elig {
 		if k == from || !ok(k) {
 			continue
 		}
-		good, why := p.canGain(s, ci, from, k, stateOK)
+		good, why, q := p.canGainQ(s, ci, from, k, stateOK)
 		if !good {
 			p.blocked[why] = true
 			continue
 		}
-		q := p.m.predict(i, s.d[i]+mc.unit)
 		if bestK < 0 || q < bestQ {
 			bestK, bestQ = k, q
 		}

@@ -10,7 +10,11 @@
 //  4. the peak memory of each lifeboat run;
 //  5. the quick verify of section 2 again through proxies that add 40 ms each way (a WAN on
 //     loopback), lifeboat vs rclone check, with the requests each made;
-//  6. the start-up time of `lifeboat version`.
+//  6. the start-up time of `lifeboat version`;
+//  7. failover: planning 1,000 regions × 200 classes, and one router step applied and read back
+//     on a real HAProxy and a real Caddy (p50/p99).
+//
+// -sections failover runs only section 7 (no data to generate, no emulators).
 //
 // The emulators are started here, each in its own process group, and stopped on exit (also on
 // SIGINT/SIGTERM; they die with the bench through Pdeathsig if it is killed). rclone is built
@@ -42,6 +46,7 @@ type config struct {
 	rclone     string
 	rclonePkg  string
 	goTool     string
+	sections   string
 }
 
 func main() {
@@ -57,6 +62,7 @@ func main() {
 	flag.StringVar(&c.rclone, "rclone", "bin/rclone", "rclone for the comparison; built with -rclone-pkg when missing")
 	flag.StringVar(&c.rclonePkg, "rclone-pkg", "github.com/rclone/rclone@v1.71.2", "what `go install` builds when -rclone is missing")
 	flag.StringVar(&c.goTool, "go", "go", "the go command")
+	flag.StringVar(&c.sections, "sections", "all", "all, or failover (section 7 alone)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -82,6 +88,10 @@ func run(ctx context.Context, c config) error {
 	}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return err
+	}
+	if c.sections == "failover" {
+		fmt.Printf("Lifeboat bench — %d CPUs (%s/%s); load average (1 min) %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadavg())
+		return failoverSection(ctx, c)
 	}
 
 	if err := buildShim(ctx, c.goTool, c.dir); err != nil {
@@ -156,6 +166,10 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	if err := startupSection(ctx, c); err != nil {
+		return err
+	}
+	// 7. failover.
+	if err := failoverSection(ctx, c); err != nil {
 		return err
 	}
 

@@ -201,9 +201,15 @@ func TestModelRules(t *testing.T) {
 		}, rule: "tokenizer-invalid", severity: Error, fixed: "model/tokenizer_config.json", contains: "model/tokenizer_config.json: not a JSON object"},
 		{name: "added token beyond vocab_size", breakIt: func(t *testing.T, l *sample.Layout) {
 			mtMutate(t, l, "model/tokenizer.json", func(d map[string]any) {
-				d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 600, "content": "<|extra|>", "special": true})
+				d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 600, "content": "<|extra|>", "special": false})
 			})
 		}, rule: "tokenizer-vocab-size", severity: Error, fixed: "model/tokenizer.json", contains: "vocab_size is 512"},
+		{name: "special token the chat template uses beyond vocab_size", breakIt: func(t *testing.T, l *sample.Layout) {
+			mtMutate(t, l, "model/tokenizer.json", func(d map[string]any) {
+				d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 512, "content": "<|turn|>", "special": true})
+			})
+			mtWrite(t, l, "model/chat_template.jinja", []byte("{% for m in messages %}<|turn|>{{ m.content }}{% endfor %}"))
+		}, rule: "tokenizer-vocab-size", severity: Error, fixed: "model/tokenizer.json", contains: "largest id 512"},
 		{name: "generation_config.json is an LFS pointer", breakIt: func(t *testing.T, l *sample.Layout) {
 			mtWrite(t, l, "model/generation_config.json", []byte(mtLFSPointer))
 		}, rule: "lfs-pointer", severity: Error, fixed: "model/generation_config.json", contains: "Git LFS pointer to a 12345-byte object"},

@@ -134,6 +134,12 @@ func checkTokenizerInvalid(c *Context) {
 	}
 }
 
+// checkTokenizerVocabSize: ids that ordinary text encodes to (the model vocabulary and added
+// tokens not marked special) must have an embedding row, and so must special tokens the model is
+// served with (BOS/EOS/pad, or named in the chat template). Other special added tokens beyond
+// vocab_size are what vLLM accepts — Gemma 3's shared tokenizer puts <image_soft_token> at
+// id == vocab_size, a multimodal placeholder the text model never embeds; vLLM loads it and
+// refuses only a request that contains it — so they are not a finding.
 func checkTokenizerVocabSize(c *Context) {
 	cfg, err := c.ModelConfig()
 	if err != nil || cfg == nil || cfg.VocabSize <= 0 {
@@ -141,21 +147,55 @@ func checkTokenizerVocabSize(c *Context) {
 	}
 	s := c.modelTokenizers()
 	worst, source := int64(0), ""
-	consider := func(size int64, p string) {
-		if size > worst {
-			worst, source = size, p
+	all := int64(0)
+	consider := func(regular, size int64, p string) {
+		all = max(all, size)
+		if regular > worst {
+			worst, source = regular, p
 		}
 	}
+	used := servedSpecialTokens(c)
 	for _, info := range s.infos {
-		consider(info.Size, info.Source)
+		regular := info.RegularSize
+		if regular == 0 {
+			regular = info.Size
+		}
+		for id, content := range info.Special {
+			if id >= cfg.VocabSize && used(content) {
+				regular = max(regular, id+1)
+			}
+		}
+		consider(regular, info.Size, info.Source)
 	}
 	if s.config != nil {
-		consider(s.config.MaxAddedID+1, "model/tokenizer_config.json")
+		consider(s.config.MaxRegularAddedID+1, s.config.MaxAddedID+1, "model/tokenizer_config.json")
 	}
-	consider(s.addedMax+1, "model/added_tokens.json")
+	consider(s.addedMax+1, s.addedMax+1, "model/added_tokens.json")
 	if worst <= cfg.VocabSize {
+		if all > cfg.VocabSize {
+			c.Log.Debug("special tokens beyond vocab_size (vLLM accepts them)", "vocab_size", cfg.VocabSize, "tokenizer_size", all)
+		}
 		return
 	}
 	c.Errorf(source, "", "%s: the tokenizer's vocabulary reaches %d tokens (largest id %d) but %s vocab_size is %d: ids from %d up have no embedding row, so vLLM fails or generates garbage on them",
 		source, worst, worst-1, modelConfigPath, cfg.VocabSize, cfg.VocabSize)
+}
+
+// servedSpecialTokens reports whether a special token is one chats are served with: the BOS,
+// EOS, pad or unk token of tokenizer_config.json, or text in the effective chat template.
+func servedSpecialTokens(c *Context) func(string) bool {
+	named := map[string]bool{}
+	if tc := c.modelTokenizers().config; tc != nil {
+		named[tc.BOSToken], named[tc.EOSToken] = true, true
+		for _, k := range []string{"pad_token", "unk_token"} {
+			if v, ok := tc.Raw[k].(string); ok {
+				named[v] = true
+			}
+		}
+	}
+	tpl := ""
+	if t := c.modelChatTemplates().effective; t != nil {
+		tpl = t.Text
+	}
+	return func(tok string) bool { return tok != "" && (named[tok] || strings.Contains(tpl, tok)) }
 }

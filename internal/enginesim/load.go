@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 
 	"lifeboat/internal/enginesim/tokenizer"
 	"lifeboat/manifest/modelrepo"
+	"lifeboat/providers/localfile"
 )
 
 // Options tune loading.
@@ -102,124 +104,179 @@ func Load(ctx context.Context, modelDir, engineConfigPath string, o Options) (*M
 	if st, err := os.Stat(modelDir); err != nil || !st.IsDir() {
 		return nil, loadErr("config", "OSError: %s does not appear to be a model directory (not found or not a directory)", modelDir)
 	}
-	// Engine config.
-	if engineConfigPath != "" {
-		data, err := os.ReadFile(engineConfigPath)
-		if err != nil {
-			return nil, loadErr("config", "vllm serve: error: --config: %v", err)
-		}
-		cfg, err := modelrepo.ParseEngineConfig(data, engineConfigPath)
-		if cfg == nil {
-			return nil, loadErr("config", "vllm serve: error: --config: %v", err)
-		}
-		var ce *modelrepo.EngineConfigError
-		if errors.As(err, &ce) {
-			for _, p := range ce.Problems {
-				if p.Kind == modelrepo.ProblemType || p.Kind == modelrepo.ProblemLoRAModule {
-					return nil, loadErr("config", "vllm serve: error: argument --%s: %s", p.Key, p.Msg)
-				}
-			}
-		}
-		if len(cfg.Unknown) > 0 {
-			var names []string
-			for _, k := range cfg.Unknown {
-				names = append(names, "--"+k.Key)
-			}
-			return nil, loadErr("config", "vllm serve: error: unrecognized arguments: %s", strings.Join(names, " "))
-		}
-		m.Engine = cfg
-	} else {
-		m.Engine, _ = modelrepo.ParseEngineConfig([]byte("{}"), "(defaults)")
+	var err error
+	if m.Engine, err = loadEngineConfig(engineConfigPath); err != nil {
+		return nil, err
 	}
-	eng := m.Engine
-	m.ServedNames = eng.ServedModelNames
+	m.ServedNames = m.Engine.ServedModelNames
 	if len(m.ServedNames) == 0 {
 		m.ServedNames = []string{modelDir}
 	}
-
-	// config.json and the architecture.
-	data, err := os.ReadFile(filepath.Join(modelDir, "config.json"))
-	if err != nil {
-		return nil, loadErr("config", "OSError: %s does not appear to have a file named config.json.", modelDir)
-	}
-	if m.Config, err = modelrepo.ParseModelConfig(data, "config.json"); err != nil {
-		return nil, loadErr("config", "ValueError: Invalid config.json in %s: %v", modelDir, err)
-	}
-	if len(m.Config.Architectures) == 0 {
-		return nil, loadErr("architecture", "ValueError: No model architectures are specified in %s/config.json (field \"architectures\" is missing or empty)", modelDir)
-	}
-	supported := false
-	for _, a := range m.Config.Architectures {
-		if slices.Contains(SupportedArchitectures, a) {
-			supported = true
+	for _, step := range []func() error{
+		m.loadModelConfig,
+		m.checkQuantization,
+		func() error { return m.checkContextLength(o.Getenv) },
+		func() error { return m.loadTokenizer(m.tokenizerDir()) },
+		m.loadChatTemplate, // a missing one is not a start-up failure; chat requests get 400
+		m.loadLoRAs,
+		func() error { return m.loadWeights(ctx) }, // weights last: the cold start
+	} {
+		if err := step(); err != nil {
+			return nil, err
 		}
 	}
-	if !supported {
-		return nil, loadErr("architecture", "ValueError: Model architectures %s are not supported for now. Supported architectures: %s", pyList(m.Config.Architectures), strings.Join(SupportedArchitectures, ", "))
+	if err := sleepCtx(ctx, o.LoadDelay); err != nil {
+		return nil, err
 	}
+	m.LoadTime = time.Since(start)
+	return m, nil
+}
 
-	// Quantization.
+// Limits on the files Load reads whole (weights are streamed): a model directory is input, and a
+// FIFO, /dev/zero or a huge file in it must fail the load, not hang it or take the memory.
+const (
+	maxConfigFile    = 16 << 20  // config.json, engine config, quant, adapter, tokenizer config, chat templates, index
+	maxTokenizerFile = 256 << 20 // tokenizer.json, tokenizer.model
+)
+
+// readInput reads a whole regular file of at most limit bytes (see localfile.ReadFile).
+func readInput(p string, limit int64) ([]byte, error) { return localfile.ReadFile(p, limit) }
+
+// readOptional is readInput for a file that may be absent: (nil, nil) when it does not exist.
+func readOptional(p string, limit int64) ([]byte, error) {
+	data, err := localfile.ReadFile(p, limit)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}
+
+// loadEngineConfig parses the engine config as vllm serve --config would ("" for the defaults).
+func loadEngineConfig(path string) (*modelrepo.EngineConfig, error) {
+	if path == "" {
+		cfg, _ := modelrepo.ParseEngineConfig([]byte("{}"), "(defaults)")
+		return cfg, nil
+	}
+	data, err := readInput(path, maxConfigFile)
+	if err != nil {
+		return nil, loadErr("config", "vllm serve: error: --config: %v", err)
+	}
+	cfg, err := modelrepo.ParseEngineConfig(data, path)
+	if cfg == nil {
+		return nil, loadErr("config", "vllm serve: error: --config: %v", err)
+	}
+	var ce *modelrepo.EngineConfigError
+	if errors.As(err, &ce) {
+		for _, p := range ce.Problems {
+			if p.Kind == modelrepo.ProblemType || p.Kind == modelrepo.ProblemLoRAModule {
+				return nil, loadErr("config", "vllm serve: error: argument --%s: %s", p.Key, p.Msg)
+			}
+		}
+	}
+	if len(cfg.Unknown) > 0 {
+		var names []string
+		for _, k := range cfg.Unknown {
+			names = append(names, "--"+k.Key)
+		}
+		return nil, loadErr("config", "vllm serve: error: unrecognized arguments: %s", strings.Join(names, " "))
+	}
+	return cfg, nil
+}
+
+// loadModelConfig reads config.json and checks the architecture.
+func (m *Model) loadModelConfig() error {
+	data, err := readOptional(filepath.Join(m.Dir, "config.json"), maxConfigFile)
+	switch {
+	case err != nil:
+		return loadErr("config", "OSError: %s/config.json: %v", m.Dir, err)
+	case data == nil:
+		return loadErr("config", "OSError: %s does not appear to have a file named config.json.", m.Dir)
+	}
+	if m.Config, err = modelrepo.ParseModelConfig(data, "config.json"); err != nil {
+		return loadErr("config", "ValueError: Invalid config.json in %s: %v", m.Dir, err)
+	}
+	if len(m.Config.Architectures) == 0 {
+		return loadErr("architecture", "ValueError: No model architectures are specified in %s/config.json (field \"architectures\" is missing or empty)", m.Dir)
+	}
+	for _, a := range m.Config.Architectures {
+		if slices.Contains(SupportedArchitectures, a) {
+			return nil
+		}
+	}
+	return loadErr("architecture", "ValueError: Model architectures %s are not supported for now. Supported architectures: %s", pyList(m.Config.Architectures), strings.Join(SupportedArchitectures, ", "))
+}
+
+// checkQuantization finds the checkpoint's quantization and checks the engine's against it.
+func (m *Model) checkQuantization() error {
 	modelQuant := ""
 	if m.Config.Quantization != nil {
 		modelQuant = modelrepo.NormalizeModelQuantMethod(m.Config.Quantization.Method)
 	} else {
 		for _, f := range []string{"quantize_config.json", "quant_config.json", "hf_quant_config.json"} {
-			if d, err := os.ReadFile(filepath.Join(modelDir, f)); err == nil {
-				if q, err := modelrepo.ParseQuantConfig(d, f); err == nil && q.Method != "" {
-					modelQuant = modelrepo.NormalizeModelQuantMethod(q.Method)
-					break
-				}
+			d, err := readOptional(filepath.Join(m.Dir, f), maxConfigFile)
+			if err != nil {
+				return loadErr("quantization", "OSError: %v", err)
+			}
+			if q, err := modelrepo.ParseQuantConfig(d, f); d != nil && err == nil && q.Method != "" {
+				modelQuant = modelrepo.NormalizeModelQuantMethod(q.Method)
+				break
 			}
 		}
 	}
 	m.Quantization, m.checkpointQuant = modelQuant, modelQuant
-	if want := strings.ToLower(eng.Quantization); want != "" {
-		q, known := modelrepo.EngineQuantMethods[want]
-		switch {
-		case !known:
-			return nil, loadErr("quantization", "vllm serve: error: argument --quantization/-q: invalid choice: '%s'", eng.Quantization)
-		case modelQuant != "" && !slices.Contains(q.ModelMethods, modelQuant):
-			return nil, loadErr("quantization", "ValueError: Quantization method specified in the model config (%s) does not match the quantization method specified in the `quantization` argument (%s).", modelQuant, want)
-		case modelQuant == "" && quantNeedsCheckpoint(want):
-			return nil, loadErr("quantization", "ValueError: Cannot find the config file for %s: the model at %s has no quantization_config in config.json and no quantize_config.json", want, modelDir)
-		}
-		m.Quantization = want
+	want := strings.ToLower(m.Engine.Quantization)
+	if want == "" {
+		return nil
 	}
+	q, known := modelrepo.EngineQuantMethods[want]
+	switch {
+	case !known:
+		return loadErr("quantization", "vllm serve: error: argument --quantization/-q: invalid choice: '%s'", m.Engine.Quantization)
+	case modelQuant != "" && !slices.Contains(q.ModelMethods, modelQuant):
+		return loadErr("quantization", "ValueError: Quantization method specified in the model config (%s) does not match the quantization method specified in the `quantization` argument (%s).", modelQuant, want)
+	case modelQuant == "" && quantNeedsCheckpoint(want):
+		return loadErr("quantization", "ValueError: Cannot find the config file for %s: the model at %s has no quantization_config in config.json and no quantize_config.json", want, m.Dir)
+	}
+	m.Quantization = want
+	return nil
+}
 
-	// Context length.
+// checkContextLength derives max_model_len and checks the engine's against it.
+func (m *Model) checkContextLength(getenv func(string) string) error {
 	derived, err := m.Config.MaxModelLen()
 	if err != nil {
-		return nil, loadErr("max-model-len", "ValueError: config.json: %v", err)
+		return loadErr("max-model-len", "ValueError: config.json: %v", err)
 	}
 	m.MaxModelLen = derived.Len
-	if eng.MaxModelLen > 0 {
-		if eng.MaxModelLen > derived.Len && o.Getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1" && !strings.EqualFold(o.Getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "true") {
-			key := derived.Key
-			if key == "" {
-				key = "default"
-			}
-			return nil, loadErr("max-model-len", "ValueError: User-specified max_model_len (%d) is greater than the derived max_model_len (%s=%d in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.", eng.MaxModelLen, key, derived.Len)
+	eng := m.Engine
+	if eng.MaxModelLen <= 0 {
+		return nil
+	}
+	allow := getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+	if eng.MaxModelLen > derived.Len && allow != "1" && !strings.EqualFold(allow, "true") {
+		key := derived.Key
+		if key == "" {
+			key = "default"
 		}
-		m.MaxModelLen = eng.MaxModelLen
+		return loadErr("max-model-len", "ValueError: User-specified max_model_len (%d) is greater than the derived max_model_len (%s=%d in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.", eng.MaxModelLen, key, derived.Len)
 	}
+	m.MaxModelLen = eng.MaxModelLen
+	return nil
+}
 
-	// Tokenizer.
-	tokDir := modelDir
-	if eng.Tokenizer != "" {
-		tokDir = m.resolve(eng.Tokenizer)
+// tokenizerDir is the engine's --tokenizer, else the model directory.
+func (m *Model) tokenizerDir() string {
+	if m.Engine.Tokenizer != "" {
+		return m.resolve(m.Engine.Tokenizer)
 	}
-	if err := m.loadTokenizer(tokDir); err != nil {
-		return nil, err
-	}
+	return m.Dir
+}
 
-	// Chat template (a missing one is not a start-up failure; chat requests get 400).
-	if err := m.loadChatTemplate(); err != nil {
-		return nil, err
-	}
-
-	// Static LoRA adapters.
+// loadLoRAs checks the static LoRA adapters of the engine config.
+func (m *Model) loadLoRAs() error {
+	eng := m.Engine
 	if len(eng.LoRAModules) > 0 && !eng.EnableLoRA {
-		return nil, loadErr("lora", "ValueError: --lora-modules requires --enable-lora")
+		return loadErr("lora", "ValueError: --lora-modules requires --enable-lora")
 	}
 	for _, mod := range eng.LoRAModules {
 		base := mod.BaseModelName
@@ -228,26 +285,26 @@ func Load(ctx context.Context, modelDir, engineConfigPath string, o Options) (*M
 		}
 		l, err := m.checkAdapter(mod.Name, m.resolve(mod.Path), base)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		m.LoRAs = append(m.LoRAs, l)
 	}
+	return nil
+}
 
-	// Weights last: the cold start.
-	if err := m.loadWeights(ctx); err != nil {
-		return nil, err
+// sleepCtx waits d (the simulated load delay) unless ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
 	}
-	if o.LoadDelay > 0 {
-		t := time.NewTimer(o.LoadDelay)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	m.LoadTime = time.Since(start)
-	return m, nil
 }
 
 // resolve maps a path from the engine config onto this host: a path under the engine config's
@@ -276,9 +333,11 @@ func pyList(xs []string) string {
 func (m *Model) loadTokenizer(dir string) error {
 	p := filepath.Join(dir, "tokenizer.json")
 	var tok tokenizer.Tokenizer
-	data, err := os.ReadFile(p)
+	data, err := readOptional(p, maxTokenizerFile)
 	switch {
-	case err == nil:
+	case err != nil:
+		return loadErr("tokenizer", "OSError: Can't load tokenizer for '%s': %v", dir, err)
+	case data != nil:
 		bpe, err := tokenizer.FromJSON(data, p)
 		if err != nil {
 			return loadErr("tokenizer", "Exception: Can't load tokenizer for '%s': %v", dir, err)
@@ -287,7 +346,7 @@ func (m *Model) loadTokenizer(dir string) error {
 	case fileExists(filepath.Join(dir, "tokenizer.model")):
 		// A slow SentencePiece tokenizer (LlamaTokenizer and kin), which vLLM loads too.
 		p = filepath.Join(dir, "tokenizer.model")
-		d, err := os.ReadFile(p)
+		d, err := readInput(p, maxTokenizerFile)
 		if err != nil {
 			return loadErr("tokenizer", "OSError: Can't load tokenizer for '%s': %v", dir, err)
 		}
@@ -313,7 +372,11 @@ func (m *Model) loadTokenizer(dir string) error {
 		return loadErr("tokenizer", "OSError: Can't load tokenizer for '%s'. If you were trying to load it from 'https://huggingface.co/models', make sure you don't have a local directory with the same name. Otherwise, make sure '%s' is the correct path to a directory containing all relevant files for a PreTrainedTokenizerFast tokenizer.", dir, dir)
 	}
 	m.Tokenizer = tok
-	if d, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+	d, err := readOptional(filepath.Join(dir, "tokenizer_config.json"), maxConfigFile)
+	if err != nil {
+		return loadErr("tokenizer", "OSError: %v", err)
+	}
+	if d != nil {
 		if tc, err := modelrepo.ParseTokenizerConfig(d, "tokenizer_config.json"); err == nil {
 			m.BOSToken, m.EOSToken = tc.BOSToken, tc.EOSToken
 		} else {
@@ -354,9 +417,13 @@ func (m *Model) loadTokenizer(dir string) error {
 func (m *Model) loadChatTemplate() error {
 	if ct := m.Engine.ChatTemplate; ct != "" {
 		p := m.resolve(ct)
-		if data, err := os.ReadFile(p); err == nil {
+		data, err := readInput(p, maxConfigFile)
+		if err == nil {
 			m.ChatTemplate = &modelrepo.ChatTemplate{Source: p, Name: "default", Text: string(data)}
 			return nil
+		}
+		if errors.Is(err, localfile.ErrTooLarge) || errors.Is(err, localfile.ErrNotRegular) {
+			return loadErr("chat-template", "ValueError: The supplied chat template (%s) could not be read: %v", ct, err)
 		}
 		if !strings.ContainsAny(ct, "{}\n") {
 			return loadErr("chat-template", "ValueError: The supplied chat template (%s) looks like a file path, but it failed to be opened.", ct)
@@ -364,7 +431,7 @@ func (m *Model) loadChatTemplate() error {
 		m.ChatTemplate = &modelrepo.ChatTemplate{Source: "--chat-template", Name: "default", Text: ct}
 		return nil
 	}
-	if data, err := os.ReadFile(filepath.Join(m.Dir, "chat_template.jinja")); err == nil {
+	if data, _ := readOptional(filepath.Join(m.Dir, "chat_template.jinja"), maxConfigFile); data != nil {
 		m.ChatTemplate = &modelrepo.ChatTemplate{Source: "chat_template.jinja", Name: "default", Text: string(data)}
 		return nil
 	}
@@ -376,13 +443,13 @@ func (m *Model) loadChatTemplate() error {
 			}
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(m.Dir, "chat_template.json")); err == nil {
+	if data, _ := readOptional(filepath.Join(m.Dir, "chat_template.json"), maxConfigFile); data != nil {
 		if ts, err := modelrepo.ParseChatTemplateJSON(data, "chat_template.json"); err == nil {
 			pick(ts)
 			return nil
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(m.Dir, "tokenizer_config.json")); err == nil {
+	if data, _ := readOptional(filepath.Join(m.Dir, "tokenizer_config.json"), maxConfigFile); data != nil {
 		if tc, err := modelrepo.ParseTokenizerConfig(data, "tokenizer_config.json"); err == nil {
 			pick(tc.ChatTemplates)
 		}
@@ -395,8 +462,11 @@ func (m *Model) checkAdapter(name, dir, base string) (LoRA, error) {
 	fail := func(format string, args ...any) (LoRA, error) {
 		return LoRA{}, loadErr("lora", "ValueError: Loading lora %s failed: %s", name, fmt.Sprintf(format, args...))
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	data, err := readOptional(filepath.Join(dir, "adapter_config.json"), maxConfigFile)
 	if err != nil {
+		return fail("%v", err)
+	}
+	if data == nil {
 		return fail("No adapter found for %s", dir)
 	}
 	ac, err := modelrepo.ParseAdapterConfig(data, filepath.Join(dir, "adapter_config.json"))
@@ -414,13 +484,15 @@ func (m *Model) checkAdapter(name, dir, base string) (LoRA, error) {
 	found := false
 	for _, w := range []string{"adapter_model.safetensors", "adapter_model.bin", "adapter_model.pt"} {
 		p := filepath.Join(dir, w)
-		f, err := os.Open(p)
-		if err != nil {
+		f, st, err := localfile.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if err != nil {
+			return fail("%v", err)
 		}
 		found = true
 		if w == "adapter_model.safetensors" {
-			st, _ := f.Stat()
 			_, err = modelrepo.ReadSafetensorsHeader(f, st.Size())
 		}
 		f.Close()
@@ -439,7 +511,11 @@ func (m *Model) checkAdapter(name, dir, base string) (LoRA, error) {
 func (m *Model) loadWeights(ctx context.Context) error {
 	var shards []string
 	indexNames := map[string][]string{} // shard → tensors the index puts there
-	if data, err := os.ReadFile(filepath.Join(m.Dir, "model.safetensors.index.json")); err == nil {
+	data, err := readOptional(filepath.Join(m.Dir, "model.safetensors.index.json"), maxConfigFile)
+	if err != nil {
+		return loadErr("weights", "OSError: %v", err)
+	}
+	if data != nil {
 		ix, err := modelrepo.ParseSafetensorsIndex(data, "model.safetensors.index.json")
 		if err != nil {
 			return loadErr("weights", "ValueError: %v", err)
@@ -461,7 +537,10 @@ func (m *Model) loadWeights(ctx context.Context) error {
 	buf := make([]byte, 1<<20)
 	for _, s := range shards {
 		p := filepath.Join(m.Dir, filepath.FromSlash(s))
-		f, err := os.Open(p)
+		f, _, err := localfile.Open(p)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return loadErr("weights", "OSError: %v", err)
+		}
 		if err != nil {
 			missing := indexNames[s]
 			sort.Strings(missing)

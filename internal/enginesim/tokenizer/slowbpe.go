@@ -3,12 +3,12 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 
 	"lifeboat/manifest/modelrepo"
+	"lifeboat/providers/localfile"
 )
 
 // FromSlowBPE loads a GPT-2 style slow tokenizer (vocab.json + merges.txt) the way
@@ -19,11 +19,11 @@ import (
 // in tokenizer_config.json, or flagged special in added_tokens_decoder, are special.
 func FromSlowBPE(dir string) (*HF, error) {
 	vp, mp := filepath.Join(dir, "vocab.json"), filepath.Join(dir, "merges.txt")
-	vdata, err := os.ReadFile(vp)
+	vdata, err := localfile.ReadFile(vp, maxSlowFile)
 	if err != nil {
 		return nil, err
 	}
-	mdata, err := os.ReadFile(mp)
+	mdata, err := localfile.ReadFile(mp, maxSlowFile)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func FromSlowBPE(dir string) (*HF, error) {
 	}
 	byContent := map[string]*added{}
 	named := map[string]bool{}
-	if d, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+	if d, err := localfile.ReadFile(filepath.Join(dir, "tokenizer_config.json"), maxSlowFile); err == nil {
 		var tc struct {
 			Decoder map[string]struct {
 				Content string `json:"content"`
@@ -75,7 +75,7 @@ func FromSlowBPE(dir string) (*HF, error) {
 			}
 		}
 	}
-	if d, err := os.ReadFile(filepath.Join(dir, "added_tokens.json")); err == nil {
+	if d, err := localfile.ReadFile(filepath.Join(dir, "added_tokens.json"), maxSlowFile); err == nil {
 		var at map[string]int64
 		if err := json.Unmarshal(d, &at); err != nil {
 			return nil, fmt.Errorf("added_tokens.json: %v", err)
@@ -123,3 +123,6 @@ func FromSlowBPE(dir string) (*HF, error) {
 	}
 	return FromJSON(data, vp+" + merges.txt")
 }
+
+// maxSlowFile bounds each file of a slow tokenizer (vocab.json, merges.txt and their configs).
+const maxSlowFile = 256 << 20

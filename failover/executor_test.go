@@ -318,6 +318,20 @@ func childRun() int {
 			}
 		}
 	}
+	if hold := os.Getenv("LIFEBOAT_FAILOVER_HOLD_UNTIL"); hold != "" {
+		// Keep the lock (the run is between steps) until the parent says every rival has tried.
+		after := e.AfterApply
+		e.AfterApply = func(step int) {
+			if after != nil {
+				after(step)
+			}
+			for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(hold); err == nil {
+					return
+				}
+			}
+		}
+	}
 	var runErr error
 	if os.Getenv("LIFEBOAT_FAILOVER_CHILD") == "resume" {
 		_, runErr = e.Resume(ctx, RunOptions{Reason: "resume"})
@@ -411,22 +425,37 @@ func TestCrashAtEveryJournalPoint(t *testing.T) {
 func TestEightConcurrentRuns(t *testing.T) {
 	r := newRig(t, "", nil)
 	fleetPath := filepath.Join(r.dir, "fleet.yaml")
-	var cmds []*exec.Cmd
+	// The winner holds its lock after its first step until the other seven have exited, so
+	// that all eight really overlap however slowly the machine starts them.
+	release := filepath.Join(r.dir, "release")
+	exits := make(chan int, 8)
 	for range 8 {
-		c := child(t, "run", fleetPath)
+		c := child(t, "run", fleetPath, "LIFEBOAT_FAILOVER_HOLD_UNTIL="+release)
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		cmds = append(cmds, c)
+		go func() {
+			err := c.Wait()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			exits <- code
+		}()
 	}
 	codes := map[int]int{}
-	for _, c := range cmds {
-		err := c.Wait()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
+	for range 7 {
+		select {
+		case code := <-exits:
+			codes[code]++
+		case <-time.After(3 * time.Minute): // a second winner would hold on too
 		}
-		codes[code]++
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for exited(codes) < 8 {
+		codes[<-exits]++
 	}
 	if codes[0] != 1 || codes[3] != 7 {
 		t.Fatalf("exit codes %v: want one 0 and seven 3", codes)
@@ -435,4 +464,12 @@ func TestEightConcurrentRuns(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("%d runs journaled, want 1", len(runs))
 	}
+}
+
+func exited(m map[int]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

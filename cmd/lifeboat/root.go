@@ -119,7 +119,7 @@ Results go to stdout (-o text|json, and junit where CI consumes it); progress an
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print no progress or warnings on stderr, only errors (for scripts)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "junit"}, cobra.ShellCompDirectiveNoFileComp))
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(a.manifestCmd(), a.verifyCmd(), a.replicateCmd(), a.restoreCmd(), a.probeCmd(), a.bootCmd(), a.engineSimCmd(), a.demoCmd(), a.failoverCmd(), a.versionCmd())
+	root.AddCommand(a.manifestCmd(), a.verifyCmd(), a.replicateCmd(), a.restoreCmd(), a.probeCmd(), a.bootCmd(), a.engineSimCmd(), a.demoCmd(), a.failoverCmd(), a.drillCmd(), a.checkCmd(), a.versionCmd())
 	root.Version = versionString()
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	var walk func(*cobra.Command)

@@ -72,7 +72,7 @@ func Diff(old, new *Manifest) Delta {
 		{"name", o.Descriptor.Name, n.Descriptor.Name},
 		{"family", o.Descriptor.Family, n.Descriptor.Family},
 		{"format", o.Config.Format, n.Config.Format},
-		{"paramSize", o.Config.ParamSize, n.Config.ParamSize},
+		{"param_size", o.Config.ParamSize, n.Config.ParamSize},
 		{"precision", o.Config.Precision, n.Config.Precision},
 		{"quantization", o.Config.Quantization, n.Config.Quantization},
 	} {

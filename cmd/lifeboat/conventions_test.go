@@ -150,3 +150,62 @@ func TestProbeSaysWhatItWaitsForAndSuggestsAScheme(t *testing.T) {
 		t.Errorf("--quiet still prints progress: %q", r.stderr)
 	}
 }
+
+// What stops vLLM from starting is an error; with --strict a warning fails everywhere: text,
+// JSON and JUnit.
+func TestLintUnknownEngineKeyIsAnErrorAndStrictFailsWarningsEverywhere(t *testing.T) {
+	l, _ := fixture(t, sample.Options{})
+	eng, _ := os.ReadFile(l.EngineFile)
+	os.WriteFile(l.EngineFile, append(eng, []byte("max-model-length: 8192\n")...), 0o644)
+	m := filepath.Join(t.TempDir(), "m.json")
+	if r := cli(t, nil, "manifest", "build", "--model", l.ModelDir, "--engine", l.EngineFile, "--deploy", l.DeployDir, "--out", m); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := cli(t, nil, "manifest", "lint", m, "--model", l.ModelDir)
+	if r.code != 1 || !strings.Contains(r.stdout, "error[engine-unknown-key]") {
+		t.Fatalf("unknown engine key: exit %d\n%s", r.code, r.stdout)
+	}
+
+	// No engine config, no deployment files: warnings only.
+	warnOnly := filepath.Join(t.TempDir(), "w.json")
+	if r := cli(t, nil, "manifest", "build", "--model", l.ModelDir, "--out", warnOnly); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if r := cli(t, nil, "manifest", "lint", warnOnly, "--model", l.ModelDir); r.code != 0 || !strings.HasPrefix(lastLine(r.stdout), "PASS") {
+		t.Fatalf("warnings only: exit %d\n%s", r.code, r.stdout)
+	}
+	r = cli(t, nil, "manifest", "lint", warnOnly, "--model", l.ModelDir, "--strict")
+	if r.code != 1 || !strings.HasPrefix(lastLine(r.stdout), "FAIL") || !strings.Contains(r.stdout, "--strict") {
+		t.Errorf("--strict text: exit %d, %q", r.code, lastLine(r.stdout))
+	}
+	r = cli(t, nil, "manifest", "lint", warnOnly, "--model", l.ModelDir, "--strict", "-o", "json")
+	var v struct {
+		Passed   *bool `json:"passed"`
+		ExitCode int   `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != 1 || v.Passed == nil || *v.Passed || v.ExitCode != 1 {
+		t.Errorf("--strict json: exit %d %v %s", r.code, err, r.stdout)
+	}
+	r = cli(t, nil, "manifest", "lint", warnOnly, "--model", l.ModelDir, "--strict", "-o", "junit")
+	var ju struct {
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal([]byte(r.stdout), &ju); err != nil || r.code != 1 || ju.Failures == 0 {
+		t.Errorf("--strict junit: exit %d, failures %d, %v", r.code, ju.Failures, err)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// restore speaks of restoring, and says a fully proven restore is proven (not "UNVERIFIED").
+func TestRestoreSpeaksOfRestoring(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	r := cli(t, nil, "restore", "--manifest", m, "--from", l.Root, "--to", filepath.Join(t.TempDir(), "r"))
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Restoring: ") || strings.Contains(r.stdout, "replicat") || strings.Contains(r.stdout, "UNVERIFIED") ||
+		!strings.Contains(r.stdout, "restored: all 15 files of the manifest are in place and proven") {
+		t.Fatalf("restore: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -55,7 +55,16 @@ Weights are deterministic pseudo-random bytes; --size scales them up for benchma
 				return withCode(exitUsage, err)
 			}
 			if a.output == "json" {
-				return a.writeJSON(l)
+				return a.writeJSON(struct {
+					Root        string   `json:"root"`
+					ModelDir    string   `json:"model_dir"`
+					EngineFile  string   `json:"engine_file"`
+					DeployDir   string   `json:"deploy_dir"`
+					LoRAName    string   `json:"lora_name,omitempty"`
+					ServedName  string   `json:"served_name"`
+					WeightBytes int64    `json:"weight_bytes"`
+					Files       []string `json:"files"`
+				}{l.Root, l.ModelDir, l.EngineFile, l.DeployDir, l.LoRAName, l.Options.ServedName, l.WeightBytes, l.Files})
 			}
 			fmt.Fprintf(a.stdout, "sample repository written to %s\n  model:  %s\n  engine: %s\n  deploy: %s\n",
 				l.Root, l.ModelDir, l.EngineFile, l.DeployDir)

@@ -50,7 +50,7 @@ func TestErrorKindsOfEveryProviderMapToStatusAndExitCode(t *testing.T) {
 	s3env := []string{"AWS_ACCESS_KEY_ID=" + gw.AccessKey, "AWS_SECRET_ACCESS_KEY=" + gw.SecretKey, "AWS_EC2_METADATA_DISABLED=true"}
 	azenv := []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString(az.Key)}
 	noAWS := []string{"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE=", "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent"}
+		"AWS_CONFIG_FILE=" + filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(t.TempDir(), "none")}
 
 	// Seed a good replica on each store, then plant one wrong file of the same size in it.
 	good := map[string]string{"file": filepath.Join(t.TempDir(), "replica"), "s3": gw.URL("kinds", "good"),
@@ -91,7 +91,7 @@ func TestErrorKindsOfEveryProviderMapToStatusAndExitCode(t *testing.T) {
 
 		{"gs", "not_found", "gs://no-such-bucket/x", nil, "NOT_FOUND", 2, "check the bucket name"},
 		{"gs", "denied", "gs://kinds/good", []string{"STORAGE_EMULATOR_HOST=" + strings.TrimPrefix(forbidden.URL, "http://")}, "DENIED", 2, "GOOGLE_APPLICATION_CREDENTIALS"},
-		{"gs", "misconfigured", "gs://kinds/good", []string{"STORAGE_EMULATOR_HOST=", "GOOGLE_APPLICATION_CREDENTIALS=/nonexistent/key.json"}, "", 2, "GOOGLE_APPLICATION_CREDENTIALS"},
+		{"gs", "misconfigured", "gs://kinds/good", []string{"STORAGE_EMULATOR_HOST=", "GOOGLE_APPLICATION_CREDENTIALS=" + filepath.Join(t.TempDir(), "none", "key.json")}, "", 2, "GOOGLE_APPLICATION_CREDENTIALS"},
 		{"gs", "unreachable", "gs://kinds/good", []string{"STORAGE_EMULATOR_HOST=" + deadAddr}, "UNREACHABLE", 4, deadAddr},
 		{"gs", "content_mismatch", good["gs"], nil, "FAILED", 1, ""},
 

@@ -116,7 +116,7 @@ AZURE_STORAGE_CONNECTION_STRING…), never from the URL. --engine and --deploy s
 			rate := float64(sum.Bytes) / el.Seconds()
 			res := map[string]any{
 				"manifest": out, "digest": digest.FromBytes(data).String(), "files": sum.Files, "bytes": sum.Bytes,
-				"seconds": el.Seconds(), "bytes_per_second": rate, "model": sum.Model,
+				"seconds": el.Seconds(), "bytes_per_second": rate, "model": modelJSON(sum.Model),
 			}
 			if a.output == "json" {
 				if out == "-" {
@@ -186,8 +186,9 @@ func (a *app) manifestShowCmd() *cobra.Command {
 			if a.output == "json" {
 				v := struct {
 					manifest.Summary
-					FileList []fileRow `json:"file_list,omitempty"`
-				}{Summary: s}
+					Model    modelSpecJSON `json:"model"`
+					FileList []fileRow     `json:"file_list,omitempty"`
+				}{Summary: s, Model: modelJSON(s.Model)}
 				if files {
 					v.FileList = fileRows(m)
 				}
@@ -514,4 +515,18 @@ func (a *app) renderLint(name string, rep *lint.Report, strict bool) error {
 	}
 	fmt.Fprintf(a.stdout, "%s %s: %d error(s), %d warning(s)%s, %d rules checked\n", verdict, name, rep.Errors, rep.Warnings, why, len(lint.Rules()))
 	return nil
+}
+
+// modelSpecJSON is ModelPack's model config (whose camelCase names belong to the manifest file
+// format) as Lifeboat's snake_case output shows it.
+type modelSpecJSON struct {
+	Architecture string `json:"architecture,omitempty"`
+	Format       string `json:"format,omitempty"`
+	ParamSize    string `json:"param_size,omitempty"`
+	Precision    string `json:"precision,omitempty"`
+	Quantization string `json:"quantization,omitempty"`
+}
+
+func modelJSON(s manifest.ModelSpec) modelSpecJSON {
+	return modelSpecJSON{s.Architecture, s.Format, s.ParamSize, s.Precision, s.Quantization}
 }

@@ -128,7 +128,7 @@ URL, missing bucket, refused credentials); 4 a store stayed unreachable.`,
 				if err := a.writeJSON(v); err != nil {
 					return err
 				}
-			} else if err := a.renderReplicate(rep); err != nil {
+			} else if err := a.renderReplicate(rep, "replicate"); err != nil {
 				return err
 			}
 			return replicateErr(rep)
@@ -145,9 +145,13 @@ URL, missing bucket, refused credentials); 4 a store stayed unreachable.`,
 	return c
 }
 
-func (a *app) renderReplicate(rep *replicate.Report) error {
+// renderReplicate prints a replicate or restore run (op names which, for the wording).
+func (a *app) renderReplicate(rep *replicate.Report, op string) error {
 	w := a.stdout
 	verb := "Replicating"
+	if op == "restore" {
+		verb = "Restoring"
+	}
 	if rep.DryRun {
 		verb = "Plan (dry run, nothing is written)"
 	}
@@ -209,7 +213,15 @@ func (a *app) renderReplicate(rep *replicate.Report) error {
 		fmt.Fprintf(w, "%s: %d copied (%s), %d failed; %s%s (%.1fs)\n",
 			rep.Status, rep.Copied, humanBytes(rep.Bytes), rep.Failed, intact, extra, rep.Seconds)
 	}
-	if t := rep.Target; t != nil {
+	if t := rep.Target; t != nil && op == "restore" {
+		n := 0
+		for _, c := range t.Counts {
+			n += c
+		}
+		if len(rep.Unproven) == 0 && rep.Status != replicate.Failed {
+			fmt.Fprintf(w, "restored: all %d files of the manifest are in place and proven (written and checked by this run, or re-read intact)\n", n-t.Counts[verify.StatusExtra])
+		}
+	} else if t != nil {
 		fmt.Fprintf(w, "target after replicate: %s (%s)\n", t.Status, replCountsLine(t.Counts))
 		if t.Status == verify.ReplicaUnverified && len(rep.Unproven) == 0 {
 			fmt.Fprintln(w, "  (the target keeps no native checksums; every file was written or re-read and checked by this run)")

@@ -132,7 +132,7 @@ func (a *app) reportRestore(manifestFile string, rep *replicate.RestoreReport) e
 			return err
 		}
 	} else {
-		if err := a.renderReplicate(rep.Report); err != nil {
+		if err := a.renderReplicate(rep.Report, "restore"); err != nil {
 			return err
 		}
 		if l := rep.Layout; l != nil {

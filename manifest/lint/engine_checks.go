@@ -57,13 +57,13 @@ func checkEngineUnknownKeys(c *Context) {
 	for _, k := range cfg.Unknown {
 		switch k.Form {
 		case modelrepo.KeyLegacy:
-			c.Warnf(file, "remove it, or replace it as the note says", "%s: %s was a vllm serve flag but is gone (%s); a vLLM release without it refuses to start", at(file, k.Line), k.Key, k.Note)
+			c.Errorf(file, "remove it, or replace it as the note says", "%s: %s was a vllm serve flag but is gone (%s); a vLLM release without it refuses to start", at(file, k.Line), k.Key, k.Note)
 		default:
 			msg := fmt.Sprintf("%s: %s is not a vllm serve flag (flag list of %s)", at(file, k.Line), k.Key, modelrepo.EngineFlagsVersion)
 			if k.Note != "" {
 				msg += "; " + k.Note
 			}
-			c.Warnf(file, "", "%s", msg)
+			c.Errorf(file, "", "%s", msg)
 		}
 	}
 }

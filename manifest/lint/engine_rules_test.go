@@ -183,10 +183,10 @@ func TestEngineRules(t *testing.T) {
 
 		// engine-unknown-key
 		{name: "typo", edit: etEngineEdit(etReplace("max-model-len:", "max-model-length:")),
-			want: []etWant{{"engine-unknown-key", Warning, etEngine, `engine/engine.yaml:5: max-model-length is not a vllm serve flag`},
-				{"engine-unknown-key", Warning, etEngine, `did you mean "max-model-len"?`}}},
+			want: []etWant{{"engine-unknown-key", Error, etEngine, `engine/engine.yaml:5: max-model-length is not a vllm serve flag`},
+				{"engine-unknown-key", Error, etEngine, `did you mean "max-model-len"?`}}},
 		{name: "legacy flag", edit: etEngineEdit(etAppend("use-v2-block-manager: true\n")),
-			want: []etWant{{"engine-unknown-key", Warning, etEngine, "use-v2-block-manager was a vllm serve flag but is gone (removed in v0.7)"}}},
+			want: []etWant{{"engine-unknown-key", Error, etEngine, "use-v2-block-manager was a vllm serve flag but is gone (removed in v0.7)"}}},
 
 		// engine-path-unresolved
 		{name: "tokenizer missing", edit: etEngineEdit(etAppend("tokenizer: " + mount + "/tok\n")),

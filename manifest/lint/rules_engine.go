@@ -16,7 +16,7 @@ var engineRules = []Rule{
 		Check:   checkEngineConfigInvalid,
 	},
 	{
-		ID: "engine-unknown-key", Severity: Warning,
+		ID: "engine-unknown-key", Severity: Error, // vLLM refuses to start on it
 		Summary: "the engine config has a key that is not a vllm serve flag (a typo, or a flag removed from vLLM)",
 		Hint:    "fix the spelling or remove the key; vLLM refuses to start on unrecognized arguments",
 		Check:   checkEngineUnknownKeys,

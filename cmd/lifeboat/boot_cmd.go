@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -60,11 +59,14 @@ unreachable.`,
 			if err := a.checkOutput("text", "json"); err != nil {
 				return err
 			}
-			if fleetFile == "" || region == "" {
+			switch {
+			case fleetFile == "" || region == "":
 				return usageErr("boot needs --fleet FILE and --region NAME (see --help)")
-			}
-			if jobs < 0 {
+			case jobs < 0:
 				return usageErr("-j %d: must be at least 1", jobs)
+			}
+			if err := checkProbeOptions(po); err != nil {
+				return err
 			}
 			fl, err := failover.ReadFleet(fleetFile)
 			if errors.Is(err, failover.ErrInvalidFleet) {
@@ -72,91 +74,21 @@ unreachable.`,
 			} else if err != nil {
 				return usageErr("--fleet: %v", err)
 			}
-			r := fl.Regions[region]
-			if r == nil {
-				return usageErr("--region %s: not in %s (regions: %s)", region, fleetFile, someNames(fl.RegionNames(), 20))
-			}
-			if r.Launcher == nil {
-				return usageErr("%s:%d: regions.%s has no launcher: add launcher: {kind: exec, command: ...} or {kind: endpoint}", fleetFile, r.Line, region)
-			}
-			if a.verbose {
-				po.Log = a.log
-			}
-			if !a.quiet {
-				po.Waiting = func(what string, el time.Duration) {
-					fmt.Fprintf(a.stderr, "boot: %s, %s elapsed\n", what, el.Round(time.Second))
-				}
-			}
-			o := warm.BootOptions{Keep: keep, Probe: po, Restore: replicate.Options{Jobs: jobs, Log: a.log}}
-			for _, k := range sortedEnvKeys(r.Launcher.Env) {
-				o.Env = append(o.Env, k+"="+r.Launcher.Env[k])
-			}
-			switch r.Launcher.Kind {
-			case failover.LauncherEndpoint:
-				u := r.Launcher.URL
-				if u == "" {
-					u = r.Endpoint
-				}
-				o.Launcher, o.NoRestore = &warm.EndpointLauncher{URL: u}, true
-			default:
-				el := &warm.ExecLauncher{Command: selfCommand(r.Launcher.Command)}
-				if _, err := el.CommandArgs(warm.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 1}); err != nil {
-					return usageErr("%s: regions.%s.launcher.command: %v", fleetFile, region, err)
-				}
-				o.Launcher = el
-				o.Manifest, err = a.readManifest(fl.Model.Manifest)
-				if err != nil {
-					return err
-				}
-				if workdir == "" {
-					if workdir, err = warm.DefaultWorkdir(fl.Model.Name, region); err != nil {
-						return usageErr("%v", err)
-					}
-				}
-				o.Workdir = workdir
-				if err := warm.PrepareWorkdir(workdir); err != nil {
-					return usageErr("--workdir %s: %v", workdir, err)
-				}
-				if !warm.RestoredEarlier(workdir, o.Manifest) {
-					src, err := a.openStore(ctx, r.Replica)
-					if err != nil {
-						return err
-					}
-					defer src.Close()
-					o.From = src
-				}
-			}
-
-			var bar *progress
-			if !o.NoRestore && o.From != nil {
-				bar = a.newProgress("restoring")
-				o.Restore.Progress, o.Restore.Total = bar.Add, bar.SetTotal
-			}
-			fmt.Fprintf(a.stderr, "booting %s in %s\n", fl.Model.Name, region)
-			res, err := warm.Boot(ctx, o)
-			if bar != nil {
-				bar.Done()
-			}
+			o, err := fl.BootOptions(region, selfCommand)
 			if err != nil {
-				if errors.Is(err, warm.ErrBootInput) {
-					return withCode(exitUsage, err)
-				}
-				return err // exitCode: unreachable 4, interrupted 1, the rest is bad input 2
+				return usageErr("%v", err)
 			}
-			if err := a.reportBoot(fl, region, res); err != nil {
+			o.Keep, o.Probe, o.Restore = keep, a.probeHooks(po, "boot"), replicate.Options{Jobs: jobs, Log: a.log}
+			closeSrc, err := a.prepareBootRestore(ctx, fl, region, workdir, &o)
+			if err != nil {
 				return err
 			}
-			if res.Kept {
-				fmt.Fprintf(a.stderr, "replica kept running at %s; Ctrl-C stops it\n", res.URL)
-				<-ctx.Done()
-				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				_ = res.Instance.Stop(sctx)
+			defer closeSrc()
+			res, err := a.runBoot(ctx, fl, region, o)
+			if err != nil {
+				return err
 			}
-			if !res.OK {
-				return problem("%s in %s is not warm: %s", fl.Model.Name, region, res.Verdict)
-			}
-			return nil
+			return a.finishBoot(ctx, fl, region, res)
 		},
 	}
 	f := c.Flags()
@@ -164,12 +96,80 @@ unreachable.`,
 	f.StringVar(&region, "region", "", "the region whose replica to boot (required)")
 	f.BoolVar(&keep, "keep", false, "leave a warm replica running until interrupted")
 	f.StringVar(&workdir, "workdir", "", "where to restore and keep the replica's log (default: a private per-user ~/.cache/lifeboat/boot/MODEL/REGION, reused across runs; refused if another user owns it or can write to it)")
-	f.DurationVar(&po.TTFTBudget, "ttft-budget", warm.DefaultTTFTBudget, "time to first token the probe request must meet")
-	f.DurationVar(&po.Timeout, "timeout", warm.DefaultProbeTimeout, "how long to wait for the replica to listen")
+	addProbeFlags(f, &po, 0, "the default 0 expects the empty queue of a freshly booted replica")
 	f.IntVarP(&jobs, "jobs", "j", replicate.DefaultJobs, "files restored at once")
 	_ = c.MarkFlagFilename("fleet", "yaml", "yml")
 	_ = c.MarkFlagDirname("workdir")
 	return c
+}
+
+// prepareBootRestore reads the manifest and prepares the working directory for an exec launcher
+// and opens the replica's store unless an earlier boot's restore is still proven. The returned
+// func closes the store.
+func (a *app) prepareBootRestore(ctx context.Context, fl *failover.Fleet, region, workdir string, o *warm.BootOptions) (func(), error) {
+	noop := func() {}
+	if o.NoRestore {
+		return noop, nil
+	}
+	var err error
+	if o.Manifest, err = a.readManifest(fl.Model.Manifest); err != nil {
+		return noop, err
+	}
+	if workdir == "" {
+		if workdir, err = warm.DefaultWorkdir(fl.Model.Name, region); err != nil {
+			return noop, usageErr("%v", err)
+		}
+	}
+	o.Workdir = workdir
+	if err := warm.PrepareWorkdir(workdir); err != nil {
+		return noop, usageErr("--workdir %s: %v", workdir, err)
+	}
+	if warm.RestoredEarlier(workdir, o.Manifest) {
+		return noop, nil
+	}
+	src, err := a.openStore(ctx, fl.Regions[region].Replica)
+	if err != nil {
+		return noop, err
+	}
+	o.From = src
+	return func() { src.Close() }, nil
+}
+
+// runBoot runs warm.Boot with a progress bar over the restore.
+func (a *app) runBoot(ctx context.Context, fl *failover.Fleet, region string, o warm.BootOptions) (*warm.BootResult, error) {
+	if o.From != nil {
+		bar := a.newProgress("restoring")
+		defer bar.Done()
+		o.Restore.Progress, o.Restore.Total = bar.Add, bar.SetTotal
+	}
+	if !a.quiet {
+		fmt.Fprintf(a.stderr, "booting %s in %s\n", fl.Model.Name, region)
+	}
+	res, err := warm.Boot(ctx, o)
+	if errors.Is(err, warm.ErrBootInput) {
+		return res, withCode(exitUsage, err)
+	}
+	return res, err // exitCode: unreachable 4, interrupted 1, the rest is bad input 2
+}
+
+// finishBoot reports the result, keeps a warm replica running until Ctrl-C with --keep, and
+// says whether it was warm.
+func (a *app) finishBoot(ctx context.Context, fl *failover.Fleet, region string, res *warm.BootResult) error {
+	if err := a.reportBoot(fl, region, res); err != nil {
+		return err
+	}
+	if res.Kept {
+		a.flushJSON(exitOK, "")
+		fmt.Fprintf(a.stderr, "replica kept running at %s; Ctrl-C stops it\n", res.URL)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = res.Instance.Stop(sctx)
+	}
+	if !res.OK {
+		return problem("%s in %s is not warm: %s", fl.Model.Name, region, res.Verdict)
+	}
+	return nil
 }
 
 // selfCommand makes a command template that starts with the word "lifeboat" run this very
@@ -195,14 +195,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func sortedEnvKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult) error {
 	if a.output == "json" {
@@ -280,11 +272,3 @@ func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult
 	return nil
 }
 
-// someNames lists at most n names, then how many more there are (a fleet file is input: its
-// region list must not become a megabyte of error text).
-func someNames(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s, … and %d more", strings.Join(names[:n], ", "), len(names)-n)
-}

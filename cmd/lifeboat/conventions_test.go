@@ -209,3 +209,20 @@ func TestRestoreSpeaksOfRestoring(t *testing.T) {
 		t.Fatalf("restore: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// boot's waiting-queue limit is documented and settable (0 by default: a fresh replica has an
+// empty queue), as probe's is (16 by default).
+func TestBootWaitingQueueLimitIsSettable(t *testing.T) {
+	for cmd, def := range map[string]string{"boot": "the default 0", "probe": "(default 16)"} {
+		r := cli(t, nil, cmd, "--help")
+		if !strings.Contains(r.stdout, "--max-waiting int") || !strings.Contains(r.stdout, "vllm:num_requests_waiting") || !strings.Contains(r.stdout, def) {
+			t.Errorf("%s --help does not document --max-waiting %s:\n%s", cmd, def, r.stdout)
+		}
+	}
+	l, m := fixture(t, sample.Options{})
+	fleet := bootFleet(t, m, l.Root)
+	r := lifeboat(t, "boot", "--fleet", fleet, "--region", "local", "--workdir", t.TempDir(), "--timeout", "60s", "--max-waiting", "5", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, "(max 5)") {
+		t.Fatalf("boot --max-waiting 5: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

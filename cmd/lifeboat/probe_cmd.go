@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // probeCmd is `lifeboat probe URL --model NAME …`: is the vLLM replica at URL warm?
@@ -68,29 +69,13 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 					return usageErr("--model/--lora: empty name")
 				}
 			}
-			switch {
-			case o.Timeout <= 0:
-				return usageErr("--timeout %s: want a positive duration", o.Timeout)
-			case o.TTFTBudget <= 0:
-				return usageErr("--ttft-budget %s: want a positive duration", o.TTFTBudget)
-			case o.RequestTimeout <= 0 || o.StallTimeout <= 0:
-				return usageErr("--request-timeout and --stall-timeout want positive durations")
-			case o.MaxWaiting < 0:
-				return usageErr("--max-waiting %d: want 0 or more", o.MaxWaiting)
-			case o.MaxKVUsage <= 0 || o.MaxKVUsage > 1:
-				return usageErr("--max-kv-usage %g: want a fraction in (0, 1]", o.MaxKVUsage)
-			case o.MaxTokens <= 0:
-				return usageErr("--max-tokens %d: want 1 or more", o.MaxTokens)
+			if err := checkProbeOptions(o); err != nil {
+				return err
 			}
 			if a.verbose {
 				a.log.Debug("probing", "url", base, "models", o.Models, "loras", o.LoRAs)
-				o.Log = a.log
 			}
-			if !a.quiet {
-				o.Waiting = func(what string, el time.Duration) {
-					fmt.Fprintf(a.stderr, "probe: %s, %s elapsed\n", what, el.Round(time.Second))
-				}
-			}
+			o = a.probeHooks(o, "probe")
 			res := warm.Probe(cmd.Context(), base, o)
 			if a.output == "json" {
 				err = a.writeJSON(res)
@@ -107,14 +92,53 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 	f.StringArrayVar(&o.Models, "model", nil, "served model name that must be listed (repeatable; the first is probed)")
 	f.StringArrayVar(&o.LoRAs, "lora", nil, "LoRA adapter that must be listed with a --model as parent, and answer (repeatable)")
 	f.BoolVar(&o.CompletionsOnly, "completions-only", false, "the model serves no chat: probe /v1/completions instead")
+	addProbeFlags(f, &o, warm.DefaultMaxWaiting, "the default allows a replica already taking traffic")
+	return c
+}
+
+// addProbeFlags are the probe settings probe and boot share. They differ only in the default of
+// --max-waiting: a replica probe looks at may already take traffic (16), one boot just started
+// has an empty queue (0).
+func addProbeFlags(f *pflag.FlagSet, o *warm.ProbeOptions, maxWaiting int, why string) {
 	f.DurationVar(&o.TTFTBudget, "ttft-budget", warm.DefaultTTFTBudget, "time-to-first-token budget (over it: SLOW)")
-	f.DurationVar(&o.Timeout, "timeout", warm.DefaultProbeTimeout, "how long to wait for the port to listen (then: LOADING)")
+	f.DurationVar(&o.Timeout, "timeout", warm.DefaultProbeTimeout, "how long to wait for the replica to listen (then: LOADING); each later exchange has --request-timeout")
 	f.DurationVar(&o.RequestTimeout, "request-timeout", warm.DefaultRequestTimeout, "deadline of each HTTP exchange, a whole stream included")
 	f.DurationVar(&o.StallTimeout, "stall-timeout", warm.DefaultProbeStallTimeout, "a stream silent this long fails")
-	f.IntVar(&o.MaxWaiting, "max-waiting", warm.DefaultMaxWaiting, "most requests allowed in vllm:num_requests_waiting (over it: SATURATED)")
+	f.IntVar(&o.MaxWaiting, "max-waiting", maxWaiting, "most requests allowed in vllm:num_requests_waiting (over it: SATURATED); "+why)
 	f.Float64Var(&o.MaxKVUsage, "max-kv-usage", warm.DefaultMaxKVUsage, "highest KV-cache usage allowed, 0..1 (over it: SATURATED)")
 	f.IntVar(&o.MaxTokens, "max-tokens", 8, "output tokens the probe request asks for")
-	return c
+}
+
+// checkProbeOptions refuses probe settings that cannot work.
+func checkProbeOptions(o warm.ProbeOptions) error {
+	switch {
+	case o.Timeout <= 0:
+		return usageErr("--timeout %s: want a positive duration", o.Timeout)
+	case o.TTFTBudget <= 0:
+		return usageErr("--ttft-budget %s: want a positive duration", o.TTFTBudget)
+	case o.RequestTimeout <= 0 || o.StallTimeout <= 0:
+		return usageErr("--request-timeout and --stall-timeout want positive durations")
+	case o.MaxWaiting < 0:
+		return usageErr("--max-waiting %d: want 0 or more", o.MaxWaiting)
+	case o.MaxKVUsage <= 0 || o.MaxKVUsage > 1:
+		return usageErr("--max-kv-usage %g: want a fraction in (0, 1]", o.MaxKVUsage)
+	case o.MaxTokens <= 0:
+		return usageErr("--max-tokens %d: want 1 or more", o.MaxTokens)
+	}
+	return nil
+}
+
+// probeHooks adds -v request logging and the every-few-seconds "waiting for" line.
+func (a *app) probeHooks(o warm.ProbeOptions, who string) warm.ProbeOptions {
+	if a.verbose {
+		o.Log = a.log
+	}
+	if !a.quiet {
+		o.Waiting = func(what string, el time.Duration) {
+			fmt.Fprintf(a.stderr, "%s: %s, %s elapsed\n", who, what, el.Round(time.Second))
+		}
+	}
+	return o
 }
 
 // probeErr is the verdict as an error for exitCode, as documented in probeCmd: WARM nil; a

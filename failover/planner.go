@@ -2,6 +2,7 @@ package failover
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -85,7 +86,7 @@ func (p *planner) validate() string {
 			return fmt.Sprintf("region %q is not in the fleet", in.Event.Region)
 		}
 	}
-	for _, c := range sortedKeys(in.Weights) {
+	for _, c := range slices.Sorted(maps.Keys(in.Weights)) {
 		elig, ok := in.Classes[c]
 		if !ok {
 			return fmt.Sprintf("the router has class %q, which the fleet does not define", c)
@@ -94,7 +95,7 @@ func (p *planner) validate() string {
 		for _, r := range elig {
 			set[r] = true
 		}
-		for _, r := range sortedKeys(in.Weights[c]) {
+		for _, r := range slices.Sorted(maps.Keys(in.Weights[c])) {
 			v := in.Weights[c][r]
 			if v > 0 && !set[r] {
 				return fmt.Sprintf("class %s already has weight %d on %s, outside its eligible regions %v: fix the router first (residency)", c, v, r, elig)
@@ -105,7 +106,7 @@ func (p *planner) validate() string {
 		}
 	}
 	if in.Baseline != nil {
-		for _, c := range sortedKeys(in.Baseline) {
+		for _, c := range slices.Sorted(maps.Keys(in.Baseline)) {
 			for r, v := range in.Baseline[c] {
 				if v > 0 && !slices.Contains(in.Classes[c], r) {
 					return fmt.Sprintf("baseline: class %s has weight on %s, outside its eligible regions", c, r)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 )
 
 // Driver is one router driver: it reads and sets each class's per-region weights and server
@@ -71,10 +73,10 @@ func OpenRouter(f *Fleet) (Driver, error) {
 // off (maint), or the router itself leaks and nothing is changed.
 func checkTopology(classes map[string][]string, rs RouterState) error {
 	var bad []string
-	for _, c := range sortedKeys(rs.Weights) {
+	for _, c := range slices.Sorted(maps.Keys(rs.Weights)) {
 		elig, known := classes[c]
-		for _, r := range sortedKeys(rs.Weights[c]) {
-			if known && contains(elig, r) {
+		for _, r := range slices.Sorted(maps.Keys(rs.Weights[c])) {
+			if known && slices.Contains(elig, r) {
 				continue
 			}
 			if rs.Weights[c][r] != 0 || rs.States.Get(c, r) != Maint {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -181,7 +183,7 @@ func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int,
 // Read returns every class's upstream weights.
 func (c *CaddyRouter) Read(ctx context.Context) (RouterState, error) {
 	rs := RouterState{Weights: Weights{}, States: States{}}
-	for _, class := range sortedKeys(c.Routes) {
+	for _, class := range slices.Sorted(maps.Keys(c.Routes)) {
 		route, _, err := c.route(ctx, class)
 		if err != nil {
 			return rs, err
@@ -201,7 +203,7 @@ func (c *CaddyRouter) Read(ctx context.Context) (RouterState, error) {
 // Apply rewrites each class's upstreams: ready and drained regions are upstreams (a drained one
 // with weight 0), cut-off ones are left out; a PATCH with If-Match on the route's ETag.
 func (c *CaddyRouter) Apply(ctx context.Context, desired RouterState) error {
-	for _, class := range sortedKeys(desired.Weights) {
+	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		if err := c.applyClass(ctx, class, desired); err != nil {
 			return err
 		}
@@ -224,7 +226,7 @@ func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired Rout
 		if err != nil {
 			return fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
 		}
-		names := sortedKeys(desired.Weights[class])
+		names := slices.Sorted(maps.Keys(desired.Weights[class]))
 		var ups, weights []any
 		for _, r := range names {
 			st := desired.States.Get(class, r)

@@ -3,9 +3,11 @@ package failover
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,7 +30,7 @@ func newCaddyRig(t *testing.T) *caddyRig {
 	for class, id := range map[string]string{"eu-only": "route-eu", "global": "route-global"} {
 		var ups []any
 		var ws []int
-		for _, r := range sortedKeys(startWeights.Weights[class]) {
+		for _, r := range slices.Sorted(maps.Keys(startWeights.Weights[class])) {
 			ups = append(ups, map[string]any{"dial": addrs[r]})
 			ws = append(ws, startWeights.Weights[class][r])
 		}

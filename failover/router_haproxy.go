@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,7 +183,7 @@ func (h *HAProxyRouter) servers(ctx context.Context, backend string) (map[string
 // backend can receive nothing: it reads as weight 0, maint.
 func (h *HAProxyRouter) Read(ctx context.Context) (RouterState, error) {
 	rs := RouterState{Weights: Weights{}, States: States{}}
-	for _, class := range sortedKeys(h.Backends) {
+	for _, class := range slices.Sorted(maps.Keys(h.Backends)) {
 		srv, err := h.servers(ctx, h.Backends[class])
 		if err != nil {
 			return rs, err
@@ -207,7 +209,7 @@ func (h *HAProxyRouter) Read(ctx context.Context) (RouterState, error) {
 // servers coming back are weighted and made ready first, then weights rise, then fall, then
 // servers are drained or cut off.
 func (h *HAProxyRouter) Apply(ctx context.Context, desired RouterState) error {
-	for _, class := range sortedKeys(desired.Weights) {
+	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		backend, ok := h.Backends[class]
 		if !ok {
 			return fmt.Errorf("haproxy: class %s has no backend (router.backends)", class)
@@ -218,7 +220,7 @@ func (h *HAProxyRouter) Apply(ctx context.Context, desired RouterState) error {
 		}
 		names := unionStrings(desired.Weights[class])
 		for r := range desired.States[class] {
-			if !contains(names, r) {
+			if !slices.Contains(names, r) {
 				names = append(names, r)
 			}
 		}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -111,7 +113,7 @@ func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, stri
 // Read returns every class's document.
 func (h *HTTPRouter) Read(ctx context.Context) (RouterState, error) {
 	rs := RouterState{Weights: Weights{}, States: States{}}
-	for _, class := range sortedKeys(h.Classes) {
+	for _, class := range slices.Sorted(maps.Keys(h.Classes)) {
 		doc, _, err := h.get(ctx, class)
 		if err != nil {
 			return rs, err
@@ -141,7 +143,7 @@ func (h *HTTPRouter) Apply(ctx context.Context, desired RouterState) error {
 	if attempts <= 0 {
 		attempts = 3
 	}
-	for _, class := range sortedKeys(desired.Weights) {
+	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]State{}}
 		for r, v := range desired.Weights[class] {
 			st := desired.States.Get(class, r)

@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -87,17 +88,17 @@ func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
 		field string
 		w     Weights
 	}{{"weights", s.Weights}, {"baseline", s.Baseline}} {
-		for _, c := range sortedKeys(pair.w) {
+		for _, c := range slices.Sorted(maps.Keys(pair.w)) {
 			elig, ok := f.Tenants[c]
 			if !ok {
 				return nil, bad("%s.%s: tenant class %q is not defined in %s", pair.field, c, c, f.File)
 			}
-			for _, r := range sortedKeys(pair.w[c]) {
+			for _, r := range slices.Sorted(maps.Keys(pair.w[c])) {
 				v := pair.w[c][r]
 				if v < 0 {
 					return nil, bad("%s.%s.%s: weight %d is negative", pair.field, c, r, v)
 				}
-				if v > 0 && !contains(elig, r) {
+				if v > 0 && !slices.Contains(elig, r) {
 					return nil, bad("%s.%s.%s: region %q is not eligible for class %s (tenants.%s: %v)", pair.field, c, r, r, c, c, elig)
 				}
 				if _, ok := f.Regions[r]; !ok {
@@ -106,11 +107,11 @@ func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
 			}
 		}
 	}
-	for _, c := range sortedKeys(s.States) {
+	for _, c := range slices.Sorted(maps.Keys(s.States)) {
 		if _, ok := f.Tenants[c]; !ok {
 			return nil, bad("states.%s: tenant class %q is not defined", c, c)
 		}
-		for _, r := range sortedKeys(s.States[c]) {
+		for _, r := range slices.Sorted(maps.Keys(s.States[c])) {
 			switch s.States[c][r] {
 			case Ready, Drain, Maint:
 			default:
@@ -118,7 +119,7 @@ func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
 			}
 		}
 	}
-	for _, r := range sortedKeys(s.Regions) {
+	for _, r := range slices.Sorted(maps.Keys(s.Regions)) {
 		if _, ok := f.Regions[r]; !ok {
 			return nil, bad("regions.%s: region %q is not defined in %s", r, r, f.File)
 		}
@@ -132,30 +133,12 @@ func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
 			return nil, bad("regions.%s.running: want 0 or more, got %d", r, *sig.Running)
 		}
 	}
-	for _, r := range sortedKeys(s.Transitions) {
+	for _, r := range slices.Sorted(maps.Keys(s.Transitions)) {
 		if _, ok := f.Regions[r]; !ok || s.Transitions[r] < 0 {
 			return nil, bad("transitions.%s: want a defined region and a count of 0 or more", r)
 		}
 	}
 	return &s, nil
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedRegions(m map[string]RegionSignal) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // StaticSignals replays recorded signals (what-if planning, drills, tests): every call returns

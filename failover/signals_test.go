@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,7 +80,7 @@ func FuzzParseSignals(f *testing.F) {
 		}
 		for c, vec := range s.Weights {
 			for r, v := range vec {
-				if v > 0 && !contains(fl.Tenants[c], r) {
+				if v > 0 && !slices.Contains(fl.Tenants[c], r) {
 					t.Fatalf("accepted weight on %s for %s", r, c)
 				}
 			}

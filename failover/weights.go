@@ -3,6 +3,7 @@ package failover
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 )
 
@@ -136,7 +137,7 @@ func (r RouterState) Clone() RouterState {
 // got gives a region want does not name.
 func Diff(want, got RouterState) []string {
 	var out []string
-	for _, c := range sortedKeys(want.Weights) {
+	for _, c := range slices.Sorted(maps.Keys(want.Weights)) {
 		regions := map[string]bool{}
 		for r := range want.Weights[c] {
 			regions[r] = true

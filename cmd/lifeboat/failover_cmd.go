@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -533,7 +534,7 @@ func renderPlan(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
 			cells := make([]string, len(regions))
 			for j, r := range regions {
 				switch {
-				case !contains(f.Tenants[class], r):
+				case !slices.Contains(f.Tenants[class], r):
 					cells[j] = "·"
 				default:
 					cells[j] = fmt.Sprint(state.Weights[class][r])
@@ -604,7 +605,7 @@ func renderWeights(w io.Writer, f *failover.Fleet, rs failover.RouterState) {
 	for _, class := range sortedClassNames(f) {
 		cells := make([]string, len(regions))
 		for j, r := range regions {
-			if !contains(f.Tenants[class], r) {
+			if !slices.Contains(f.Tenants[class], r) {
 				cells[j] = "·"
 				continue
 			}
@@ -692,13 +693,4 @@ func sortedFloatKeys(m map[string]float64) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

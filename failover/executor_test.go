@@ -473,3 +473,145 @@ func exited(m map[int]int) int {
 	}
 	return n
 }
+
+// Evacuate, then fail back: restore waits for the dwell, then returns to the baseline ramped;
+// the failover is closed. Abort of a second evacuation returns to the baseline too.
+func TestRestoreAndAbort(t *testing.T) {
+	r := newRig(t, "", nil)
+	ctx := testbed.Ctx(t)
+	if _, err := r.executor().Run(ctx, evacuate("eu-west-1")); err != nil {
+		t.Fatal(err)
+	}
+	// not calm yet: the restore holds (refused now, exit 3) and changes nothing
+	v0, _ := r.router.Version()
+	_, err := r.executor().Run(ctx, RunOptions{Event: Event{Kind: Restore, Region: "eu-west-1"}})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "failback_dwell") {
+		t.Fatalf("restore before the dwell: %v", err)
+	}
+	if v1, _ := r.router.Version(); v1 != v0 {
+		t.Fatal("a held restore changed the router")
+	}
+	calm := calmSignals(r.fleet)
+	for name, s := range calm {
+		s.CalmSeconds = fptr(3600)
+		calm[name] = s
+	}
+	r.sig.Regions = calm
+	out, err := r.executor().Run(ctx, RunOptions{Event: Event{Kind: Restore, Region: "eu-west-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := r.router.Read(ctx)
+	if !got.Weights.Equal(startWeights.Weights) || got.States.Get("eu-only", "eu-west-1") != Ready {
+		t.Fatalf("restore did not return to the baseline: %+v", got)
+	}
+	for k, st := range out.Plan.Steps {
+		for c, vec := range st.Weights {
+			moved := 0
+			prev := out.Plan.After(k - 1).Weights[c]
+			for reg, v := range vec {
+				moved += max(0, v-prev[reg])
+			}
+			if lim := max(1, 100*r.fleet.Failover.StepPercent/100); moved > lim {
+				t.Errorf("restore step %d moves %d of class %s", k+1, moved, c)
+			}
+		}
+	}
+	_, recs, _ := latestStarted(ctx, r.store)
+	if last := recs[len(recs)-1]; last.Kind != RecDone || !last.Closed {
+		t.Fatalf("the failover is not closed: %+v", last)
+	}
+	// abort: evacuate again, then abort ramped back to the baseline
+	if _, err := r.executor().Run(ctx, evacuate("eu-central-1")); err != nil {
+		t.Fatal(err)
+	}
+	ab, err := r.executor().Run(ctx, RunOptions{Event: Event{Kind: Abort}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = r.router.Read(ctx)
+	if !got.Weights.Equal(startWeights.Weights) || len(ab.Plan.Steps) < 2 {
+		t.Fatalf("abort: %d steps, router %+v", len(ab.Plan.Steps), got)
+	}
+	// nothing open any more: abort and restore are refused
+	if _, err := r.executor().Run(ctx, RunOptions{Event: Event{Kind: Abort}}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("abort with no failover open: %v", err)
+	}
+}
+
+// --rollback-on-fail: a receiver that stops being warm between steps makes the run step back
+// to the baseline instead of holding where it is.
+func TestRollbackOnFail(t *testing.T) {
+	r := newRig(t, "", nil)
+	ctx := testbed.Ctx(t)
+	calls := 0
+	r.sig.Func = func(preflight bool) map[string]RegionSignal {
+		calls++
+		s := calmSignals(r.fleet)
+		if !preflight && calls > 1 {
+			// eu-central-1's queue explodes after the first step
+			c := s["eu-central-1"]
+			c.QueueWaitMS = fptr(5000)
+			s["eu-central-1"] = c
+		}
+		return s
+	}
+	o := evacuate("eu-west-1")
+	o.RollbackOnFail = true
+	out, err := r.executor().Run(ctx, o)
+	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("want a rollback, got %v", err)
+	}
+	got, _ := r.router.Read(ctx)
+	// eu-central-1 may not take load, so the rollback moves the eu-only share back to eu-west-1
+	if got.Weights["eu-only"]["eu-west-1"] != 50 || got.Weights["eu-only"]["eu-central-1"] != 50 {
+		t.Fatalf("after the rollback %v (plan %+v)", got.Weights, out.Plan.Event)
+	}
+	_, recs, _ := latestStarted(ctx, r.store)
+	kinds := []string{}
+	for _, rec := range recs {
+		kinds = append(kinds, rec.Kind)
+	}
+	if !strings.Contains(strings.Join(kinds, ","), "hold,rollback") {
+		t.Fatalf("journal %v", kinds)
+	}
+}
+
+// An override is journaled; an expired failover is not resumed and status says so.
+func TestOverrideJournaledAndExpiry(t *testing.T) {
+	r := newRig(t, "", nil)
+	ctx := testbed.Ctx(t)
+	o := evacuate("eu-west-1")
+	o.Overrides = []Rule{RuleStep}
+	o.Reason = "capacity test"
+	cancelAt := 0
+	rctx, cancel := context.WithCancel(ctx)
+	e := r.executor()
+	e.OnRecord = func(rec Record) {
+		if rec.Kind == RecResult {
+			cancelAt++
+			cancel() // stop after the first step: a run left open
+		}
+	}
+	out, _ := e.Run(rctx, o)
+	if len(out.Plan.Steps) != 2 { // step_percent overridden: everything in one step, then the withdraw
+		t.Fatalf("%d steps with step_percent overridden", len(out.Plan.Steps))
+	}
+	_, recs, _ := latestStarted(ctx, r.store)
+	found := false
+	for _, rec := range recs {
+		found = found || (rec.Kind == RecOverride && strings.Contains(rec.Detail, "step_percent") && rec.Reason == "capacity test")
+	}
+	if !found {
+		t.Fatal("the override is not in the journal")
+	}
+	later := r.executor()
+	later.Now = func() time.Time { return time.Now().Add(r.fleet.Failover.Expires + time.Hour) }
+	if _, err := later.Resume(ctx, RunOptions{}); !errors.Is(err, ErrExpired) {
+		t.Fatalf("resume of an expired failover: %v", err)
+	}
+	st, err := later.Status(ctx)
+	if err != nil || !st.Expired {
+		t.Fatalf("status of an expired failover: %v %+v", err, st.RunView)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"lifeboat/internal/testbed"
 	"lifeboat/manifest"
 	"lifeboat/providers"
+	"lifeboat/verify"
 	"lifeboat/verify/warm"
 )
 
@@ -75,7 +76,7 @@ var baseline = failover.RouterState{Weights: failover.Weights{
 }, States: failover.States{}}
 
 // newDrillRig seeds each region's replica from the sample and writes fleet.yaml.
-func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Context, url string) (providers.Store, error)) *drillRig {
+func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Context, url string) (providers.Store, error), state ...string) *drillRig {
 	t.Helper()
 	fx := testbed.Sample(t, "small")
 	bin := lifeboatBin(t)
@@ -86,6 +87,10 @@ func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Conte
 	}
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), mb, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	stateURL := "file://" + filepath.Join(dir, "state")
+	if len(state) > 0 {
+		stateURL = state[0]
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "model: {name: llama-demo, manifest: manifest.json}\nregions:\n")
@@ -102,9 +107,9 @@ func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Conte
   global: [us-east-1, us-west-2, eu-west-1, ap-southeast-1]
 router: {driver: file, path: weights.json}
 failover: {step_percent: 25, step_interval: 100ms, spill_cap_percent: 60, drain_timeout: 2s, failback_dwell: 300ms, max_transitions_per_hour: 1000, assumed_utilization_percent: 20}
-state: file://%s
+state: %s
 sla: {rto: 5m}
-`, filepath.Join(dir, "state"))
+`, stateURL)
 	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -194,3 +199,8 @@ func mustOpen(t *testing.T, url string) providers.Store {
 }
 
 func testbedSample(t *testing.T) *testbed.Fixture { return testbed.Sample(t, "small") }
+
+func verifyQuick(t *testing.T, rig *drillRig, s providers.Store) string {
+	t.Helper()
+	return string(verify.Quick(drillCtx(t), rig.m, s, verify.Options{}).Status)
+}

@@ -91,4 +91,3 @@ func TestReplicateInterrupted(t *testing.T) {
 		t.Fatalf("rerun: %v, %s", err, rep.Status)
 	}
 }
-

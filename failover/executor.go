@@ -309,7 +309,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 	if h.baseline == nil {
 		h.baseline = rs.Weights.Clone()
 	}
-	e.log().Info("preflight: probing every region with the warm prober")
+	e.log().Info("preflight: reading every region's signals (live: the warm prober, /health, /metrics)")
 	sig, err := e.Signals.Signals(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("preflight: %w", err)

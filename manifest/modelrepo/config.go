@@ -79,6 +79,11 @@ func ParseModelConfig(data []byte, name string) (*ModelConfig, error) {
 		}
 	}
 	c.VocabSize = vs
+	if c.VocabSize == 0 {
+		if _, present := c.Text["vocab_size"]; !present {
+			c.VocabSize, _ = c.classDefault("vocab_size")
+		}
+	}
 	if q, ok := raw["quantization_config"]; ok && q != nil {
 		qm, ok := q.(map[string]any)
 		if !ok {
@@ -153,15 +158,18 @@ func firstInt(m map[string]any, keys ...string) (int64, error) {
 
 // DerivedMaxLen is the context length vLLM derives from the config, with a note of how.
 type DerivedMaxLen struct {
-	Len    int64
-	Key    string  // the length key that set the minimum, or "" for the 2048 default
-	Rope   string  // rope type applied, or ""
-	Factor float64 // rope factor applied (1 when none)
+	Len int64
+	Key string // the length key that set the minimum, or "" for the 2048 default
+	// Default is true when no length key is present and Len is the config class's default.
+	Default bool
+	Rope    string  // rope type applied, or ""
+	Factor  float64 // rope factor applied (1 when none)
 }
 
 // MaxModelLen derives the context length the way vLLM does: the minimum over the length keys
-// present (2048 when none), then for RoPE scaling types other than llama3/longrope/su the factor
-// is applied (for yarn, to original_max_position_embeddings).
+// present (none: the config class's max_position_embeddings default, else 2048), then for RoPE
+// scaling types other than llama3/longrope/su the factor is applied (for yarn, to
+// original_max_position_embeddings) — except for Gemma 3, whose factor vLLM does not apply.
 func (c *ModelConfig) MaxModelLen() (DerivedMaxLen, error) {
 	d := DerivedMaxLen{Len: math.MaxInt64, Factor: 1}
 	for _, k := range LengthKeys {
@@ -178,10 +186,16 @@ func (c *ModelConfig) MaxModelLen() (DerivedMaxLen, error) {
 	}
 	if d.Key == "" {
 		d.Len = 2048
+		if v, ok := c.classDefault("max_position_embeddings"); ok {
+			d.Len, d.Key, d.Default = v, "max_position_embeddings", true
+		}
 	}
 	rs, err := c.RopeScaling()
 	if err != nil || rs == nil {
 		return d, err
+	}
+	if c.ignoresRopeFactor() {
+		return d, nil
 	}
 	rt, _ := rs["rope_type"].(string)
 	if rt == "" {

@@ -13,6 +13,8 @@ export PATH := $(BIN):$(PATH)
 include mk/emulators.mk
 # `routers`: haproxy (Debian package) and caddy into ./bin; each only when missing.
 include mk/routers.mk
+# `chromium`: Debian's chromium for the drill report's browser test; only when missing.
+include mk/browser.mk
 # `oracles`: the npm reference implementations of the differential tokenizer / template tests.
 include mk/oracles.mk
 
@@ -27,7 +29,7 @@ build:
 ## The race detector is on: callbacks such as Progress and OnFile run on many goroutines, and a
 ## race there is a bug (RACE=0 turns it off for a quick local run).
 RACE ?= 1
-test: fmt-check vet emulators oracles routers
+test: fmt-check vet emulators oracles routers chromium
 	$(GO) test $(if $(filter 1,$(RACE)),-race) -timeout 30m -count=1 ./...
 
 vet:
@@ -118,7 +120,6 @@ demo: build routers
 	  '    launcher: {kind: exec, command: "lifeboat engine-sim {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}}"}' \
 	  > $(DEMO)/fleet.yaml
 	. $(DEMO)/clouds.env && $(LIFEBOAT) boot --fleet $(DEMO)/fleet.yaml --region us-east-1 --workdir $(DEMO)/boot
-	@kill $$(cat $(DEMO)/clouds.pid) 2>/dev/null || true
 	@echo; echo "== 14. failover: evacuate eu-west-1 from a sample fleet (an EU-only and a global class), file router"
 	@rm -rf $(DEMO)/failover && cp -r internal/sample/failover $(DEMO)/failover
 	@echo "-- what if eu-central-1 is still restoring? The EU-only class has nowhere to go: refused, exit 3"
@@ -138,6 +139,26 @@ demo: build routers
 	  $(LIFEBOAT) failover run --fleet fleet-haproxy.yaml --evacuate eu-west-1 --signals signals.json --yes --reason "make demo: HAProxy drill"; \
 	  $(LIFEBOAT) failover status --fleet fleet-haproxy.yaml; \
 	else echo "haproxy is not installed (make routers): skipped"; fi
+	@echo; echo "== 16. the drill: lose eu-west-1 on purpose (an EU-only and a global class) in the three clouds, with"
+	@echo "   game-day faults (a lost tokenizer, the router down for a second, the orchestrator killed mid-ramp),"
+	@echo "   measured against the SLA: verify -> restore+boot -> evacuate -> traffic -> hold -> fail back -> verify -> tear down"
+	@rm -rf $(DEMO)/drill && mkdir -p $(DEMO)/drill/state && cp internal/sample/drill/drill.yaml internal/sample/drill/weights.json $(DEMO)/drill/
+	@. $(DEMO)/clouds.env && L='launcher: {kind: exec, command: "lifeboat engine-sim {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}}"}' && \
+	  C='capacity: {replicas: 4, prefill_tokens_per_s: 8000}' && printf '%s\n' \
+	  'model: {name: llama-demo, manifest: $(DEMO)/manifest.json}' \
+	  'regions:' \
+	  "  us-east-1:    {geo: us, replica: \"$$CLOUD_S3\", $$C, $$L}" \
+	  "  eu-west-1:    {geo: eu, replica: \"$$CLOUD_AZURE\", $$C, $$L}" \
+	  "  eu-central-1: {geo: eu, replica: \"$$CLOUD_GCS\", $$C, $$L}" \
+	  'tenants: {eu-only: [eu-west-1, eu-central-1], global: [us-east-1, eu-west-1, eu-central-1]}' \
+	  'router: {driver: file, path: weights.json}' \
+	  'failover: {step_percent: 25, step_interval: 300ms, spill_cap_percent: 60, drain_timeout: 2s, failback_dwell: 1s, max_transitions_per_hour: 100, assumed_utilization_percent: 20}' \
+	  'state: ./state' \
+	  > $(DEMO)/drill/fleet.yaml
+	. $(DEMO)/clouds.env && $(LIFEBOAT) drill run $(DEMO)/drill/drill.yaml --report $(DEMO)/drill/report --approve-all
+	$(LIFEBOAT) drill history --fleet $(DEMO)/drill/fleet.yaml
+	@kill $$(cat $(DEMO)/clouds.pid) 2>/dev/null || true
+	@echo; echo "Open $(DEMO)/drill/report/report.html (self-contained) or paste $(DEMO)/drill/report/report.md into a ticket."
 
 clean:
 	rm -rf $(BIN) $(DEMO) .bench

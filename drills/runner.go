@@ -672,68 +672,73 @@ func (x *run) evacuate() (string, error) {
 	x.baseline = rs.Weights.Clone()
 	x.weightPoint(x.now(), rs)
 	x.startSampler()
-	var kills []*FaultResult
-	kills = x.faultsOf(FaultKillMidRamp)
-	p := &process{}
-	ex := x.executor(p)
-	ctx, cancel := context.WithCancel(x.ctx)
-	defer cancel()
-	killed := false
+	kills := x.faultsOf(FaultKillMidRamp)
+	killAfter := 0
 	if len(kills) > 0 {
-		kills[0].Injected = true
-		after := kills[0].AfterStep
-		ex.AfterApply = func(step int) {
-			if !killed && step == after-1 {
-				killed = true
-				p.dead.Store(true) // SIGKILL: nothing more reaches the store or the router
-				cancel()
-			}
-		}
+		killAfter = kills[0].AfterStep
 	}
+	killFired := false
+	var lockWait time.Duration
 	opts := failover.RunOptions{Event: failover.Event{Kind: failover.Evacuate, Region: x.Drill.Lose}, Reason: "drill " + x.Drill.Name,
 		HoldTimeout: 10 * x.Fleet.Failover.StepInterval, Plan: func(pl *failover.Plan) { x.rep.Plan = pl }}
-	out, err := ex.Run(ctx, opts)
-	if out != nil {
-		x.evacRun = out.Run
+	// attempt is one orchestrator process: it runs (or resumes) the evacuation, and dies as
+	// SIGKILL would — nothing more reaches the store or the router, its lock stays held —
+	// right after applying step killAfter, before journaling it.
+	attempt := func(resume bool) (*failover.Outcome, bool, error) {
+		p := &process{}
+		ex := x.executor(p)
+		ctx, cancel := context.WithCancel(x.ctx)
+		defer cancel()
+		killedHere := false
+		if killAfter > 0 {
+			ex.AfterApply = func(step int) {
+				if !killFired && step == killAfter-1 {
+					killFired, killedHere = true, true
+					p.dead.Store(true)
+					cancel()
+				}
+			}
+		}
+		if resume {
+			out, err := ex.Resume(ctx, failover.RunOptions{Reason: "drill " + x.Drill.Name + ": orchestrator restarted"})
+			if errors.Is(err, failover.ErrNothingToResume) && x.evacRun == "" {
+				out, err = ex.Run(ctx, opts) // stopped before the run started: start it again
+			}
+			return out, killedHere, err
+		}
+		out, err := ex.Run(ctx, opts)
+		return out, killedHere, err
 	}
+	out, killedHere, err := attempt(false)
 	resumes := 0
 	deadline := x.now().Add(x.Drill.Failback + x.Drill.LockTTL)
 	for err != nil {
-		unreach := errors.Is(err, failover.ErrRouterUnreachable)
-		if !killed && !unreach {
+		if out != nil && x.evacRun == "" {
+			x.evacRun = out.Run
+		}
+		var held *failover.LockHeldError
+		isHeld := errors.As(err, &held)
+		if !killedHere && !isHeld && !errors.Is(err, failover.ErrRouterUnreachable) {
 			return "", fmt.Errorf("evacuate %s: %w", x.Drill.Lose, err)
+		}
+		if isHeld && !killFired {
+			return "", fmt.Errorf("evacuate %s: %w", x.Drill.Lose, err) // someone else's failover
 		}
 		if !x.now().Before(deadline) {
 			return "", fmt.Errorf("evacuate %s: could not resume before %s: %w", x.Drill.Lose, deadline.Format(time.RFC3339), err)
 		}
-		var wait time.Duration = 200 * time.Millisecond
-		var held *failover.LockHeldError
-		if errors.As(err, &held) {
+		wait := 200 * time.Millisecond
+		if isHeld {
 			wait = max(time.Until(held.Lock.Expires)+50*time.Millisecond, wait)
+			lockWait += wait
 		}
 		if err := sleep(x.ctx, wait); err != nil {
 			return "", err
 		}
-		killed = false // the new process is not killed
 		resumes++
-		out, err = x.executor(&process{}).Resume(x.ctx, failover.RunOptions{Reason: "drill " + x.Drill.Name + ": orchestrator restarted"})
-		if errors.Is(err, failover.ErrNothingToResume) && x.evacRun == "" {
-			// killed before the run started: start it again
-			out, err = x.executor(&process{}).Run(x.ctx, opts)
-		}
-		if out != nil && x.evacRun == "" {
-			x.evacRun = out.Run
-		}
-		if err != nil && !errors.Is(err, failover.ErrRouterUnreachable) {
-			var held *failover.LockHeldError
-			if errors.As(err, &held) {
-				killed = true // the dead process's lock: wait for it to expire
-				continue
-			}
-			return "", fmt.Errorf("resume evacuation: %w", err)
-		}
+		out, killedHere, err = attempt(true)
 	}
-	if x.evacRun == "" && out != nil {
+	if out != nil && x.evacRun == "" {
 		x.evacRun = out.Run
 	}
 	x.rep.Runs = append(x.rep.Runs, x.evacRun)
@@ -745,16 +750,28 @@ func (x *run) evacuate() (string, error) {
 	x.recovery(recs)
 	v := failover.ViewRun(x.evacRun, recs, x.now())
 	for _, k := range kills {
+		k.Injected = killFired
 		counts := v.ResultCounts()
 		once := true
 		for _, c := range counts {
 			once = once && c == 1
 		}
-		if resumes > 0 && once {
+		// the journal's own evidence: the step's intent followed directly by a new process's
+		// resume record (the killed one wrote nothing more), then the step's one result
+		silent := false
+		for i, rec := range recs {
+			if rec.Kind == failover.RecIntent && rec.Step != nil && *rec.Step == k.AfterStep-1 && i+1 < len(recs) && recs[i+1].Kind == failover.RecResume {
+				silent = true
+			}
+		}
+		switch {
+		case !killFired:
+			k.Evidence = fmt.Sprintf("the ramp never reached step %d: the orchestrator was not killed", k.AfterStep)
+		case silent && once && v.Done:
 			k.Detected = true
-			k.Evidence = fmt.Sprintf("orchestrator killed after applying step %d (its lock left held); a new one resumed run %s from the journal after the lock expired; each of the %d steps applied once", k.AfterStep, x.evacRun, len(counts))
-		} else {
-			k.Evidence = fmt.Sprintf("resumes %d, results per step %v", resumes, counts)
+			k.Evidence = fmt.Sprintf("orchestrator killed after applying step %d, before journaling it (its lock left held); the journal shows the step's intent, then a new process's resume after %s waiting for the lock to expire, then each of the %d steps applied once", k.AfterStep, round(lockWait), len(counts))
+		default:
+			k.Evidence = fmt.Sprintf("killed after step %d, but the journal does not show a clean resume (intent then resume: %v, results per step %v, done %v)", k.AfterStep, silent, counts, v.Done)
 		}
 	}
 	for _, f := range x.faultsOf(FaultRouterUnreachable) {

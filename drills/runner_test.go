@@ -103,6 +103,11 @@ func TestDrillFaultsFileStores(t *testing.T) {
 			t.Errorf("fault %s: %+v", f.Name, f)
 		}
 	}
+	for _, f := range rep.Faults {
+		if f.Kind == FaultKillMidRamp && !strings.Contains(f.Evidence, "then a new process's resume") {
+			t.Errorf("kill-mid-ramp: %s", f.Evidence)
+		}
+	}
 	if len(rep.Repairs) != 2 {
 		t.Errorf("repairs %+v", rep.Repairs)
 	}

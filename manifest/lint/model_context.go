@@ -175,6 +175,7 @@ type modelEngineConfig struct {
 	tokenizer        string
 	chatTemplate     string
 	generationConfig string
+	trustRemoteCode  bool
 }
 
 // modelEngineOverrides reads model, tokenizer, chat-template and generation-config from the engine config files of
@@ -206,6 +207,7 @@ func (c *Context) modelEngineOverrides() modelEngineConfig {
 			if cfg.GenerationConfig != "" {
 				o.generationConfig = cfg.GenerationConfig
 			}
+			o.trustRemoteCode = o.trustRemoteCode || cfg.TrustRemoteCode
 		}
 		return o, nil
 	})

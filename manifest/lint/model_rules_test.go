@@ -204,6 +204,19 @@ func TestModelRules(t *testing.T) {
 				d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 600, "content": "<|extra|>", "special": false})
 			})
 		}, rule: "tokenizer-vocab-size", severity: Error, fixed: "model/tokenizer.json", contains: "vocab_size is 512"},
+		{name: "remote code module missing", breakIt: func(t *testing.T, l *sample.Layout) {
+			mtMutate(t, l, "model/config.json", func(d map[string]any) {
+				d["auto_map"] = map[string]any{"AutoConfig": "configuration_lifeboat.LifeboatConfig", "AutoModelForCausalLM": "modeling_lifeboat.LifeboatForCausalLM"}
+			})
+			mtWrite(t, l, "model/configuration_lifeboat.py", []byte("# config\n"))
+			data, err := os.ReadFile(l.EngineFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(l.EngineFile, append(data, []byte("trust-remote-code: true\n")...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, rule: "remote-code-missing", severity: Error, fixed: "model/config.json", contains: "model/modeling_lifeboat.py is not in the manifest"},
 		{name: "special token the chat template uses beyond vocab_size", breakIt: func(t *testing.T, l *sample.Layout) {
 			mtMutate(t, l, "model/tokenizer.json", func(d map[string]any) {
 				d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 512, "content": "<|turn|>", "special": true})
@@ -389,8 +402,8 @@ func TestModelRuleMetadata(t *testing.T) {
 			t.Errorf("rule %s is incomplete: %+v", r.ID, r)
 		}
 	}
-	if len(seen) != 15 {
-		t.Errorf("%d model rules, want 15", len(seen))
+	if len(seen) != 16 {
+		t.Errorf("%d model rules, want 16", len(seen))
 	}
 }
 

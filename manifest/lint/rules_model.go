@@ -35,6 +35,12 @@ var modelRules = []Rule{
 		Check:   checkTokenizerInvalid,
 	},
 	{
+		ID: "remote-code-missing", Severity: Error,
+		Summary: "trust-remote-code is on and an auto_map of config.json or tokenizer_config.json names a .py module the manifest does not have",
+		Hint:    "copy the model's remote-code .py files (configuration_*.py, modeling_*.py, tokenization_*.py) into the repository and rebuild the manifest",
+		Check:   checkRemoteCodeMissing,
+	},
+	{
 		ID: "tokenizer-vocab-size", Severity: Error,
 		Summary: "the tokenizer can emit token ids at or beyond config.json vocab_size",
 		Hint:    "use the tokenizer that belongs to these weights (or the config that matches the embedding)",

@@ -1,0 +1,71 @@
+package lint
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// checkRemoteCodeMissing: with --trust-remote-code, vLLM (through transformers) imports each
+// class an auto_map names from "<module>.py" in the model directory; a module missing from the
+// bundle fails start-up on the replica. A "repo--module.Class" entry is fetched from another
+// Hub repository, which an offline replica cannot do either.
+func checkRemoteCodeMissing(c *Context) {
+	if !c.modelEngineOverrides().trustRemoteCode {
+		return
+	}
+	for _, f := range []string{"config.json", "tokenizer_config.json"} {
+		if !c.HasModelFile(f) {
+			continue
+		}
+		data, err := c.ReadFile("model/" + f)
+		if err != nil {
+			continue
+		}
+		var doc struct {
+			AutoMap map[string]any `json:"auto_map"`
+		}
+		if json.Unmarshal(data, &doc) != nil {
+			continue // config-invalid / tokenizer-invalid report it
+		}
+		for _, ref := range autoMapRefs(doc.AutoMap) {
+			if repo, rest, cross := strings.Cut(ref, "--"); cross {
+				c.Errorf("model/"+f, "", "model/%s: auto_map names %s from another Hub repository (%s): an offline replica cannot fetch it; vendor %s.py into the repository", f, ref, repo, moduleOf(rest))
+				continue
+			}
+			mod := moduleOf(ref)
+			if mod == "" || c.HasModelFile(mod+".py") {
+				continue
+			}
+			c.Errorf("model/"+f, "", "model/%s: auto_map names %s, but model/%s.py is not in the manifest: with trust-remote-code vLLM imports it at start-up and fails", f, ref, mod)
+		}
+	}
+}
+
+// autoMapRefs lists an auto_map's class references ("module.Class"; lists hold [slow, fast]).
+func autoMapRefs(m map[string]any) []string {
+	var out []string
+	for _, v := range m {
+		switch x := v.(type) {
+		case string:
+			out = append(out, x)
+		case []any:
+			for _, e := range x {
+				if s, ok := e.(string); ok && s != "" {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// moduleOf is the module part of "module.Class" (dots inside a module path become slashes).
+func moduleOf(ref string) string {
+	i := strings.LastIndexByte(ref, '.')
+	if i <= 0 {
+		return ""
+	}
+	return strings.ReplaceAll(ref[:i], ".", "/")
+}

@@ -226,3 +226,44 @@ func TestBootWaitingQueueLimitIsSettable(t *testing.T) {
 		t.Fatalf("boot --max-waiting 5: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// Lint does not pass a repository that differs from its manifest: non-weight files are hashed
+// (a temperature changed in place, same size), weights with --deep (rotten bytes in a shard), and
+// a bundle's engine config must be the embedded one.
+func TestLintFindsARepositoryThatDiffersFromItsManifest(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	gen := l.Path("model/generation_config.json")
+	b, _ := os.ReadFile(gen)
+	if !strings.Contains(string(b), "0.6") {
+		t.Fatalf("fixture has no temperature 0.6: %s", b)
+	}
+	os.WriteFile(gen, []byte(strings.Replace(string(b), "0.6", "0.9", 1)), 0o644)
+	r := cli(t, nil, "manifest", "lint", m, "--model", l.ModelDir)
+	if r.code != 1 || !strings.HasPrefix(r.stdout, "the repository differs from the manifest: rebuild the manifest") ||
+		!strings.Contains(r.stdout, "error[manifest-stale] model/generation_config.json: the content differs") {
+		t.Fatalf("changed generation config: exit %d\n%s", r.code, r.stdout)
+	}
+	os.WriteFile(gen, b, 0o644)
+
+	shard := l.Path("model/" + l.Shards[0])
+	sb, _ := os.ReadFile(shard)
+	for i := len(sb) - 4; i < len(sb); i++ {
+		sb[i] ^= 0xff
+	}
+	os.WriteFile(shard, sb, 0o644)
+	if r := cli(t, nil, "manifest", "lint", m, "--model", l.ModelDir); r.code != 0 {
+		t.Fatalf("weights are compared by size without --deep: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := cli(t, nil, "manifest", "lint", m, "--model", l.ModelDir, "--deep"); r.code != 1 || !strings.Contains(r.stdout, "error[manifest-stale] model/"+l.Shards[0]) {
+		t.Fatalf("--deep with rotten bytes in a shard: exit %d\n%s", r.code, r.stdout)
+	}
+
+	// A bundle whose engine config was edited after the build.
+	eng := l.Path("engine/engine.yaml")
+	eb, _ := os.ReadFile(eng)
+	os.WriteFile(eng, append(eb, []byte("# edited\n")...), 0o644)
+	r = cli(t, nil, "manifest", "lint", m, "--bundle", l.Root)
+	if r.code != 1 || !strings.Contains(r.stdout, "error[manifest-stale] engine/engine.yaml: the content differs") {
+		t.Fatalf("edited engine config in a bundle: exit %d\n%s", r.code, r.stdout)
+	}
+}

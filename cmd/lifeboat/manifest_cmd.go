@@ -314,14 +314,19 @@ func short(d string) string {
 
 func (a *app) manifestLintCmd() *cobra.Command {
 	var dirs lint.DirSource
-	var listRules, strict bool
+	var listRules, strict, deep bool
 	c := &cobra.Command{
 		Use:   "lint FILE --model DIR|URL | --bundle DIR|URL [-o text|json|junit]",
 		Short: "Check a manifest and the repository it describes for DR gaps",
 		Long: `Lint checks the manifest together with the model repository files it describes: config,
 tokenizer, chat template, generation config, safetensors headers and index, quantization,
 context length and RoPE, LoRA adapters, engine config and deployment files. Engine and
-deployment files are read from the manifest itself (they are embedded at build time).
+deployment files are read from the manifest itself (they are embedded at build time); with
+--bundle, the bundle's own copies must be byte-identical to them.
+
+The repository must be the one the manifest describes: every file's size is compared, every
+non-weight file is hashed (SHA-256; they are small), and with --deep the weights too. A
+difference is manifest-stale, an error: rebuild the manifest first.
 
 Every finding has a stable rule id, a severity, the file and field, and a hint to fix it.
 Exit 1 if any error (with --strict, also on warnings). Run --list-rules for every rule.
@@ -366,7 +371,7 @@ credentials exit 2. file:///PATH is the local directory PATH.`,
 				return err
 			}
 			defer closeSrc()
-			rep := lint.Run(cmd.Context(), m, src, a.log)
+			rep := lint.RunWith(cmd.Context(), m, src, lint.Options{Log: a.log, Deep: deep})
 			if err := a.renderLint(args[0], rep, strict); err != nil {
 				return err
 			}
@@ -384,6 +389,7 @@ credentials exit 2. file:///PATH is the local directory PATH.`,
 	f.StringVar(&dirs.Bundle, "bundle", "", "a DR bundle (model/, engine/, deploy/), e.g. a replica: a directory or a store URL")
 	f.BoolVar(&listRules, "list-rules", false, "print every rule id, severity and summary, then exit")
 	f.BoolVar(&strict, "strict", false, "exit 1 on warnings too")
+	f.BoolVar(&deep, "deep", false, "hash the weight files too (every other file is always hashed)")
 	_ = c.MarkFlagDirname("model")
 	_ = c.MarkFlagDirname("bundle")
 	return c
@@ -494,6 +500,12 @@ func (a *app) renderLint(name string, rep *lint.Report, strict bool) error {
 		return a.writeJSON(v)
 	case "junit":
 		return a.writeJUnit(lintSuites(name, rep, strict))
+	}
+	for _, f := range rep.Findings {
+		if f.Rule == "manifest-stale" && f.Severity == lint.Error {
+			fmt.Fprintln(a.stdout, "the repository differs from the manifest: rebuild the manifest (lifeboat manifest build) first — findings about changed files describe the manifest's copy")
+			break
+		}
 	}
 	for _, f := range rep.Findings {
 		if f.Path != "" && strings.HasPrefix(f.Message, f.Path) {

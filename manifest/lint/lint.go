@@ -73,12 +73,26 @@ type Lister interface {
 	List(ctx context.Context) ([]string, error)
 }
 
+// Options tune a lint run.
+type Options struct {
+	Log *slog.Logger
+	// Deep hashes the weight files too (every other file is always hashed: they are small), so
+	// that bytes that rotted under an unchanged size are found.
+	Deep bool
+}
+
 // Run applies every rule to the manifest and the files src serves.
 func Run(ctx context.Context, m *manifest.Manifest, src Source, log *slog.Logger) *Report {
+	return RunWith(ctx, m, src, Options{Log: log})
+}
+
+// RunWith is Run with options.
+func RunWith(ctx context.Context, m *manifest.Manifest, src Source, o Options) *Report {
+	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Context{Ctx: ctx, Manifest: m, Src: src, Log: log, cache: map[string]cached{}}
+	c := &Context{Ctx: ctx, Manifest: m, Src: src, Log: log, Deep: o.Deep, cache: map[string]cached{}}
 	for _, r := range Rules() {
 		if r.Check == nil {
 			continue
@@ -120,6 +134,7 @@ func Run(ctx context.Context, m *manifest.Manifest, src Source, log *slog.Logger
 
 // Context is what a rule sees: the manifest, the files, and parsed artifacts cached across rules.
 type Context struct {
+	Deep     bool // hash weight files too (Options.Deep)
 	Ctx      context.Context
 	Manifest *manifest.Manifest
 	Src      Source

@@ -1,8 +1,11 @@
 package lint
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 
 	"lifeboat/manifest"
@@ -18,7 +21,7 @@ var manifestRules = []Rule{
 	},
 	{
 		ID: "manifest-stale", Severity: Error,
-		Summary: "a file's size differs from the manifest, or the repository has files the manifest lacks",
+		Summary: "a file's size or content differs from the manifest (every non-weight file is hashed; weights with --deep), or the repository has files the manifest lacks",
 		Hint:    staleHint,
 		// no Check: its findings come from the same pass as manifest-file-missing
 	},
@@ -31,10 +34,16 @@ func checkManifestFiles(c *Context) {
 		return
 	}
 	for _, f := range c.Manifest.Files {
-		if f.Data != nil {
-			continue // embedded: the manifest itself carries the bytes
-		}
 		n, err := c.Src.Size(c.Ctx, f.Path)
+		if f.Data != nil {
+			// Embedded: the manifest itself carries the bytes the rules check. When the source
+			// has the file too (a bundle), it must be those bytes, or the findings are about an
+			// old copy.
+			if err == nil {
+				checkContent(c, f, n)
+			}
+			continue
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if f.Part != manifest.PartModel {
@@ -45,6 +54,8 @@ func checkManifestFiles(c *Context) {
 			c.Errorf(f.Path, "check permissions on the file", "cannot stat %s: %v", f.Path, err)
 		case n != f.Size:
 			c.add(Finding{Rule: "manifest-stale", Severity: Error, Path: f.Path, Message: sizeMsg(f.Path, f.Size, n), Hint: staleHint})
+		case f.Role != manifest.RoleWeights || c.Deep:
+			checkContent(c, f, n)
 		}
 	}
 	l, ok := c.Src.(Lister)
@@ -61,6 +72,34 @@ func checkManifestFiles(c *Context) {
 			c.add(Finding{Rule: "manifest-stale", Severity: Warning, Path: p, Message: p + " is in the repository but not in the manifest, so no replica will carry it", Hint: staleHint})
 		}
 	}
+}
+
+// checkContent hashes a file of the source and reports manifest-stale when its SHA-256 is not
+// the manifest's.
+func checkContent(c *Context, f manifest.File, size int64) {
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; {
+		n, err := c.Src.ReadAt(c.Ctx, f.Path, buf[:min(int64(len(buf)), size-off)], off)
+		h.Write(buf[:n])
+		off += int64(n)
+		if err != nil && !(errors.Is(err, io.EOF) && off == size) {
+			c.Errorf(f.Path, "check permissions on the file", "cannot read %s: %v", f.Path, err)
+			return
+		}
+		if n == 0 {
+			break
+		}
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if got == f.Sums.SHA256 {
+		return
+	}
+	msg := fmt.Sprintf("%s: the content differs from the manifest (sha256 %.12s…, manifest %.12s…)", f.Path, got, f.Sums.SHA256)
+	if f.Data != nil {
+		msg += "; the other findings check the manifest's embedded copy, not this file"
+	}
+	c.add(Finding{Rule: "manifest-stale", Severity: Error, Path: f.Path, Message: msg, Hint: staleHint})
 }
 
 func sizeMsg(p string, want, got int64) string {

@@ -14,6 +14,8 @@ func (a *app) demoCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "Tools for trying Lifeboat without a real model or cloud account",
+		Example: `  lifeboat demo init /tmp/demo
+  lifeboat manifest build --model /tmp/demo/model --engine /tmp/demo/engine/engine.yaml --deploy /tmp/demo/deploy --out /tmp/demo.json`,
 	}
 	c.AddCommand(a.demoInitCmd())
 	return c

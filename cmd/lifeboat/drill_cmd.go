@@ -24,6 +24,8 @@ func (a *app) drillCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "drill",
 		Short: "Run DR drills (verify → restore+boot → failover ramp → traffic check → failback → report) and show their history",
+		Example: `  lifeboat drill run drills/lose-eu-west-1.yaml --report reports/
+  lifeboat drill history --fleet fleet.yaml`,
 	}
 	c.AddCommand(a.drillRunCmd(), a.drillHistoryCmd())
 	return c

@@ -25,6 +25,9 @@ func (a *app) failoverCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "failover",
 		Short: "Move tenant classes' traffic between regions: planned, ramped, residency-safe, single-owner, resumable",
+		Example: `  lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1
+  lifeboat failover run --fleet fleet.yaml --evacuate eu-west-1 --reason "INC-1234"
+  lifeboat failover status --fleet fleet.yaml`,
 		Long: `Failover changes the global router's per-region weights in safe steps. Every step of every
 plan — run, abort, resume, restore, rollback — is checked against named safety rules:
 
@@ -319,8 +322,9 @@ func (a *app) failoverRestoreCmd() *cobra.Command {
 	var ff failoverFlags
 	var region string
 	c := &cobra.Command{
-		Use:   "restore --fleet FILE --region REGION [--reason TEXT] [--yes] [--hold-timeout D]",
-		Short: "Fail back: give a region its traffic back under the same rules",
+		Use:     "restore --fleet FILE --region REGION [--reason TEXT] [--yes] [--hold-timeout D]",
+		Short:   "Fail back: give a region its traffic back under the same rules",
+		Example: `  lifeboat failover restore --fleet fleet.yaml --region eu-west-1 --reason "INC-1234 resolved"`,
 		Long: `Restore moves each class back toward the weights it had before the failover (the journal's
 baseline), ramped, only once the region is warm and under spill_stop_ms for failback_dwell
 (--hold-timeout waits for that, re-checking every step_interval).`,
@@ -342,9 +346,10 @@ baseline), ramped, only once the region is warm and under spill_stop_ms for fail
 func (a *app) failoverAbortCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
-		Use:   "abort --fleet FILE [--reason TEXT] [--yes]",
-		Short: "Return to the weights before the failover, ramped and under the same rules",
-		Args:  cobra.NoArgs,
+		Use:     "abort --fleet FILE [--reason TEXT] [--yes]",
+		Short:   "Return to the weights before the failover, ramped and under the same rules",
+		Example: `  lifeboat failover abort --fleet fleet.yaml --reason "receivers saturating"`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.failoverAct(cmd, &ff, failover.Event{Kind: failover.Abort}, false)
 		},
@@ -358,8 +363,9 @@ func (a *app) failoverAbortCmd() *cobra.Command {
 func (a *app) failoverResumeCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
-		Use:   "resume --fleet FILE [--reason TEXT]",
-		Short: "Continue a crashed or held run from its journal",
+		Use:     "resume --fleet FILE [--reason TEXT]",
+		Short:   "Continue a crashed or held run from its journal",
+		Example: `  lifeboat failover resume --fleet fleet.yaml`,
 		Long: `Resume takes the lock, re-applies the last state the journal intended (routers forget runtime
 changes on reload: the journal is the source of truth) and carries out the remaining steps with
 the same checks. An expired failover is refused (exit 3): restore or abort it.`,
@@ -437,8 +443,9 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 func (a *app) failoverStatusCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
-		Use:   "status --fleet FILE [-o text|json]",
-		Short: "Show the latest run from the journal, the lock, the router's weights, and drift",
+		Use:     "status --fleet FILE [-o text|json]",
+		Short:   "Show the latest run from the journal, the lock, the router's weights, and drift",
+		Example: `  lifeboat failover status --fleet fleet.yaml -o json`,
 		Long: `Status renders the journal of the latest run (who, when, why, every step applied, holds) and
 reads the router. Drift — the router routes differently from what the journal says — exits 1, as
 does an expired failover.`,
@@ -486,9 +493,10 @@ func (a *app) failoverUnlockCmd() *cobra.Command {
 	var ff failoverFlags
 	var id string
 	c := &cobra.Command{
-		Use:   "unlock --fleet FILE --id LOCK-ID [--reason TEXT]",
-		Short: "Break-glass: release the failover lock with this exact id (journaled)",
-		Args:  cobra.NoArgs,
+		Use:     "unlock --fleet FILE --id LOCK-ID [--reason TEXT]",
+		Short:   "Break-glass: release the failover lock with this exact id (journaled)",
+		Example: `  lifeboat failover unlock --fleet fleet.yaml --id LOCK-ID --reason "holder crashed"`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if id == "" {

@@ -22,6 +22,9 @@ func (a *app) manifestCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "manifest",
 		Short: "Build, inspect, compare and lint DR manifests",
+		Example: `  lifeboat manifest build --model ./llama --engine engine.yaml --deploy k8s/ --out dr/manifest.json
+  lifeboat manifest lint dr/manifest.json --model ./llama
+  lifeboat manifest diff dr/manifest-prev.json dr/manifest.json`,
 		Long: `A DR manifest is one JSON file — a valid OCI image manifest with ModelPack media types —
 listing every file a vLLM replica needs, in three parts of the DR bundle:
 

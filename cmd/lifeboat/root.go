@@ -77,6 +77,10 @@ func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lifeboat",
 		Short: "Keep multi-region vLLM serving recoverable",
+		Example: `  lifeboat demo init /tmp/demo
+  lifeboat manifest build --model /tmp/demo/model --engine /tmp/demo/engine/engine.yaml --out dr/manifest.json
+  lifeboat manifest lint dr/manifest.json --model /tmp/demo/model
+  lifeboat verify --manifest dr/manifest.json s3://dr-use1/llama/ gs://dr-euw4/llama/`,
 		Long: `Lifeboat captures everything a vLLM replica needs — model repository, engine config,
 deployment files — in one DR manifest (an OCI image manifest with ModelPack media types),
 and lints it so that a missing tokenizer, quantization config, RoPE setting, chat template
@@ -263,7 +267,10 @@ func (a *app) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the Lifeboat version",
-		Args:  cobra.NoArgs,
+		Example: `  lifeboat version
+  lifeboat --version
+  lifeboat version -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.checkOutput("text", "json"); err != nil {
 				return err

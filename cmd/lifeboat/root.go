@@ -118,7 +118,7 @@ Results go to stdout (-o text|json, and junit where CI consumes it); progress an
 			return nil
 		},
 	}
-	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text or json (junit where a command says so)")
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text or json; junit for manifest lint, verify and drill run")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log every request to a store or replica (method, host, key, status, attempt) and each retry to stderr; never a credential")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print no progress or warnings on stderr, only errors (for scripts)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "junit"}, cobra.ShellCompDirectiveNoFileComp))

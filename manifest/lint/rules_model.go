@@ -35,6 +35,18 @@ var modelRules = []Rule{
 		Check:   checkTokenizerInvalid,
 	},
 	{
+		ID: "processor-config-missing", Severity: Error,
+		Summary: "a multimodal model (config.json has a vision_config) without preprocessor_config.json / processor_config.json, which vLLM loads at start-up",
+		Hint:    "copy preprocessor_config.json (and processor_config.json when the model has one) from the model's source repository",
+		Check:   checkProcessorMissing,
+	},
+	{
+		ID: "harmony-encoding-missing", Severity: Warning,
+		Summary: "a gpt-oss model whose bundle lacks the o200k_base tiktoken encoding that vLLM's harmony chat rendering needs offline",
+		Hint:    "add o200k_base.tiktoken to the bundle and point TIKTOKEN_ENCODINGS_BASE at its directory in the deployment",
+		Check:   checkHarmonyEncoding,
+	},
+	{
 		ID: "remote-code-missing", Severity: Error,
 		Summary: "trust-remote-code is on and an auto_map of config.json or tokenizer_config.json names a .py module the manifest does not have",
 		Hint:    "copy the model's remote-code .py files (configuration_*.py, modeling_*.py, tokenization_*.py) into the repository and rebuild the manifest",

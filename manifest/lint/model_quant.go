@@ -91,7 +91,37 @@ func checkQuantTensors(c *Context) {
 		checkFP8(c, q, tensors, true)
 	case "compressed-tensors", "modelopt", "fbgemm_fp8":
 		checkFP8(c, q, tensors, false)
+	case "mxfp4":
+		checkMXFP4(c, q, tensors)
 	}
+}
+
+// modelIsMXFP4Blocks reports an MXFP4 expert tensor (gpt-oss): U8 "*_blocks", two 4-bit values
+// per byte, with a U8 "*_scales" beside it.
+func modelIsMXFP4Blocks(name, dtype string) bool {
+	return strings.HasSuffix(name, "_blocks") && dtype == "U8"
+}
+
+// checkMXFP4 checks an MXFP4 checkpoint: some *_blocks tensors, each with its *_scales.
+func checkMXFP4(c *Context, q *modelrepo.QuantConfig, tensors map[string]modelTensor) {
+	missing := quantFinding{}
+	blocks := 0
+	for name, mt := range tensors {
+		if !modelIsMXFP4Blocks(name, mt.t.DType) {
+			continue
+		}
+		blocks++
+		if _, ok := tensors[strings.TrimSuffix(name, "_blocks")+"_scales"]; !ok {
+			missing.add(mt.shard, name)
+		}
+	}
+	if blocks == 0 {
+		c.Errorf(modelShardsLabel(c), "", "%s declares quant_method mxfp4 but no shard holds a U8 *_blocks tensor: the checkpoint is not MXFP4-quantized", q.Source)
+		return
+	}
+	missing.report(c, func(shard string, n int, example string) string {
+		return fmt.Sprintf("%s has %d MXFP4 *_blocks tensors without their *_scales (e.g. %s): vLLM cannot dequantize them", shard, n, example)
+	})
 }
 
 // modelMarlinFormat reports a GPTQ/AWQ checkpoint stored in Marlin's repacked layout.
@@ -112,7 +142,7 @@ func checkUndeclaredQuant(c *Context, tensors map[string]modelTensor) {
 	found := quantFinding{}
 	for name, mt := range tensors {
 		if strings.HasSuffix(name, ".qweight") || strings.HasSuffix(name, ".weight_scale") || strings.HasSuffix(name, ".weight_scale_inv") ||
-			strings.HasSuffix(name, ".weight_packed") || modelIsFP8(mt.t.DType) {
+			strings.HasSuffix(name, ".weight_packed") || modelIsFP8(mt.t.DType) || modelIsMXFP4Blocks(name, mt.t.DType) {
 			found.add(mt.shard, name)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"slices"
+	"sync"
 	"time"
 
 	"lifeboat/providers"
@@ -101,6 +102,7 @@ func (e *Executor) locker() *Locker { return &Locker{Store: e.Store, TTL: e.Lock
 // session is one process's hold on the lock, renewed in the background.
 type session struct {
 	e      *Executor
+	mu     sync.Mutex // guards lock: the renewal goroutine replaces it
 	lock   *Lock
 	j      *Journal
 	ctx    context.Context
@@ -126,17 +128,29 @@ func (e *Executor) begin(ctx context.Context, operation, reason, run string, nex
 			case <-sctx.Done():
 				return
 			case <-t.C:
-				if err := e.locker().Renew(sctx, s.lock); err != nil {
+				cur := s.current()
+				if err := e.locker().Renew(sctx, &cur); err != nil {
 					if errors.Is(err, ErrLockLost) {
 						cancel(err)
 						return
 					}
 					e.log().Warn("lock renewal failed; retrying", "err", err)
+					continue
 				}
+				s.mu.Lock()
+				*s.lock = cur
+				s.mu.Unlock()
 			}
 		}
 	}()
 	return s, nil
+}
+
+// current is a copy of the lock as last renewed.
+func (s *session) current() Lock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.lock
 }
 
 // end stops renewal and releases the lock (with a fresh context: release even when cancelled).
@@ -348,7 +362,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 		return out, err
 	}
 	for _, r := range o.Overrides {
-		if _, err := s.j.Append(ctx, Record{Kind: RecOverride, Reason: o.Reason, Detail: fmt.Sprintf("rule %s bypassed by %s", r, s.lock.Holder)}); err != nil {
+		if _, err := s.j.Append(ctx, Record{Kind: RecOverride, Reason: o.Reason, Detail: fmt.Sprintf("rule %s bypassed by %s", r, s.j.Holder)}); err != nil {
 			return out, err
 		}
 	}
@@ -540,7 +554,8 @@ func (e *Executor) waitDrain(s *session, st *Step, k int) error {
 func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) error {
 	ctx := s.ctx
 	target := plan.After(k)
-	if err := e.locker().Check(ctx, s.lock); err != nil {
+	cur := s.current()
+	if err := e.locker().Check(ctx, &cur); err != nil {
 		return err
 	}
 	step := k

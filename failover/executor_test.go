@@ -615,3 +615,25 @@ func TestOverrideJournaledAndExpiry(t *testing.T) {
 		t.Fatalf("status of an expired failover: %v %+v", err, st.RunView)
 	}
 }
+
+// The lock is renewed while a run lasts longer than its TTL (and the renewal shares nothing
+// unguarded with the run: this test is meant for -race).
+func TestLockRenewedDuringRun(t *testing.T) {
+	r := newRig(t, "", nil)
+	ctx := testbed.Ctx(t)
+	r.fleet.Failover.StepInterval = 150 * time.Millisecond
+	e := r.executor()
+	e.LockTTL = 240 * time.Millisecond // renewed every 80 ms; the run takes ≥ 300 ms
+	var expiries []time.Time
+	e.OnRecord = func(rec Record) {
+		if lk, ok, _ := (&Locker{Store: r.store}).Read(ctx); ok && !lk.Released {
+			expiries = append(expiries, lk.Expires)
+		}
+	}
+	if _, err := e.Run(ctx, evacuate("eu-west-1")); err != nil {
+		t.Fatalf("a run longer than the lock TTL: %v", err)
+	}
+	if len(expiries) < 2 || !expiries[len(expiries)-1].After(expiries[0]) {
+		t.Fatalf("the lock was not renewed: %v", expiries)
+	}
+}

@@ -210,6 +210,7 @@ func azureObject(key string, size *int64, mod *time.Time, etag *azcore.ETag, md5
 }
 
 func (s *azureStore) List(ctx context.Context, dir string, fn func(Object) error) error {
+	fn = capEntries(fn, s.opts.maxListEntries())
 	dir, err := validateDir(dir)
 	if err != nil {
 		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}

@@ -94,6 +94,7 @@ func (s *fileStore) object(key string, fi fs.FileInfo) Object {
 // caches link snapshot files to blobs), and so is a root or dir that is itself a link; linked
 // sub-directories are not (no loops, no escaping the tree).
 func (s *fileStore) List(ctx context.Context, dir string, fn func(Object) error) error {
+	fn = capEntries(fn, s.opts.maxListEntries())
 	dir, err := validateDir(dir)
 	if err != nil {
 		return &Error{Op: "list", Store: s.String(), Key: dir, Kind: ErrInvalidKey, Err: err}

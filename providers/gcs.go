@@ -189,6 +189,7 @@ func gcsObject(key string, a *storage.ObjectAttrs) Object {
 }
 
 func (s *gcsStore) List(ctx context.Context, dir string, fn func(Object) error) error {
+	fn = capEntries(fn, s.opts.maxListEntries())
 	dir, err := validateDir(dir)
 	if err != nil {
 		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}

@@ -219,6 +219,7 @@ func (s *s3Store) fail(op, key string, err error) error {
 }
 
 func (s *s3Store) List(ctx context.Context, dir string, fn func(Object) error) error {
+	fn = capEntries(fn, s.opts.maxListEntries())
 	dir, err := validateDir(dir)
 	if err != nil {
 		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
@@ -230,7 +231,7 @@ func (s *s3Store) List(ctx context.Context, dir string, fn func(Object) error) e
 	var bad invalidKeys
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+		page, err := p.NextPage(ctx, capResponseBody(MaxListPageBytes))
 		if err != nil {
 			return s.fail("list", dir, err)
 		}

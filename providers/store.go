@@ -222,6 +222,9 @@ type Options struct {
 	PartSize int64
 	// Concurrency is the number of parts of one Write in flight; 0 means 4.
 	Concurrency int
+	// MaxListEntries caps the entries one List passes on: 0 means DefaultMaxListEntries. Past it
+	// List fails with ErrListTooLarge.
+	MaxListEntries int
 	// PageSize is the number of entries per listing request: 0 means the provider default (1,000
 	// on S3 and GCS, 5,000 on Azure). Small values exist for tests.
 	PageSize int

@@ -99,6 +99,7 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 		}
 		return rep, nil
 	}
+	r.sweep(ctx, rep, start.Add(-StaleAfter)) // a killed run's debris (temp files, multipart uploads)
 	r.copyAll(ctx, rep)
 	if err := ctx.Err(); err != nil {
 		rep.Status = Interrupted
@@ -116,7 +117,39 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 		return rep, fmt.Errorf("target after copying: %w", err)
 	}
 	rep.Status = r.verdict(rep, after)
+	if rep.Status == OK {
+		// Every manifest file is proven intact: an upload begun before this run can only be a
+		// superseded one (a killed run's, or a slower concurrent run's, which then retries).
+		r.sweep(ctx, rep, start)
+	}
 	return rep, nil
+}
+
+// StaleAfter is the age past which Lifeboat's own incomplete uploads and temporary files in a
+// target are removed when a run starts; a file store's temporary files of processes that are
+// gone are removed at any age.
+const StaleAfter = 24 * time.Hour
+
+// sweep removes the target's debris older than before (providers.Sweeper) and adds it to the
+// report; a failure to sweep is logged, it does not fail the run.
+func (r *replicator) sweep(ctx context.Context, rep *Report, before time.Time) {
+	sw, ok := providers.AsSweeper(r.to)
+	if !ok {
+		return
+	}
+	got, err := sw.Sweep(ctx, before)
+	if err != nil {
+		r.o.Log.Warn("sweeping stale temporary files and uploads", "target", r.to.String(), "err", err)
+	}
+	if rep.Swept == nil {
+		rep.Swept = &providers.Swept{}
+	}
+	rep.Swept.Removed += got.Removed
+	rep.Swept.Bytes += got.Bytes
+	rep.Swept.Left = got.Left
+	if got.Removed > 0 {
+		r.o.Log.Info("removed stale debris of earlier runs", "target", r.to.String(), "removed", got.Removed, "bytes", got.Bytes)
+	}
 }
 
 // plan turns the target's verdicts into rep.Files (what to copy), rep.Extra and the counts of
@@ -366,7 +399,11 @@ type Report struct {
 	// Unproven lists manifest files that, after the run, are neither OK by the target's native
 	// checksums nor written or re-read by this run (someone else changed the target meanwhile).
 	Unproven []string `json:"unproven,omitempty"`
-	Seconds  float64  `json:"seconds"`
+	// Swept is what this run removed of earlier runs' debris in the target (temporary files,
+	// incomplete multipart uploads) and what it left as possibly another run's; nil when the
+	// target keeps none or nothing was written.
+	Swept   *providers.Swept `json:"swept,omitempty"`
+	Seconds float64          `json:"seconds"`
 }
 
 type replicator struct {

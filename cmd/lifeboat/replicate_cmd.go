@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -169,22 +171,22 @@ func (a *app) renderReplicate(rep *replicate.Report, op string) error {
 			case c.Outcome == replicate.OutcomeCopied && c.Attempts > 1:
 				result = fmt.Sprintf("copied (%d attempts)", c.Attempts)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Path, c.Reason, humanBytes(c.Size), c.From, result)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", pathText(c.Path), c.Reason, humanBytes(c.Size), c.From, result)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		for _, c := range rep.Files {
 			if c.Detail != "" && a.verbose {
-				fmt.Fprintf(w, "  %s: %s: %s\n", c.Path, c.Reason, c.Detail)
+				fmt.Fprintf(w, "  %s: %s: %s\n", pathText(c.Path), c.Reason, c.Detail)
 			}
 			if c.Error != "" {
-				fmt.Fprintf(w, "  %s: %s\n", c.Path, c.Error)
+				fmt.Fprintf(w, "  %s: %s\n", pathText(c.Path), c.Error)
 			}
 		}
 	}
 	for _, p := range rep.Extra {
-		fmt.Fprintf(w, "extra (not in the manifest, left alone): %s\n", p)
+		fmt.Fprintf(w, "extra (not in the manifest, left alone): %s\n", pathText(p))
 	}
 
 	var planned int
@@ -260,4 +262,16 @@ func replicateErr(rep *replicate.Report) error {
 		return problem("%d file(s) could not be written to %s on this host (see each file's error: disk full, read-only, a path in the way)", rep.Failed, rep.To)
 	}
 	return nil
+}
+
+// pathText is a path as text output shows it: as is when every character is a printable
+// non-space, else Go-quoted, so that a key from a store (whose C1 controls, bidi overrides or
+// newlines the key rules let through) cannot forge lines, colours or OK verdicts on a terminal.
+func pathText(p string) string {
+	for _, r := range p {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) || r == '"' || unicode.Is(unicode.Cf, r) {
+			return strconv.Quote(p)
+		}
+	}
+	return p
 }

@@ -226,12 +226,12 @@ func renderVerify(w io.Writer, rep *verify.Report) error {
 				case verify.StatusUnverified:
 					if paths := unverified[f.Detail]; len(paths) > 3 {
 						if paths[0] == f.Path {
-							fmt.Fprintf(tw, "  %s\t%d files, e.g. %s\t%s\n", f.Status, len(paths), f.Path, f.Detail)
+							fmt.Fprintf(tw, "  %s\t%d files, e.g. %s\t%s\n", f.Status, len(paths), pathText(f.Path), f.Detail)
 						}
 						continue
 					}
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Status, f.Path, how(f))
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Status, pathText(f.Path), how(f))
 			}
 		}
 		if err := tw.Flush(); err != nil {

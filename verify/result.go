@@ -86,6 +86,9 @@ type ReplicaResult struct {
 	// Warnings are things worth knowing that fail nothing (objects with invalid names skipped by
 	// the listing, native checksums that disagree with bytes that are right).
 	Warnings []string `json:"warnings,omitempty"`
+	// Diagnosis, when every file of the manifest is MISSING, says what the prefix holds instead
+	// (a model repository given for a bundle, a bundle one level down, nothing at all).
+	Diagnosis string `json:"diagnosis,omitempty"`
 	// BytesRead is how many content bytes a deep verification read and hashed.
 	BytesRead int64 `json:"bytes_read,omitempty"`
 	// Seconds is the wall time the replica took.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,7 +217,50 @@ func (r *runner) replica(ctx context.Context, m *manifest.Manifest, s providers.
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	res.Files = files
 	res.finish(start)
+	if res.Counts[StatusMissing] == len(m.Files) && len(m.Files) > 0 {
+		res.Diagnosis = diagnose(ctx, s)
+	}
 	return res
+}
+
+// diagnose says what a prefix holds when nothing of the manifest is there: usually the wrong
+// level (the model directory itself, or the parent of the bundle) or a prefix typo.
+func diagnose(ctx context.Context, s providers.Store) string {
+	top := map[string]bool{}
+	nested := ""
+	errStop := errors.New("enough")
+	err := s.List(ctx, "", func(o providers.Object) error {
+		first, rest, _ := strings.Cut(o.Key, "/")
+		top[first] = true
+		if sub, _, ok := strings.Cut(rest, "/"); ok && (sub == "model" || sub == "engine") && nested == "" {
+			nested = first
+		}
+		if len(top) > 50 {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) && !errors.Is(err, providers.ErrInvalidKey) {
+		return ""
+	}
+	names := make([]string, 0, len(top))
+	for n := range top {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	const head = "nothing of the manifest exists under this prefix"
+	switch {
+	case len(names) == 0:
+		return head + ", which is empty: check the prefix for a typo"
+	case top["config.json"] || top["tokenizer.json"]:
+		return head + ": it holds a model repository itself (config.json at the top), not a DR bundle — give the directory that holds model/, engine/ and deploy/ (the parent directory?), or use 'manifest lint --model' for a repository"
+	case nested != "":
+		return head + ": a bundle seems to be one level down, under " + nested + "/ — did you mean that prefix?"
+	}
+	if len(names) > 10 {
+		names = append(names[:10], "…")
+	}
+	return head + "; it holds: " + strings.Join(names, ", ") + " — no model/, engine/ or deploy/: check the prefix"
 }
 
 // bundleDirs are the directories of a DR bundle; a replica URL names the prefix holding them.

@@ -75,7 +75,7 @@ Exit codes: 0 no gap; 1 a lint error or a replica with a missing, short or misma
 			if model == "" {
 				dirs = lint.DirSource{Bundle: urls[0]}
 			}
-			src, closeSrc, err := a.lintSource(ctx, m, dirs)
+			src, closeSrc, err := lint.OpenSource(ctx, m, dirs, a.openStore)
 			if err != nil {
 				return err
 			}

@@ -267,3 +267,26 @@ func TestLintFindsARepositoryThatDiffersFromItsManifest(t *testing.T) {
 		t.Fatalf("edited engine config in a bundle: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// Pointing at the wrong level gets a diagnosis first, and a replica where every file is missing
+// is one finding, not fifteen.
+func TestWrongLevelIsDiagnosed(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	r := cli(t, nil, "manifest", "lint", m, "--model", l.Root)
+	if r.code != 2 || !strings.Contains(r.stderr, "this is a DR bundle — use --bundle "+l.Root) {
+		t.Errorf("lint --model <bundle root>: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, nil, "manifest", "lint", m, "--bundle", l.ModelDir)
+	if r.code != 2 || !strings.Contains(r.stderr, "no model/, engine/ or deploy/ here") || !strings.Contains(r.stderr, "use --model") {
+		t.Errorf("lint --bundle <model dir>: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, nil, "verify", "--manifest", m, l.ModelDir)
+	if r.code != 1 || strings.Count(r.stdout, "MISSING") != 2 || !strings.Contains(r.stdout, "MISSING  all 15 files of the manifest") ||
+		!strings.Contains(r.stdout, "it holds a model repository itself") {
+		t.Errorf("verify <model dir>: exit %d\n%s", r.code, r.stdout)
+	}
+	r = cli(t, nil, "verify", "--manifest", m, filepath.Dir(l.Root))
+	if r.code != 1 || !strings.Contains(r.stdout, "a bundle seems to be one level down, under "+filepath.Base(l.Root)+"/") {
+		t.Errorf("verify <parent of the bundle>: exit %d\n%s", r.code, r.stdout)
+	}
+}

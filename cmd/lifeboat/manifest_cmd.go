@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -369,9 +366,9 @@ credentials exit 2. file:///PATH is the local directory PATH.`,
 			if err != nil {
 				return err
 			}
-			src, closeSrc, err := a.lintSource(cmd.Context(), m, dirs)
+			src, closeSrc, err := lint.OpenSource(cmd.Context(), m, dirs, a.openStore)
 			if err != nil {
-				return err
+				return err // exitCode: a store that stayed unreachable 4, the rest is bad input 2
 			}
 			defer closeSrc()
 			rep := lint.RunWith(cmd.Context(), m, src, lint.Options{Log: a.log, Deep: deep})
@@ -396,77 +393,6 @@ credentials exit 2. file:///PATH is the local directory PATH.`,
 	_ = c.MarkFlagDirname("model")
 	_ = c.MarkFlagDirname("bundle")
 	return c
-}
-
-// lintSource turns --model and --bundle into a lint source: local directories as before, or a store
-// read through ranged reads. file:// URLs are local directories.
-func (a *app) lintSource(ctx context.Context, m *manifest.Manifest, dirs lint.DirSource) (lint.Source, func(), error) {
-	noop := func() {}
-	var remote string
-	layout := manifest.ModelRepoLayout
-	for _, d := range []struct {
-		flag string
-		v    *string
-	}{{"--model", &dirs.Model}, {"--bundle", &dirs.Bundle}} {
-		if !isStoreURL(*d.v) {
-			continue
-		}
-		loc, err := providers.ParseURL(*d.v)
-		if err != nil {
-			return nil, noop, usageErr("%s: %v", d.flag, err)
-		}
-		if loc.Scheme == "file" {
-			*d.v = loc.Path
-			continue
-		}
-		remote = *d.v
-		if d.flag == "--bundle" {
-			layout = manifest.BundleLayout
-		}
-	}
-	if remote == "" {
-		for _, d := range []string{dirs.Model, dirs.Bundle} {
-			if d == "" {
-				continue
-			}
-			if st, err := os.Stat(d); err != nil || !st.IsDir() {
-				return nil, noop, usageErr("%s is not a directory", d)
-			}
-		}
-		return dirs, noop, nil
-	}
-	if dirs.Model != "" && dirs.Bundle != "" {
-		return nil, noop, usageErr("give either --model or --bundle when one of them is a store URL, not both")
-	}
-	st, err := a.openStore(ctx, remote)
-	if err != nil {
-		return nil, noop, err
-	}
-	src := manifest.NewStoreSource(st, layout)
-	if err := src.Prefetch(ctx); err != nil && !errors.Is(err, providers.ErrInvalidKey) {
-		st.Close()
-		return nil, noop, err
-	}
-	if layout == manifest.ModelRepoLayout && looksLikeBundle(ctx, m, src) {
-		st.Close()
-		return nil, noop, usageErr("%s looks like a DR bundle (it holds model/… paths of the manifest): use --bundle %s for a replica; --model is the model repository itself", remote, remote)
-	}
-	return src, func() { st.Close() }, nil
-}
-
-// looksLikeBundle reports whether a model-repository source holds none of the manifest's model
-// files but does hold them under model/ — a replica given to --model.
-func looksLikeBundle(ctx context.Context, m *manifest.Manifest, src *manifest.StoreSource) bool {
-	direct, nested := 0, 0
-	for _, f := range m.PartFiles(manifest.PartModel) {
-		if _, err := src.Size(ctx, f.Path); err == nil {
-			direct++
-		}
-		if _, err := src.Size(ctx, "model/"+f.Path); err == nil {
-			nested++
-		}
-	}
-	return direct == 0 && nested > 0
 }
 
 func (a *app) printRules() error {

@@ -211,7 +211,15 @@ func renderVerify(w io.Writer, rep *verify.Report) error {
 		for _, wmsg := range r.Warnings {
 			fmt.Fprintf(tw, "  warning\t%s\n", wmsg)
 		}
-		if r.Error == "" || r.Counts[verify.StatusError] < len(r.Files) { // else nothing was checked; the error says why
+		if r.Diagnosis != "" {
+			// Every file is missing: one finding, not one per file.
+			fmt.Fprintf(tw, "  %s\tall %d files of the manifest\t%s\n", verify.StatusMissing, r.Counts[verify.StatusMissing], r.Diagnosis)
+			for _, f := range r.Files {
+				if f.Status == verify.StatusExtra {
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Status, f.Path, how(f))
+				}
+			}
+		} else if r.Error == "" || r.Counts[verify.StatusError] < len(r.Files) { // else nothing was checked; the error says why
 			// UNVERIFIED files that share a reason are summed up in one line when there are many.
 			unverified := map[string][]string{}
 			for _, f := range r.Files {

@@ -101,8 +101,11 @@ func (e *Executor) locker() *Locker { return &Locker{Store: e.Store, TTL: e.Lock
 
 // session is one process's hold on the lock, renewed in the background.
 type session struct {
-	e      *Executor
-	mu     sync.Mutex // guards lock: the renewal goroutine replaces it
+	e *Executor
+	// mu guards lock and is held across a whole Renew (store write, then the update of lock) and
+	// a whole Check: a Check between Renew's write and its update would compare the store's new
+	// revision with the old one and wrongly conclude that the lock was lost.
+	mu     sync.Mutex
 	lock   *Lock
 	j      *Journal
 	ctx    context.Context
@@ -128,29 +131,28 @@ func (e *Executor) begin(ctx context.Context, operation, reason, run string, nex
 			case <-sctx.Done():
 				return
 			case <-t.C:
-				cur := s.current()
-				if err := e.locker().Renew(sctx, &cur); err != nil {
+				s.mu.Lock()
+				err := e.locker().Renew(sctx, s.lock) // updates *s.lock only on success
+				s.mu.Unlock()
+				if err != nil {
 					if errors.Is(err, ErrLockLost) {
 						cancel(err)
 						return
 					}
 					e.log().Warn("lock renewal failed; retrying", "err", err)
-					continue
 				}
-				s.mu.Lock()
-				*s.lock = cur
-				s.mu.Unlock()
 			}
 		}
 	}()
 	return s, nil
 }
 
-// current is a copy of the lock as last renewed.
-func (s *session) current() Lock {
+// checkLock verifies that the lock is still ours (fencing, before each router write), never in
+// the middle of a renewal.
+func (s *session) checkLock(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return *s.lock
+	return s.e.locker().Check(ctx, s.lock)
 }
 
 // end stops renewal and releases the lock (with a fresh context: release even when cancelled).
@@ -554,8 +556,7 @@ func (e *Executor) waitDrain(s *session, st *Step, k int) error {
 func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) error {
 	ctx := s.ctx
 	target := plan.After(k)
-	cur := s.current()
-	if err := e.locker().Check(ctx, &cur); err != nil {
+	if err := s.checkLock(ctx); err != nil {
 		return err
 	}
 	step := k

@@ -184,15 +184,7 @@ func selfCommand(command string) string {
 	if err != nil {
 		return command
 	}
-	return shellQuote(exe) + rest
-}
-
-// shellQuote quotes s as one word for the launcher's command splitter.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\{}$`") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return warm.ShellQuote(exe) + rest
 }
 
 func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult) error {

@@ -13,6 +13,7 @@ import (
 
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
+	"lifeboat/verify/warm"
 )
 
 // TestBootHelperProcess is not a test: it is the replica process an exec launcher starts in the
@@ -61,7 +62,7 @@ regions:
       env: {LIFEBOAT_BOOT_HELPER: "1"}
 tenants:
   eu-only: [local]
-`, rel, replica, shellQuote(exe))
+`, rel, replica, warm.ShellQuote(exe))
 	p := filepath.Join(dir, "fleet.yaml")
 	if err := os.WriteFile(p, []byte(fleet), 0o644); err != nil {
 		t.Fatal(err)
@@ -187,7 +188,7 @@ func TestBootUsage(t *testing.T) {
 
 func TestSelfCommand(t *testing.T) {
 	exe, _ := os.Executable()
-	if got := selfCommand("lifeboat engine-sim {{.ModelDir}}"); got != shellQuote(exe)+" engine-sim {{.ModelDir}}" {
+	if got := selfCommand("lifeboat engine-sim {{.ModelDir}}"); got != warm.ShellQuote(exe)+" engine-sim {{.ModelDir}}" {
 		t.Errorf("selfCommand = %q", got)
 	}
 	for _, c := range []string{"vllm serve {{.ModelDir}}", "lifeboat2 x", "/usr/bin/lifeboat x"} {
@@ -195,8 +196,8 @@ func TestSelfCommand(t *testing.T) {
 			t.Errorf("selfCommand(%q) = %q", c, got)
 		}
 	}
-	if shellQuote("/a b/it's") != `'/a b/it'\''s'` {
-		t.Error(shellQuote("/a b/it's"))
+	if warm.ShellQuote("/a b/it's") != `'/a b/it'\''s'` {
+		t.Error(warm.ShellQuote("/a b/it's"))
 	}
 }
 

@@ -290,3 +290,23 @@ func TestWrongLevelIsDiagnosed(t *testing.T) {
 		t.Errorf("verify <parent of the bundle>: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// manifest diff shows what changed inside the config files the manifest holds.
+func TestDiffShowsChangedSettings(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	eng, _ := os.ReadFile(l.EngineFile)
+	re := regexp.MustCompile(`(?m)^max-model-len: (\d+)$`)
+	old := re.FindStringSubmatch(string(eng))
+	if old == nil {
+		t.Fatalf("no max-model-len in %s", eng)
+	}
+	os.WriteFile(l.EngineFile, re.ReplaceAll(eng, []byte("max-model-len: 4096")), 0o644)
+	m2 := filepath.Join(t.TempDir(), "m2.json")
+	if r := cli(t, nil, "manifest", "build", "--model", l.ModelDir, "--engine", l.EngineFile, "--deploy", l.DeployDir, "--out", m2); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := cli(t, nil, "manifest", "diff", m, m2)
+	if r.code != 0 || !strings.Contains(r.stdout, "    max-model-len: "+old[1]+" → 4096") {
+		t.Fatalf("diff: exit %d\n%s", r.code, r.stdout)
+	}
+}

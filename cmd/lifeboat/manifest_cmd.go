@@ -286,6 +286,16 @@ Exit status is 0 whether or not they differ, unless --exit-code is given (then 1
 						fmt.Fprintf(w, "- %s\t%s\t%s\t%s\n", c.Path, c.Role, humanBytes(c.Old.Size), short(c.Old.Digest))
 					default:
 						fmt.Fprintf(w, "~ %s\t%s\t%s → %s\t%s → %s\n", c.Path, c.Role, humanBytes(c.Old.Size), humanBytes(c.New.Size), short(c.Old.Digest), short(c.New.Digest))
+						for _, st := range c.Settings {
+							switch {
+							case st.Old == "":
+								fmt.Fprintf(w, "    + %s: %s\n", st.Key, st.New)
+							case st.New == "":
+								fmt.Fprintf(w, "    - %s: %s (dropped)\n", st.Key, st.Old)
+							default:
+								fmt.Fprintf(w, "    %s: %s → %s\n", st.Key, st.Old, st.New)
+							}
+						}
 					}
 				}
 				for _, md := range d.Model {

@@ -7,7 +7,7 @@ DEMO  := $(CURDIR)/.demo
 FUZZTIME ?= 20s
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build test vet lint fmt-check fuzz bench demo clean
+.PHONY: all build test vet lint fmt-check fuzz bench demo image clean
 
 # `emulators`: versitygw (S3) into ./bin, Azurite into ./.tools; each only when missing.
 include mk/emulators.mk
@@ -159,6 +159,12 @@ demo: build routers
 	$(LIFEBOAT) drill history --fleet $(DEMO)/drill/fleet.yaml
 	@kill $$(cat $(DEMO)/clouds.pid) 2>/dev/null || true
 	@echo; echo "Open $(DEMO)/drill/report/report.html (self-contained) or paste $(DEMO)/drill/report/report.md into a ticket."
+
+## image: the Lifeboat container image (static binary on distroless), when Docker is there.
+IMAGE ?= lifeboat:dev
+image:
+	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then docker build -t $(IMAGE) .; \
+	else echo "docker is not available (no CLI or no daemon): no image built; the tests do not need it"; fi
 
 clean:
 	rm -rf $(BIN) $(DEMO) .bench

@@ -1,0 +1,15 @@
+# Lifeboat as CI systems and Kubernetes CronJobs run it: one static binary on a small base.
+#   make image            (docker build -t lifeboat:dev .)
+#   docker run --rm -v "$PWD:/work" -w /work lifeboat:dev check --fleet fleet.yaml -o junit
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/lifeboat ./cmd/lifeboat
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/lifeboat /usr/local/bin/lifeboat
+USER nonroot:nonroot
+ENTRYPOINT ["/usr/local/bin/lifeboat"]
+CMD ["--help"]

@@ -310,3 +310,21 @@ func TestDiffShowsChangedSettings(t *testing.T) {
 		t.Fatalf("diff: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// One way to pass the manifest: --manifest FILE everywhere (lint and show keep FILE as an alias).
+func TestManifestFlagEverywhere(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	for _, args := range [][]string{
+		{"manifest", "lint", "--manifest", m, "--model", l.ModelDir},
+		{"manifest", "show", "--manifest", m},
+		{"manifest", "lint", m, "--model", l.ModelDir},
+		{"verify", "--manifest", m, l.Root},
+	} {
+		if r := cli(t, nil, args...); r.code != 0 {
+			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	if r := cli(t, nil, "manifest", "show", "--manifest", m, "other.json"); r.code != 2 || !strings.Contains(r.stderr, "given twice") {
+		t.Errorf("manifest given twice: exit %d %s", r.code, r.stderr)
+	}
+}

@@ -168,13 +168,18 @@ func (a *app) readManifest(name string) (*manifest.Manifest, error) {
 
 func (a *app) manifestShowCmd() *cobra.Command {
 	var files bool
+	var manifestFile string
 	c := &cobra.Command{
-		Use:   "show FILE",
+		Use:   "show [--manifest] FILE [--files]",
 		Short: "Summarise a manifest by part and role",
 		Example: `  lifeboat manifest show dr/manifest.json
   lifeboat manifest show dr/manifest.json --files -o json`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args, err := manifestArg(manifestFile, args, "manifest show")
+			if err != nil {
+				return err
+			}
 			if err := a.checkOutput("text", "json"); err != nil {
 				return err
 			}
@@ -219,6 +224,7 @@ func (a *app) manifestShowCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&files, "files", false, "also list every file")
+	c.Flags().StringVar(&manifestFile, "manifest", "", "the manifest (the same as giving FILE, as verify, replicate and restore take it)")
 	return c
 }
 
@@ -325,8 +331,9 @@ func short(d string) string {
 func (a *app) manifestLintCmd() *cobra.Command {
 	var dirs lint.DirSource
 	var listRules, strict, deep bool
+	var manifestFile string
 	c := &cobra.Command{
-		Use:   "lint FILE --model DIR|URL | --bundle DIR|URL [-o text|json|junit]",
+		Use:   "lint [--manifest] FILE --model DIR|URL | --bundle DIR|URL [--deep] [--strict] [-o text|json|junit]",
 		Short: "Check a manifest and the repository it describes for DR gaps",
 		Long: `Lint checks the manifest together with the model repository files it describes: config,
 tokenizer, chat template, generation config, safetensors headers and index, quantization,
@@ -366,8 +373,9 @@ credentials exit 2. file:///PATH is the local directory PATH.`,
 			if listRules {
 				return a.printRules()
 			}
-			if len(args) != 1 {
-				return usageErr("manifest lint needs the manifest FILE (see --help)")
+			args, err := manifestArg(manifestFile, args, "manifest lint")
+			if err != nil {
+				return err
 			}
 			if dirs.Model == "" && dirs.Bundle == "" {
 				return usageErr("manifest lint needs --model DIR (or --bundle DIR)")
@@ -399,6 +407,7 @@ credentials exit 2. file:///PATH is the local directory PATH.`,
 	f.StringVar(&dirs.Bundle, "bundle", "", "a DR bundle (model/, engine/, deploy/), e.g. a replica: a directory or a store URL")
 	f.BoolVar(&listRules, "list-rules", false, "print every rule id, severity and summary, then exit")
 	f.BoolVar(&strict, "strict", false, "exit 1 on warnings too")
+	f.StringVar(&manifestFile, "manifest", "", "the manifest (the same as giving FILE, as verify, replicate and restore take it)")
 	f.BoolVar(&deep, "deep", false, "hash the weight files too (every other file is always hashed)")
 	_ = c.MarkFlagDirname("model")
 	_ = c.MarkFlagDirname("bundle")
@@ -480,4 +489,18 @@ type modelSpecJSON struct {
 
 func modelJSON(s manifest.ModelSpec) modelSpecJSON {
 	return modelSpecJSON{s.Architecture, s.Format, s.ParamSize, s.Precision, s.Quantization}
+}
+
+// manifestArg accepts the manifest as FILE or as --manifest FILE (the convention of verify,
+// replicate and restore), and returns it as the only argument.
+func manifestArg(flag string, args []string, cmd string) ([]string, error) {
+	switch {
+	case flag != "" && len(args) == 1 && args[0] != flag:
+		return nil, usageErr("%s: the manifest is given twice (%s and --manifest %s)", cmd, args[0], flag)
+	case flag != "":
+		return []string{flag}, nil
+	case len(args) == 1:
+		return args, nil
+	}
+	return nil, usageErr("%s needs the manifest: --manifest FILE (or FILE) (see --help)", cmd)
 }

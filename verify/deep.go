@@ -320,18 +320,10 @@ func (r *runner) retry(ctx context.Context, read func() error) error {
 	}
 }
 
-func retryable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	for _, final := range []error{providers.ErrNotFound, providers.ErrPermission, providers.ErrPreconditionFailed,
-		providers.ErrInvalidKey, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, final) {
-			return false
-		}
-	}
-	return true
-}
+// retryable is providers' one classification: not found, denied, misconfigured, invalid, a lost
+// race and an ended context are final; a broken body, an unreachable store, bytes that changed
+// in transit and the unknown may succeed on another attempt.
+func retryable(ctx context.Context, err error) bool { return providers.Retryable(ctx, err) }
 
 // pipeline reads [0, size) of key as ranges of RangeSize in parallel — each into its own buffer
 // from the shared pool, pinned to rev — and feeds them to h strictly in order. At most

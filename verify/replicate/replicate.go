@@ -698,17 +698,12 @@ func unreachable(err error) bool {
 }
 
 func retryable(ctx context.Context, err error, kind FailureKind) bool {
-	if ctx.Err() != nil || kind == FailSourceCorrupt || kind == FailLocalWrite {
+	if kind == FailSourceCorrupt || kind == FailLocalWrite {
 		return false
 	}
-	for _, e := range []error{providers.ErrNotFound, providers.ErrPermission, providers.ErrInvalidKey, providers.ErrPreconditionFailed} {
-		if errors.Is(err, e) {
-			return false
-		}
-	}
 	// Unreachable, cut short, or a checksum the target service rejected after a clean read (the
-	// bytes changed on the way): another attempt may well succeed.
-	return true
+	// bytes changed on the way): another attempt may well succeed — providers' one classification.
+	return providers.Retryable(ctx, err)
 }
 
 // statusForError is the run's status when a store could not be listed.

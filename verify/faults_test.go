@@ -137,7 +137,7 @@ func TestFaults(t *testing.T) {
 				// but short body): no attempt can make progress, so the file is ERROR. (GCS's
 				// reader reopens such bodies without limit: only the stall timeout ends it.)
 				o := testbed.VerifyOptions()
-				o.StallTimeout, o.ReadAttempts = 500*time.Millisecond, 2
+				o.StallTimeout, o.ReadAttempts = 2*time.Second, 2
 				for _, act := range []faultproxy.Action{faultproxy.Reset(0), faultproxy.Truncate(0), faultproxy.Shorten(100 << 10)} {
 					r := runWith(t, verify.ModeDeep, o, &faultproxy.Rule{Match: faultproxy.All(reads, faultproxy.PathContains(shard)), Action: act})
 					if r.Status != verify.ReplicaUnreachable || r.Error == "" {

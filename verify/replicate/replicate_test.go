@@ -536,7 +536,7 @@ func TestReplicateFaults(t *testing.T) {
 			in := faultproxy.New(&faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpRead), Action: faultproxy.Reset(0)})
 			to := testbed.OpenStore(t, "file://"+t.TempDir(), testbed.StoreOptions())
 			o := replOptions()
-			o.StallTimeout = 300 * time.Millisecond // the GCS reader reopens a broken body without end
+			o.StallTimeout = 2 * time.Second // the GCS reader reopens a broken body without end; the guard also times opens, so leave room on a loaded machine
 			rep := run(t, f.M, b.Open(t, prefix, in.Client()), to, o)
 			if rep.Status != replicate.Unreachable {
 				t.Fatalf("persistent resets: status %s\n%s", rep.Status, replDump(rep))

@@ -147,29 +147,17 @@ type decoderConfig struct {
 }
 
 func parseDecoder(raw json.RawMessage, depth int) (decoder, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	if depth > maxNesting {
-		return nil, fmt.Errorf("nested more than %d deep", maxNesting)
-	}
-	var c decoderConfig
-	if err := json.Unmarshal(raw, &c); err != nil {
+	c, ok, err := decodeComponent[decoderConfig](raw, depth)
+	if !ok || err != nil {
 		return nil, err
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq decSeq
-		for i, r := range c.Decoders {
-			d, err := parseDecoder(r, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("decoders[%d]: %w", i, err)
-			}
-			if d != nil {
-				seq = append(seq, d)
-			}
+		seq, err := parseSequence("decoders", c.Decoders, depth, parseDecoder)
+		if err != nil {
+			return nil, err
 		}
-		return seq, nil
+		return decSeq(seq), nil
 	case "ByteLevel":
 		return decByteLevel{}, nil
 	case "Replace":

@@ -201,3 +201,34 @@ func joinSpace(toks []string) string {
 	}
 	return string(b)
 }
+
+// decodeComponent decodes the JSON of one pipeline component (normalizer, pre-tokenizer,
+// decoder); ok is false for none (absent or null). Nesting deeper than maxNesting is refused.
+func decodeComponent[C any](raw json.RawMessage, depth int) (c C, ok bool, err error) {
+	if isNull(raw) {
+		return c, false, nil
+	}
+	if depth > maxNesting {
+		return c, false, fmt.Errorf("nested more than %d deep", maxNesting)
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return c, false, err
+	}
+	return c, true, nil
+}
+
+// parseSequence parses the members of a Sequence component, one level deeper, dropping those
+// that are none; an error names the member (field[i]).
+func parseSequence[T any](field string, raws []json.RawMessage, depth int, parse func(json.RawMessage, int) (T, error)) ([]T, error) {
+	var out []T
+	for i, r := range raws {
+		x, err := parse(r, depth+1)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
+		}
+		if any(x) != nil {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}

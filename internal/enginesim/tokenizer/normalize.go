@@ -88,32 +88,17 @@ type normalizerConfig struct {
 
 // parseNormalizer reads a normalizer; nil, nil for none (JSON null or an empty Sequence).
 func parseNormalizer(raw json.RawMessage, depth int) (normalizer, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	if depth > maxNesting {
-		return nil, fmt.Errorf("nested more than %d deep", maxNesting)
-	}
-	var c normalizerConfig
-	if err := json.Unmarshal(raw, &c); err != nil {
+	c, ok, err := decodeComponent[normalizerConfig](raw, depth)
+	if !ok || err != nil {
 		return nil, err
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq normSeq
-		for i, r := range c.Normalizers {
-			n, err := parseNormalizer(r, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("normalizers[%d]: %w", i, err)
-			}
-			if n != nil {
-				seq = append(seq, n)
-			}
+		seq, err := parseSequence("normalizers", c.Normalizers, depth, parseNormalizer)
+		if len(seq) == 0 || err != nil {
+			return nil, err
 		}
-		if len(seq) == 0 {
-			return nil, nil
-		}
-		return seq, nil
+		return normSeq(seq), nil
 	case "NFC":
 		return normForm{norm.NFC}, nil
 	case "NFD":

@@ -248,32 +248,17 @@ type preTokenizerConfig struct {
 }
 
 func parsePreTokenizer(raw json.RawMessage, depth int) (preTokenizer, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	if depth > maxNesting {
-		return nil, fmt.Errorf("nested more than %d deep", maxNesting)
-	}
-	var c preTokenizerConfig
-	if err := json.Unmarshal(raw, &c); err != nil {
+	c, ok, err := decodeComponent[preTokenizerConfig](raw, depth)
+	if !ok || err != nil {
 		return nil, err
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq preSeq
-		for i, r := range c.Pretokenizers {
-			p, err := parsePreTokenizer(r, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("pretokenizers[%d]: %w", i, err)
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
+		seq, err := parseSequence("pretokenizers", c.Pretokenizers, depth, parsePreTokenizer)
+		if len(seq) == 0 || err != nil {
+			return nil, err
 		}
-		if len(seq) == 0 {
-			return nil, nil
-		}
-		return seq, nil
+		return preSeq(seq), nil
 	case "Split":
 		p, err := parsePattern(c.Pattern)
 		if err != nil {

@@ -130,105 +130,133 @@ func ParseURL(raw string) (Location, error) {
 	if !strings.HasPrefix(raw[len(m[0]):], "//") {
 		return Location{}, badURL(raw, "want %s://%s", scheme, usage[scheme])
 	}
+	u, err := parseStoreURL(raw, scheme)
+	if err != nil {
+		return Location{}, err
+	}
+	switch scheme {
+	case "file":
+		return fileLocation(raw, u)
+	case "s3", "gs":
+		return bucketLocation(raw, scheme, u)
+	case "az":
+		return azureLocation(raw, u)
+	}
+	return Location{}, badURL(raw, "unknown scheme %q", scheme)
+}
+
+// parseStoreURL parses a store URL and refuses what never belongs in one: credentials, a
+// fragment, unknown or repeated query parameters (only S3 takes region and endpoint).
+func parseStoreURL(raw, scheme string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return Location{}, badURL(raw, "%v", err)
+		return nil, badURL(raw, "%v", err)
 	}
 	if u.User != nil {
-		return Location{}, badURL(raw, "credentials do not belong in the URL; use the SDK's environment variables or default credential chain")
+		return nil, badURL(raw, "credentials do not belong in the URL; use the SDK's environment variables or default credential chain")
 	}
 	if u.Fragment != "" {
-		return Location{}, badURL(raw, "unexpected #fragment")
+		return nil, badURL(raw, "unexpected #fragment")
 	}
-	q := u.Query()
 	allowed := map[string]bool{}
 	if scheme == "s3" {
 		allowed["region"], allowed["endpoint"] = true, true
 	}
-	for k, v := range q {
+	for k, v := range u.Query() {
 		if !allowed[k] {
-			return Location{}, badURL(raw, "unknown query parameter %q", k)
+			return nil, badURL(raw, "unknown query parameter %q", k)
 		}
 		if len(v) != 1 || v[0] == "" {
-			return Location{}, badURL(raw, "query parameter %q needs exactly one non-empty value", k)
+			return nil, badURL(raw, "query parameter %q needs exactly one non-empty value", k)
 		}
 	}
+	return u, nil
+}
 
-	switch scheme {
-	case "file":
-		p := u.Path
-		switch u.Host {
-		case "", "localhost":
-		case ".", "..":
-			p = u.Host + p // file://./rel
-		default:
-			return Location{}, badURL(raw, "file URLs name a local path: file:///abs/path or file://./rel/path, not host %q", u.Host)
-		}
-		if p == "" {
-			return Location{}, badURL(raw, "empty path")
-		}
-		return Location{Scheme: "file", Path: filepath.Clean(p)}, nil
-
-	case "s3", "gs":
-		if u.Host == "" {
-			return Location{}, badURL(raw, "missing bucket: want %s://%s", scheme, usage[scheme])
-		}
-		if u.Port() != "" || strings.Contains(u.Host, ":") {
-			return Location{}, badURL(raw, "bucket %q cannot have a port (use ?endpoint= for S3-compatible stores)", u.Host)
-		}
-		re := s3BucketRE
-		if scheme == "gs" {
-			re = gcsBucketRE
-		}
-		if !re.MatchString(u.Host) || strings.Contains(u.Host, "..") {
-			return Location{}, badURL(raw, "bucket name %q is not valid (3-63 lower-case letters, digits, '.', '-', '_')", u.Host)
-		}
-		prefix, err := checkPrefix(u.Path)
-		if err != nil {
-			return Location{}, badURL(raw, "%v", err)
-		}
-		loc := Location{Scheme: scheme, Bucket: u.Host, Prefix: prefix, Region: q.Get("region")}
-		if ep := q.Get("endpoint"); ep != "" {
-			eu, err := url.Parse(ep)
-			if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
-				return Location{}, badURL(raw, "endpoint must be an http:// or https:// URL with a host")
-			}
-			if eu.User != nil {
-				return Location{}, badURL(raw, "credentials do not belong in the endpoint URL")
-			}
-			if eu.RawQuery != "" || eu.Fragment != "" {
-				return Location{}, badURL(raw, "endpoint must not have a query or fragment")
-			}
-			loc.Endpoint = strings.TrimSuffix(eu.String(), "/")
-		}
-		return loc, nil
-
-	case "az":
-		if u.Host == "" {
-			return Location{}, badURL(raw, "missing account: want az://%s", usage["az"])
-		}
-		if !azAccountRE.MatchString(u.Host) {
-			return Location{}, badURL(raw, "storage account name %q is not valid (3-24 lower-case letters and digits)", u.Host)
-		}
-		rest := strings.TrimPrefix(u.Path, "/")
-		cont, prefix, _ := strings.Cut(rest, "/")
-		if cont == "" {
-			return Location{}, badURL(raw, "missing container: want az://%s", usage["az"])
-		}
-		if !azContainerR.MatchString(cont) || len(cont) < 3 || len(cont) > 63 {
-			return Location{}, badURL(raw, "container name %q is not valid (3-63 lower-case letters, digits and single '-')", cont)
-		}
-		prefix, err := checkPrefix(prefix)
-		if err != nil {
-			return Location{}, badURL(raw, "%v", err)
-		}
-		return Location{Scheme: "az", Account: u.Host, Bucket: cont, Prefix: prefix}, nil
+// fileLocation is file:///abs/path or file://./rel/path.
+func fileLocation(raw string, u *url.URL) (Location, error) {
+	p := u.Path
+	switch u.Host {
+	case "", "localhost":
+	case ".", "..":
+		p = u.Host + p // file://./rel
+	default:
+		return Location{}, badURL(raw, "file URLs name a local path: file:///abs/path or file://./rel/path, not host %q", u.Host)
 	}
-	return Location{}, badURL(raw, "unknown scheme %q", scheme)
+	if p == "" {
+		return Location{}, badURL(raw, "empty path")
+	}
+	return Location{Scheme: "file", Path: filepath.Clean(p)}, nil
+}
+
+// bucketLocation is s3://BUCKET/PREFIX[?region=R][&endpoint=URL] or gs://BUCKET/PREFIX.
+func bucketLocation(raw, scheme string, u *url.URL) (Location, error) {
+	if u.Host == "" {
+		return Location{}, badURL(raw, "missing bucket: want %s://%s", scheme, usage[scheme])
+	}
+	if u.Port() != "" || strings.Contains(u.Host, ":") {
+		return Location{}, badURL(raw, "bucket %q cannot have a port (use ?endpoint= for S3-compatible stores)", u.Host)
+	}
+	re := s3BucketRE
+	if scheme == "gs" {
+		re = gcsBucketRE
+	}
+	if !re.MatchString(u.Host) || strings.Contains(u.Host, "..") {
+		return Location{}, badURL(raw, "bucket name %q is not valid (3-63 lower-case letters, digits, '.', '-', '_')", u.Host)
+	}
+	prefix, err := checkPrefix(u.Path)
+	if err != nil {
+		return Location{}, badURL(raw, "%v", err)
+	}
+	q := u.Query()
+	loc := Location{Scheme: scheme, Bucket: u.Host, Prefix: prefix, Region: q.Get("region")}
+	if ep := q.Get("endpoint"); ep != "" {
+		if loc.Endpoint, err = endpointURL(raw, ep); err != nil {
+			return Location{}, err
+		}
+	}
+	return loc, nil
+}
+
+// endpointURL checks an S3 ?endpoint= value: http(s), a host, nothing else.
+func endpointURL(raw, ep string) (string, error) {
+	eu, err := url.Parse(ep)
+	if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
+		return "", badURL(raw, "endpoint must be an http:// or https:// URL with a host")
+	}
+	if eu.User != nil {
+		return "", badURL(raw, "credentials do not belong in the endpoint URL")
+	}
+	if eu.RawQuery != "" || eu.Fragment != "" {
+		return "", badURL(raw, "endpoint must not have a query or fragment")
+	}
+	return strings.TrimSuffix(eu.String(), "/"), nil
+}
+
+// azureLocation is az://ACCOUNT/CONTAINER/PREFIX.
+func azureLocation(raw string, u *url.URL) (Location, error) {
+	if u.Host == "" {
+		return Location{}, badURL(raw, "missing account: want az://%s", usage["az"])
+	}
+	if !azAccountRE.MatchString(u.Host) {
+		return Location{}, badURL(raw, "storage account name %q is not valid (3-24 lower-case letters and digits)", u.Host)
+	}
+	cont, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	if cont == "" {
+		return Location{}, badURL(raw, "missing container: want az://%s", usage["az"])
+	}
+	if !azContainerR.MatchString(cont) || len(cont) < 3 || len(cont) > 63 {
+		return Location{}, badURL(raw, "container name %q is not valid (3-63 lower-case letters, digits and single '-')", cont)
+	}
+	prefix, err := checkPrefix(prefix)
+	if err != nil {
+		return Location{}, badURL(raw, "%v", err)
+	}
+	return Location{Scheme: "az", Account: u.Host, Bucket: cont, Prefix: prefix}, nil
 }
 
 var usage = map[string]string{

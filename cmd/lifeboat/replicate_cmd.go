@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/verify"
 	"lifeboat/verify/replicate"
@@ -19,9 +21,31 @@ func (a *app) replicateCmd() *cobra.Command {
 	var manifestFile, from, to string
 	var o replicate.Options
 	c := &cobra.Command{
-		Use:   "replicate --manifest FILE --from URL --to URL [--dry-run] [--deep] [-j N] [-o text|json]",
-		Short: "Copy to a replica only what it lacks or holds wrong, checking every byte against the manifest",
-		Long: `Replicate seeds or repairs the replica --to from the replica --from. A replica URL names the
+		Use:     "replicate --manifest FILE --from URL --to URL [--dry-run] [--deep] [-j N] [-o text|json]",
+		Short:   "Copy to a replica only what it lacks or holds wrong, checking every byte against the manifest",
+		Long:    replicateLong,
+		Example: replicateExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := a.replicateInput(manifestFile, from, to, &o)
+			if err != nil {
+				return err
+			}
+			return a.runReplicate(cmd.Context(), m, manifestFile, from, to, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&manifestFile, "manifest", "", "the DR manifest (required)")
+	f.StringVar(&from, "from", "", "the replica to copy from: a directory or a store URL (required)")
+	f.StringVar(&to, "to", "", "the replica to seed or repair: a directory or a store URL (required)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
+	f.BoolVar(&o.Deep, "deep", false, "plan from a deep verification of the target (re-read every byte): also repairs bytes that rotted under intact checksums")
+	f.IntVarP(&o.Jobs, "jobs", "j", replicate.DefaultJobs, "files copied at once")
+	_ = c.MarkFlagFilename("manifest", "json")
+	return c
+}
+
+const replicateLong = `Replicate seeds or repairs the replica --to from the replica --from. A replica URL names the
 prefix that holds the DR bundle (model/, engine/, deploy/ — the manifest's paths):
 
   /abs/path, ./rel/path, file:///abs/path        a local directory (created if missing)
@@ -56,95 +80,92 @@ quick verification afterwards. --dry-run prints the plan and writes nothing.
 
 Exit codes: 0 done, or nothing to do (with --dry-run: the plan can be carried out);
 1 some files could not be repaired (missing or corrupt in the source); 2 bad input (manifest,
-URL, missing bucket, refused credentials); 4 a store stayed unreachable.`,
-		Example: `  # seed a new replica from a local bundle, then repair it whenever verify finds a problem
+URL, missing bucket, refused credentials); 4 a store stayed unreachable.`
+
+const replicateExample = `  # seed a new replica from a local bundle, then repair it whenever verify finds a problem
   lifeboat replicate --manifest dr/manifest.json --from ./bundle --to 's3://dr-use1/llama/?region=us-east-1'
   lifeboat replicate --manifest dr/manifest.json --from 's3://dr-use1/llama/?region=us-east-1' \
       --to az://drweu/models/llama/ --dry-run
-  lifeboat replicate --manifest dr/manifest.json --from gs://dr-usc1/llama/ --to /restore/llama -j 8 -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.checkOutput("text", "json"); err != nil {
-				return err
-			}
-			if manifestFile == "" || from == "" || to == "" {
-				return usageErr("replicate needs --manifest FILE, --from URL and --to URL (see --help)")
-			}
-			if o.Jobs < 0 {
-				return usageErr("-j %d: must be at least 1", o.Jobs)
-			}
-			fromLoc, err := providers.ParseURL(from)
-			if err != nil {
-				return usageErr("--from: %v", err)
-			}
-			toLoc, err := providers.ParseURL(to)
-			if err != nil {
-				return usageErr("--to: %v", err)
-			}
-			if fromLoc.String() == toLoc.String() {
-				return usageErr("--from and --to name the same replica (%s)", toLoc)
-			}
-			m, err := a.readManifest(manifestFile)
-			if err != nil {
-				return err
-			}
-			if fromLoc.Scheme == "file" {
-				if st, err := os.Stat(fromLoc.Path); err != nil || !st.IsDir() {
-					return usageErr("--from %s is not a directory", fromLoc.Path)
-				}
-			}
-			if toLoc.Scheme == "file" {
-				if st, err := os.Stat(toLoc.Path); err == nil && !st.IsDir() {
-					return usageErr("--to %s is not a directory", toLoc.Path)
-				}
-				o.CreatesTarget = true
-				if !o.DryRun {
-					if err := os.MkdirAll(toLoc.Path, 0o755); err != nil {
-						return usageErr("--to: %v", err)
-					}
-				}
-			}
-			src, err := a.openStore(cmd.Context(), from)
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			dst, err := a.openStore(cmd.Context(), to)
-			if err != nil {
-				return err
-			}
-			defer dst.Close()
+  lifeboat replicate --manifest dr/manifest.json --from gs://dr-usc1/llama/ --to /restore/llama -j 8 -o json`
 
-			bar := a.newProgress("replicating")
-			o.Progress, o.Total, o.Log = bar.Add, bar.SetTotal, a.log
-			rep, err := replicate.Run(cmd.Context(), m, src, dst, o)
-			bar.Done()
-			if err != nil {
-				return err
-			}
-			if a.output == "json" {
-				v := struct {
-					Manifest string `json:"manifest"`
-					*replicate.Report
-				}{manifestFile, rep}
-				if err := a.writeJSON(v); err != nil {
-					return err
-				}
-			} else if err := a.renderReplicate(rep, "replicate"); err != nil {
-				return err
-			}
-			return replicateErr(rep)
-		},
+// replicateInput checks the flags and reads the manifest; a local --to is created (unless this
+// is a dry run, which only plans).
+func (a *app) replicateInput(manifestFile, from, to string, o *replicate.Options) (*manifest.Manifest, error) {
+	if err := a.checkOutput("text", "json"); err != nil {
+		return nil, err
 	}
-	f := c.Flags()
-	f.StringVar(&manifestFile, "manifest", "", "the DR manifest (required)")
-	f.StringVar(&from, "from", "", "the replica to copy from: a directory or a store URL (required)")
-	f.StringVar(&to, "to", "", "the replica to seed or repair: a directory or a store URL (required)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing")
-	f.BoolVar(&o.Deep, "deep", false, "plan from a deep verification of the target (re-read every byte): also repairs bytes that rotted under intact checksums")
-	f.IntVarP(&o.Jobs, "jobs", "j", replicate.DefaultJobs, "files copied at once")
-	_ = c.MarkFlagFilename("manifest", "json")
-	return c
+	if manifestFile == "" || from == "" || to == "" {
+		return nil, usageErr("replicate needs --manifest FILE, --from URL and --to URL (see --help)")
+	}
+	if o.Jobs < 0 {
+		return nil, usageErr("-j %d: must be at least 1", o.Jobs)
+	}
+	fromLoc, err := providers.ParseURL(from)
+	if err != nil {
+		return nil, usageErr("--from: %v", err)
+	}
+	toLoc, err := providers.ParseURL(to)
+	if err != nil {
+		return nil, usageErr("--to: %v", err)
+	}
+	if fromLoc.String() == toLoc.String() {
+		return nil, usageErr("--from and --to name the same replica (%s)", toLoc)
+	}
+	m, err := a.readManifest(manifestFile)
+	if err != nil {
+		return nil, err
+	}
+	if fromLoc.Scheme == "file" {
+		if st, err := os.Stat(fromLoc.Path); err != nil || !st.IsDir() {
+			return nil, usageErr("--from %s is not a directory", fromLoc.Path)
+		}
+	}
+	if toLoc.Scheme == "file" {
+		if st, err := os.Stat(toLoc.Path); err == nil && !st.IsDir() {
+			return nil, usageErr("--to %s is not a directory", toLoc.Path)
+		}
+		o.CreatesTarget = true
+		if !o.DryRun {
+			if err := os.MkdirAll(toLoc.Path, 0o755); err != nil {
+				return nil, usageErr("--to: %v", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// runReplicate opens both stores, runs the copy with a progress bar and renders the report.
+func (a *app) runReplicate(ctx context.Context, m *manifest.Manifest, manifestFile, from, to string, o replicate.Options) error {
+	src, err := a.openStore(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := a.openStore(ctx, to)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+
+	bar := a.newProgress("replicating")
+	o.Progress, o.Total, o.Log = bar.Add, bar.SetTotal, a.log
+	rep, err := replicate.Run(ctx, m, src, dst, o)
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	if a.output == "json" {
+		v := struct {
+			Manifest string `json:"manifest"`
+			*replicate.Report
+		}{manifestFile, rep}
+		if err := a.writeJSON(v); err != nil {
+			return err
+		}
+	} else if err := a.renderReplicate(rep, "replicate"); err != nil {
+		return err
+	}
+	return replicateErr(rep)
 }
 
 // renderReplicate prints a replicate or restore run (op names which, for the wording).

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"lifeboat/internal/jinja"
 	"lifeboat/manifest/modelrepo"
+	"lifeboat/manifest/modelrepo/jinja"
 )
 
 // chatMessage is one message of a chat request; content is a string or a list of parts.

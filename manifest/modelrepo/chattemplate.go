@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"lifeboat/internal/jinja"
+	"lifeboat/manifest/modelrepo/jinja"
 )
 
 // MaxChatTemplate bounds the size of a chat template the checks accept; real ones are under 20 KB.
@@ -144,7 +144,7 @@ var sampleConversation = []any{
 }
 
 // RenderChatTemplate renders t the way transformers' apply_chat_template does (jinja2 with
-// trim_blocks and lstrip_blocks in an immutable sandbox; see internal/jinja) for o.Messages (by
+// trim_blocks and lstrip_blocks in an immutable sandbox; see manifest/modelrepo/jinja) for o.Messages (by
 // default a two-message conversation) with add_generation_prompt=true unless
 // o.NoGenerationPrompt, and the globals transformers provides (raise_exception, strftime_now,
 // bos_token, eos_token, tools). Rendering is bounded by depth, steps, output size, o.Timeout and

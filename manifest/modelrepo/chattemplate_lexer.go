@@ -12,7 +12,7 @@ import (
 // closely as a checker needs: same delimiters, whitespace-control markers, token rules, statements
 // and expression grammar, plus the two extensions transformers enables (loop controls and
 // {% generation %}). It gives the lint its line-and-column syntax messages; rendering is
-// internal/jinja's.
+// manifest/modelrepo/jinja's.
 
 // jinjaTokKind is the kind of a lexed Jinja token.
 type jinjaTokKind int

@@ -92,7 +92,7 @@ func realTemplates(t *testing.T) (map[string]string, string) {
 		out[f] = tc.ChatTemplate
 	}
 	// The published templates the lint tests already keep (see their SOURCES.md).
-	shared, _ := filepath.Glob(filepath.Join("..", "..", "manifest", "modelrepo", "testdata", "chat_templates", "*.jinja"))
+	shared, _ := filepath.Glob(filepath.Join("..", "testdata", "chat_templates", "*.jinja"))
 	if len(shared) == 0 {
 		t.Fatal("no templates under manifest/modelrepo/testdata/chat_templates")
 	}

@@ -220,10 +220,7 @@ Exit codes: 0 a plan with steps (or nothing to do); 3 refused, or nothing can mo
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := a.checkOutput("text", "json"); err != nil {
-				return err
-			}
-			f, err := a.loadFleet(ff.fleet)
+			f, err := a.failoverFleet(&ff)
 			if err != nil {
 				return err
 			}
@@ -382,13 +379,18 @@ the same checks. An expired failover is refused (exit 3): restore or abort it.`,
 	return c
 }
 
+// failoverFleet is the preamble of the failover subcommands that print: check -o, load --fleet.
+func (a *app) failoverFleet(ff *failoverFlags) (*failover.Fleet, error) {
+	if err := a.checkOutput("text", "json"); err != nil {
+		return nil, err
+	}
+	return a.loadFleet(ff.fleet)
+}
+
 // failoverAct runs, restores, aborts or resumes.
 func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Event, resume bool) error {
 	ctx := cmd.Context()
-	if err := a.checkOutput("text", "json"); err != nil {
-		return err
-	}
-	f, err := a.loadFleet(ff.fleet)
+	f, err := a.failoverFleet(ff)
 	if err != nil {
 		return err
 	}
@@ -452,10 +454,7 @@ does an expired failover.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := a.checkOutput("text", "json"); err != nil {
-				return err
-			}
-			f, err := a.loadFleet(ff.fleet)
+			f, err := a.failoverFleet(&ff)
 			if err != nil {
 				return err
 			}

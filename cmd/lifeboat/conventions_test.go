@@ -75,8 +75,8 @@ func TestFailuresInJSONAndJUnit(t *testing.T) {
 	}{
 		{[]string{"verify", "--manifest", m, s3dead, "--timeout", "3s"}, 4},
 		{[]string{"probe", dead, "--model", "x", "--timeout", "300ms"}, 4},
-		{[]string{"manifest", "lint", "/nonexistent.json", "--model", l.ModelDir}, 2},
-		{[]string{"manifest", "show", "/nonexistent.json"}, 2},
+		{[]string{"manifest", "lint", absent(t) + "/nonexistent.json", "--model", l.ModelDir}, 2},
+		{[]string{"manifest", "show", absent(t) + "/nonexistent.json"}, 2},
 		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", s3dead}, 4},
 	} {
 		r := cli(t, env, append(c.args, "-o", "json")...)
@@ -89,8 +89,8 @@ func TestFailuresInJSONAndJUnit(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
-		{"manifest", "lint", "/nonexistent.json", "--model", l.ModelDir},
-		{"verify", "--manifest", "/nonexistent.json", l.Root},
+		{"manifest", "lint", absent(t) + "/nonexistent.json", "--model", l.ModelDir},
+		{"verify", "--manifest", absent(t) + "/nonexistent.json", l.Root},
 	} {
 		r := cli(t, nil, append(args, "-o", "junit")...)
 		var ju struct {

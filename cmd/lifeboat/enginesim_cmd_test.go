@@ -84,7 +84,7 @@ func TestEngineSimBrokenRepoExitsWithVLLMMessage(t *testing.T) {
 	if r.code != exitProblem || !strings.Contains(r.stderr, "Loading lora sql-lora failed") {
 		t.Errorf("exit %d, stderr %s", r.code, r.stderr)
 	}
-	r = engineSim(context.Background(), l.ModelDir, "--config", "/nonexistent.yaml")
+	r = engineSim(context.Background(), l.ModelDir, "--config", absent(t)+"/nonexistent.yaml")
 	if r.code != exitUsage {
 		t.Errorf("missing --config file: exit %d, stderr %s", r.code, r.stderr)
 	}

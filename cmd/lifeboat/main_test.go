@@ -25,6 +25,14 @@ func lifeboat(t *testing.T, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
+// absent is a directory that does not exist and that no other process can create: a path under
+// this test's own temp dir. A fixed path such as /nonexistent is not safe — anything on a shared
+// machine may create it.
+func absent(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "absent")
+}
+
 // fixture generates the sample repo and builds its manifest through the CLI.
 func fixture(t *testing.T, o sample.Options) (*sample.Layout, string) {
 	t.Helper()
@@ -44,17 +52,18 @@ func TestExitCodesAndUsage(t *testing.T) {
 	_, m := fixture(t, sample.Options{})
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"schemaVersion": 2, "mediaType": "nope"}`), 0o644)
+	gone := absent(t) + "/nonexistent"
 	for _, c := range []struct {
 		args []string
 		code int
 		msg  string
 	}{
 		{[]string{"manifest", "build"}, 2, "needs --model"},
-		{[]string{"manifest", "build", "--model", "/nonexistent", "--out", filepath.Join(t.TempDir(), "x")}, 2, "/nonexistent"},
+		{[]string{"manifest", "build", "--model", gone, "--out", filepath.Join(t.TempDir(), "x")}, 2, gone},
 		{[]string{"manifest", "lint", m}, 2, "--model"},
-		{[]string{"manifest", "lint", m, "--model", "/nonexistent"}, 2, "not a directory"},
+		{[]string{"manifest", "lint", m, "--model", absent(t) + "/nonexistent"}, 2, "not a directory"},
 		{[]string{"manifest", "show", bad}, 2, "bad.json: mediaType"},
-		{[]string{"manifest", "show", "/nonexistent.json"}, 2, "nonexistent"},
+		{[]string{"manifest", "show", absent(t) + "/nonexistent.json"}, 2, "nonexistent"},
 		{[]string{"manifest", "show", m, "-o", "yaml"}, 2, "-o yaml"},
 		{[]string{"manifest", "show", m, "--bogus"}, 2, "unknown flag"},
 		{[]string{"manifest", "diff", m}, 2, "accepts 2 arg"},
@@ -70,7 +79,7 @@ func TestExitCodesAndUsage(t *testing.T) {
 }
 
 func TestJSONErrorOnStdout(t *testing.T) {
-	r := lifeboat(t, "manifest", "show", "/nonexistent.json", "-o", "json")
+	r := lifeboat(t, "manifest", "show", absent(t)+"/nonexistent.json", "-o", "json")
 	var v struct {
 		Error    string `json:"error"`
 		ExitCode int    `json:"exit_code"`

@@ -34,7 +34,7 @@ func TestReplicateUsageErrors(t *testing.T) {
 		{[]string{"replicate", "--manifest", m, "--from", "gs://user:pw@bucket/x", "--to", to}, "credentials do not belong in the URL"},
 		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", "file://" + l.Root}, "same replica"},
 		{[]string{"replicate", "--manifest", bad, "--from", l.Root, "--to", to}, "bad.json"},
-		{[]string{"replicate", "--manifest", m, "--from", "/nonexistent", "--to", to}, "not a directory"},
+		{[]string{"replicate", "--manifest", m, "--from", absent(t) + "/nonexistent", "--to", to}, "not a directory"},
 		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", to, "-o", "junit"}, "-o junit"},
 		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", to, "-j", "-1"}, "-j"},
 	} {

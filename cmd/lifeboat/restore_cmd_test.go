@@ -107,7 +107,7 @@ func TestRestoreCLIUsage(t *testing.T) {
 		{[]string{"restore"}, "needs --manifest"},
 		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", "s3://bucket/x"}, "local directory"},
 		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", file}, "not a directory"},
-		{[]string{"restore", "--manifest", m, "--from", "/nonexistent", "--to", to}, "not a directory"},
+		{[]string{"restore", "--manifest", m, "--from", absent(t) + "/nonexistent", "--to", to}, "not a directory"},
 		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", l.Root}, "same directory"},
 		{[]string{"restore", "--manifest", m, "--from", "ftp://x/y", "--to", to}, "unknown scheme"},
 		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", to, "-o", "junit"}, "-o junit"},

@@ -195,7 +195,7 @@ func TestVerifyUsageErrors(t *testing.T) {
 		{[]string{"verify", l.Root}, "--manifest"},
 		{[]string{"verify", "--manifest", m}, "at least one replica URL"},
 		{[]string{"verify", "--manifest", bad, l.Root}, "bad.json"},
-		{[]string{"verify", "--manifest", "/nonexistent.json", l.Root}, "nonexistent"},
+		{[]string{"verify", "--manifest", absent(t) + "/nonexistent.json", l.Root}, "nonexistent"},
 		{[]string{"verify", "--manifest", m, "ftp://host/x"}, `unknown scheme "ftp"`},
 		{[]string{"verify", "--manifest", m, "s3://"}, "missing bucket"},
 		{[]string{"verify", "--manifest", m, "s3://Bad_Bucket/x"}, "bucket name"},

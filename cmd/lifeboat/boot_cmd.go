@@ -149,7 +149,7 @@ func (a *app) runBoot(ctx context.Context, fl *failover.Fleet, region string, o 
 	if errors.Is(err, warm.ErrBootInput) {
 		return res, withCode(exitUsage, err)
 	}
-	return res, err // exitCode: unreachable 4, interrupted 1, the rest is bad input 2
+	return res, err // exitCode: unreachable 4, interrupted 130, the rest is bad input 2
 }
 
 // finishBoot reports the result, keeps a warm replica running until Ctrl-C with --keep, and

@@ -57,7 +57,7 @@ Fault flags: --sim-load-delay, --sim-crash-after, --sim-engine-dead-after, --sim
 			m, err := enginesim.Load(ctx, args[0], configPath, lo)
 			if err != nil {
 				if ctx.Err() != nil {
-					return withCode(exitProblem, ctx.Err())
+					return ctx.Err() // interrupted while loading: 130
 				}
 				return withCode(exitProblem, err)
 			}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -19,6 +22,9 @@ const (
 	exitUsage       = 2 // bad input or usage
 	exitRefused     = 3 // refused for safety
 	exitUnreachable = 4 // a dependency stayed unreachable
+	// exitInterrupted is 128+SIGINT, what a shell reports for a program Ctrl-C ended: the run
+	// stopped before it could say anything about the rest (SIGTERM exits 143, 128+15).
+	exitInterrupted = 130
 )
 
 // exitError gives an error an explicit exit code (bad usage, refused for safety).
@@ -60,9 +66,10 @@ func unreachable(format string, args ...any) error {
 }
 
 // exitCode is the one mapping from an error to the exit status. An explicit code wins; then what a
-// check found (1); then providers' classification: interrupted 1, unreachable or timed out 4,
+// check found (1); then providers' classification: interrupted 130, unreachable or timed out 4,
 // bytes that do not match 1, and everything the user must fix — not found, denied, misconfigured,
-// invalid input, anything unclassified — 2.
+// invalid input, anything unclassified — 2. A run that a signal ended exits 128+signo whatever
+// its error says (see finish).
 func exitCode(err error) int {
 	if err == nil {
 		return exitOK
@@ -75,7 +82,9 @@ func exitCode(err error) int {
 		return exitProblem
 	}
 	switch providers.KindOf(err) {
-	case providers.KindCanceled, providers.KindContentMismatch:
+	case providers.KindCanceled:
+		return exitInterrupted
+	case providers.KindContentMismatch:
 		return exitProblem
 	case providers.KindUnreachable, providers.KindTimeout:
 		return exitUnreachable
@@ -159,4 +168,25 @@ func withCode(code int, err error) error {
 		return err
 	}
 	return &exitError{code: code, err: err}
+}
+
+// signalError is the cause of the context a signal ended.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// Is makes a signal's cause a cancellation for KindOf and errors.Is.
+func (e *signalError) Is(target error) bool { return target == context.Canceled }
+
+// interruptedCode is 128+signo when a signal ended ctx: the run is incomplete, whatever it found
+// before (a corrupt file, an unreachable replica) — the shell convention scripts test for.
+func interruptedCode(ctx context.Context) (int, bool) {
+	var se *signalError
+	if !errors.As(context.Cause(ctx), &se) {
+		return 0, false
+	}
+	if s, ok := se.sig.(syscall.Signal); ok {
+		return 128 + int(s), true
+	}
+	return exitInterrupted, true
 }

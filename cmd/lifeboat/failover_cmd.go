@@ -194,8 +194,9 @@ func failoverExit(err error) error {
 	case errors.As(err, &held), errors.Is(err, failover.ErrRefused), errors.Is(err, failover.ErrRouterTopology),
 		errors.Is(err, failover.ErrExpired), errors.Is(err, failover.ErrLockLost):
 		return withCode(exitRefused, err)
-	case errors.Is(err, failover.ErrHeld), errors.Is(err, failover.ErrDrift), errors.Is(err, failover.ErrNothingToResume),
-		errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled):
+		return err // interrupted: exitCode says 130
+	case errors.Is(err, failover.ErrHeld), errors.Is(err, failover.ErrDrift), errors.Is(err, failover.ErrNothingToResume):
 		return withCode(exitProblem, err)
 	case errors.Is(err, failover.ErrRouterUnreachable):
 		return withCode(exitUnreachable, err)

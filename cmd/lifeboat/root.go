@@ -46,6 +46,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // carries exit_code, a JUnit document saying why) — and returns the exit status.
 func (a *app) finish(ctx context.Context, err error) int {
 	code := exitCode(err)
+	if sig, ok := interruptedCode(ctx); ok && err != nil {
+		code = sig
+	}
 	if err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) && ee.err == nil {
@@ -92,6 +95,7 @@ Exit codes (every command):
   2  bad input or usage (the message names the file, line or field)
   3  refused for safety
   4  a dependency stayed unreachable after retries
+  130  interrupted (Ctrl-C; 143 for SIGTERM): the run stopped before it ended; run it again to resume
 
 Results go to stdout (-o text|json, and junit where CI consumes it); progress and logs go to stderr.`,
 		SilenceUsage:  true,

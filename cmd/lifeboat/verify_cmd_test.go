@@ -295,7 +295,7 @@ func TestVerifyExitCodePrecedence(t *testing.T) {
 		{[]verify.ReplicaResult{rr(verify.ErrorUnreachable, verify.StatusError), rr(verify.ErrorPermission, verify.StatusError)}, false, 2},
 		{[]verify.ReplicaResult{rr(verify.ErrorNotFound, verify.StatusError), rr("", verify.StatusCorrupt)}, false, 1},
 		{[]verify.ReplicaResult{rr("", verify.StatusChecksumMismatch), rr(verify.ErrorUnreachable)}, false, 1},
-		{[]verify.ReplicaResult{rr(verify.ErrorCanceled, verify.StatusError)}, false, 1},
+		{[]verify.ReplicaResult{rr(verify.ErrorCanceled, verify.StatusError)}, false, 130},
 	} {
 		if got := exitCode((&verify.Report{Replicas: c.replicas}).Err(c.strict)); got != c.want {
 			t.Errorf("%+v strict=%v: exit %d, want %d", c.replicas, c.strict, got, c.want)

@@ -78,13 +78,19 @@ func Build(ctx context.Context, o BuildOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc := deriveModelConfig(ctx, srcs, o, log)
-	created := ""
-	if !o.Created.IsZero() {
-		created = o.Created.UTC().Format(time.RFC3339)
-		mc.Descriptor.CreatedAt = created
+	mc, shares := deriveModelConfig(ctx, srcs, o, log)
+	ann := map[string]string{}
+	if o.Name != "" {
+		ann[AnnotationName] = o.Name
 	}
-	return assemble(o.Name, created, mc, files)
+	if !o.Created.IsZero() {
+		ann[AnnotationCreated] = o.Created.UTC().Format(time.RFC3339)
+		mc.Descriptor.CreatedAt = ann[AnnotationCreated]
+	}
+	if len(shares) > 1 {
+		ann[AnnotationParamsByPrecision] = formatShares(shares)
+	}
+	return assemble(ann, mc, files)
 }
 
 // collect lists every input file with its bundle path, part and role, refusing duplicates.
@@ -233,9 +239,10 @@ func hashFile(ctx context.Context, s source, embedLimit int64, progress func(int
 	return f, nil
 }
 
-// deriveModelConfig fills the ModelPack config from config.json and the safetensors headers.
-// Problems are logged, not fatal: the lint reports them with rule ids and hints.
-func deriveModelConfig(ctx context.Context, srcs []source, o BuildOptions, log *slog.Logger) ModelConfig {
+// deriveModelConfig fills the ModelPack config from config.json and the safetensors headers, and
+// says how the parameters split between precisions. Problems are logged, not fatal: the lint
+// reports them with rule ids and hints.
+func deriveModelConfig(ctx context.Context, srcs []source, o BuildOptions, log *slog.Logger) (ModelConfig, []PrecisionShare) {
 	mc := ModelConfig{Descriptor: ModelDescriptor{Name: o.Name}, Config: ModelSpec{Architecture: "transformer"}}
 	var cfg *modelrepo.ModelConfig
 	formats := map[string]bool{}
@@ -279,10 +286,20 @@ func deriveModelConfig(ctx context.Context, srcs []source, o BuildOptions, log *
 			mc.Config.Quantization = cfg.Quantization.Method
 		}
 	}
-	if params := countParams(ctx, weights, cfg, log); params > 0 {
+	shares := precisionShares(countParams(ctx, weights, cfg, log))
+	var params int64
+	for _, sh := range shares {
+		params += sh.Params
+		if sh.Precision == "mxfp4" {
+			// config.json's torch_dtype is that of the unquantized tensors; the experts, most of
+			// the parameters, are MXFP4.
+			mc.Config.Precision = "mxfp4"
+		}
+	}
+	if params > 0 {
 		mc.Config.ParamSize = paramSize(params)
 	}
-	return mc
+	return mc, shares
 }
 
 func precision(dtype string) string {
@@ -295,35 +312,6 @@ func precision(dtype string) string {
 		return "fp32"
 	}
 	return strings.ToLower(dtype)
-}
-
-// countParams sums tensor elements from the shard headers. Packed quantized weights (qweight)
-// hold 32/bits parameters per I32 element; their zeros, scales and index tensors are not
-// parameters of the model.
-func countParams(ctx context.Context, weights []source, cfg *modelrepo.ModelConfig, log *slog.Logger) int64 {
-	bits := 0
-	if cfg != nil && cfg.Quantization != nil {
-		bits = cfg.Quantization.Bits
-	}
-	var total int64
-	for _, s := range weights {
-		h, err := s.safetensorsHeader(ctx)
-		if err != nil {
-			log.Warn("cannot count parameters", "path", s.bundle, "err", err)
-			return 0
-		}
-		for _, t := range h.Tensors {
-			switch {
-			case strings.HasSuffix(t.Name, ".qweight") && bits > 0 && t.DType == "I32":
-				total += t.Elements() * int64(32/bits)
-			case strings.HasSuffix(t.Name, ".qzeros"), strings.HasSuffix(t.Name, ".scales"),
-				strings.HasSuffix(t.Name, ".g_idx"), strings.HasSuffix(t.Name, "_scale"):
-			default:
-				total += t.Elements()
-			}
-		}
-	}
-	return total
 }
 
 // paramSize renders a count in ModelPack's <count><scale> form, e.g. "8.0B", "124.4M".

@@ -202,8 +202,8 @@ func (m *Manifest) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// assemble builds the OCI document from files and the model config.
-func assemble(name, created string, mc ModelConfig, files []File) (*Manifest, error) {
+// assemble builds the OCI document from files, the model config and the manifest's annotations.
+func assemble(ann map[string]string, mc ModelConfig, files []File) (*Manifest, error) {
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	mc.ModelFS = ModelFS{Type: "layers", DiffIDs: make([]digest.Digest, 0, len(files))}
 	layers := make([]ocispec.Descriptor, 0, len(files))
@@ -229,13 +229,6 @@ func assemble(name, created string, mc ModelConfig, files []File) (*Manifest, er
 	cfg, err := json.Marshal(mc)
 	if err != nil {
 		return nil, fmt.Errorf("encode model config: %w", err)
-	}
-	ann := map[string]string{}
-	if name != "" {
-		ann[AnnotationName] = name
-	}
-	if created != "" {
-		ann[AnnotationCreated] = created
 	}
 	if len(ann) == 0 {
 		ann = nil

@@ -68,6 +68,11 @@ func Parse(data []byte, name string) (*Manifest, error) {
 		return nil, bad("config", "%v", err)
 	}
 	m := &Manifest{OCI: oci}
+	if v, ok := oci.Annotations[AnnotationParamsByPrecision]; ok {
+		if _, err := parseShares(v); err != nil {
+			return nil, bad(fmt.Sprintf("annotations[%q]", AnnotationParamsByPrecision), "%v", err)
+		}
+	}
 	if oci.Config.Data == nil {
 		return nil, bad("config.data", "missing: the model config must be embedded")
 	}

@@ -18,13 +18,17 @@ type Summary struct {
 	Files  int       `json:"files"`
 	Bytes  int64     `json:"bytes"`
 	Groups []Group   `json:"groups"`
+	// Precisions is how the parameters split between precisions, when the checkpoint mixes
+	// them (gpt-oss: MXFP4 experts, BF16 elsewhere); nil otherwise.
+	Precisions []PrecisionShare `json:"precisions,omitempty"`
 }
 
 var partOrder = map[Part]int{PartModel: 0, PartEngine: 1, PartDeployment: 2}
 
 // Summarize groups the manifest's files by part and role.
 func (m *Manifest) Summarize() Summary {
-	s := Summary{Name: m.Name(), Model: m.Model.Config, Family: m.Model.Descriptor.Family, Groups: []Group{}}
+	s := Summary{Name: m.Name(), Model: m.Model.Config, Family: m.Model.Descriptor.Family, Groups: []Group{},
+		Precisions: m.PrecisionShares()}
 	if s.Name == "" {
 		s.Name = m.Model.Descriptor.Name
 	}

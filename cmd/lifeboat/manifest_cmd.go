@@ -203,7 +203,7 @@ func (a *app) manifestShowCmd() *cobra.Command {
 			fmt.Fprintf(w, "Manifest\t%s\n", args[0])
 			fmt.Fprintf(w, "Model\t%s\n", orDash(s.Name))
 			fmt.Fprintf(w, "\tfamily %s · format %s · params %s · precision %s · quantization %s\n",
-				orDash(s.Family), orDash(s.Model.Format), orDash(s.Model.ParamSize), orDash(s.Model.Precision), orDash(s.Model.Quantization))
+				orDash(s.Family), orDash(s.Model.Format), orDash(s.Model.ParamSize), precisionText(s), orDash(s.Model.Quantization))
 			fmt.Fprintf(w, "Files\t%d files, %s\n\n", s.Files, humanBytes(s.Bytes))
 			fmt.Fprintln(w, "PART\tROLE\tFILES\tSIZE\t")
 			for _, g := range s.Groups {
@@ -246,6 +246,19 @@ func fileRows(m *manifest.Manifest) []fileRow {
 		out = append(out, fileRow{f.Path, string(f.Part), string(f.Role), f.Size, f.Sums.SHA256, f.Sums.MD5, f.Sums.CRC32C, f.Sums.CRC64NVME, f.Data != nil})
 	}
 	return out
+}
+
+// precisionText is the model's precision, with each precision's share of the parameters when
+// the checkpoint mixes them: "mxfp4 (91.4%) + bf16 (8.6%)".
+func precisionText(s manifest.Summary) string {
+	if len(s.Precisions) < 2 {
+		return orDash(s.Model.Precision)
+	}
+	parts := make([]string, len(s.Precisions))
+	for i, p := range s.Precisions {
+		parts[i] = fmt.Sprintf("%s (%.1f%%)", p.Precision, 100*p.Share)
+	}
+	return strings.Join(parts, " + ")
 }
 
 func orDash(s string) string {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"strings"
 )
 
 // MaxSafetensorsHeader is the reference parser's bound on the JSON header length.
@@ -204,4 +205,16 @@ func ParseSafetensorsJSON(hdr []byte) (*SafetensorsHeader, error) {
 	}
 	h.DataSize = pos
 	return h, nil
+}
+
+// IsMXFP4Blocks reports an MXFP4 weight (gpt-oss experts): a U8 "*_blocks" tensor whose bytes
+// each pack two FP4 (E2M1) values, in blocks of 32 values (16 bytes).
+func IsMXFP4Blocks(t Tensor) bool {
+	return strings.HasSuffix(t.Name, "_blocks") && t.DType == "U8"
+}
+
+// IsMXFP4Scales reports the scales of an MXFP4 weight: a U8 "*_scales" tensor of E8M0
+// exponents, one per block of 32 values. They scale parameters; they are not parameters.
+func IsMXFP4Scales(t Tensor) bool {
+	return strings.HasSuffix(t.Name, "_scales") && t.DType == "U8"
 }

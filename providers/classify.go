@@ -60,6 +60,12 @@ func KindOf(err error) Kind {
 	case errors.Is(err, context.DeadlineExceeded):
 		return KindTimeout
 	}
+	var se *sourceError
+	if errors.As(err, &se) {
+		// A Write whose content reader broke (a source store's body reset mid-copy): the store
+		// did not classify it, being not its own failure; what broke it is what counts here.
+		err = se.err
+	}
 	if k, ok := classifyCommon(err); ok && k == ErrUnreachable {
 		return KindUnreachable
 	}

@@ -62,6 +62,10 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(d)
 	}
+	var se *sourceError
+	if errors.As(e.Err, &se) {
+		return Redact(b.String()) // the content's reader failed: neither this endpoint nor a hint for it
+	}
 	if k := KindOf(e); (k == KindUnreachable || k == KindTimeout) && e.Endpoint != "" && !strings.Contains(b.String(), e.Endpoint) {
 		fmt.Fprintf(&b, " (endpoint %s)", e.Endpoint)
 	}

@@ -9,12 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"lifeboat/manifest"
@@ -680,21 +678,15 @@ func localFileError(err error) bool {
 	return errors.As(err, &pe) || errors.As(err, &le)
 }
 
-// isUnreachable reports whether err is a network failure or a store that kept failing: a broken
-// connection mid-body reaches us wrapped in the writer's "reading content" error, without the
-// providers' ErrUnreachable.
+// unreachable reports whether err is a store that kept failing or could not be reached, by
+// providers' one classification (which also sees through a Write whose source broke mid-body).
+// A local file system error (ENOSPC, ENOTDIR) is never an outage.
 func unreachable(err error) bool {
-	if errors.Is(err, providers.ErrUnreachable) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
-		return true
-	}
-	// A syscall.Errno is a net.Error too: ENOSPC or ENOTDIR from the local disk is no outage.
 	if localFileError(err) {
 		return false
 	}
-	var ne net.Error
-	return errors.As(err, &ne)
+	k := providers.KindOf(err)
+	return k == providers.KindUnreachable || k == providers.KindTimeout
 }
 
 func retryable(ctx context.Context, err error, kind FailureKind) bool {

@@ -276,7 +276,7 @@ func TestEngineRules(t *testing.T) {
 		// rope-scaling-dropped
 		{name: "rope dropped", opts: sample.Options{MaxModelLen: 32768}, edit: func(t *testing.T, l *sample.Layout) {
 			etMutate(t, l, "model/config.json", func(d map[string]any) { delete(d, "rope_scaling") })
-		}, want: []etWant{{"rope-scaling-dropped", Warning, "model/config.json", "looks like Llama 3.1 / 3.2 / 3.3 (model_type llama, max_position_embeddings 131072) but has no rope_scaling"}},
+		}, want: []etWant{{"rope-scaling-dropped", Warning, "model/config.json", "model/config.json has no rope_scaling, yet its own evidence says max_position_embeddings 131072 was reached by one: model_type llama at rope_theta 500000 is Llama 3"}},
 			none: []string{"context-length"}},
 		{name: "rope dropped within original length", edit: func(t *testing.T, l *sample.Layout) {
 			etMutate(t, l, "model/config.json", func(d map[string]any) { delete(d, "rope_scaling") })

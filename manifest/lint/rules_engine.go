@@ -47,7 +47,7 @@ var engineRules = []Rule{
 	},
 	{
 		ID: "rope-scaling-dropped", Severity: Warning,
-		Summary: "config.json matches a model family that ships rope_scaling but has none: long prompts silently degrade",
+		Summary: "config.json has no rope_scaling, but its own evidence (an original or initial context length, stranded YaRN/llama3 fields, a rope_theta too small for the length, the family's published pre-training length) says its length needs one: long prompts silently degrade; a rope_scaling without rope_type makes vLLM refuse to start",
 		Hint:    "copy rope_scaling from the base model's config.json (or set it with hf-overrides in the engine config)",
 		Check:   checkRopeScalingDropped,
 	},

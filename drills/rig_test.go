@@ -2,13 +2,10 @@ package drills
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,34 +18,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// lifeboatBin builds the real lifeboat binary once per test binary (its engine-sim is every
-// candidate replica).
-func lifeboatBin(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "lifeboat-drill-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "lifeboat")
-		out, err := exec.Command("go", "build", "-o", binPath, "lifeboat/cmd/lifeboat").CombinedOutput()
-		if err != nil {
-			binErr = errors.New("go build: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
 
 // regionSpec is one region of a test fleet: its replica and whether it is in a class.
 type regionSpec struct {
@@ -79,7 +48,7 @@ var baseline = failover.RouterState{Weights: failover.Weights{
 func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Context, url string) (providers.Store, error), state ...string) *drillRig {
 	t.Helper()
 	fx := testbed.Sample(t, "small")
-	bin := lifeboatBin(t)
+	bin := testbed.LifeboatBinary(t)
 	dir := t.TempDir()
 	mb, err := fx.M.Marshal()
 	if err != nil {

@@ -1,48 +1,24 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
+	"lifeboat/internal/testbed"
 	"lifeboat/verify/warm"
 )
 
-// TestBootHelperProcess is not a test: it is the replica process an exec launcher starts in the
-// boot tests — this test binary running "lifeboat engine-sim …".
-func TestBootHelperProcess(t *testing.T) {
-	if os.Getenv("LIFEBOAT_BOOT_HELPER") != "1" {
-		t.Skip("helper process only")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	code := run(ctx, args, strings.NewReader(""), os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
 // bootFleet writes a fleet file whose region "local" restores from replica and boots engine-sim
-// through the exec launcher (this test binary as the engine).
+// through the exec launcher (the built lifeboat binary as the engine).
 func bootFleet(t *testing.T, manifestPath, replica string) string {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testbed.LifeboatBinary(t)
 	dir := t.TempDir()
 	rel, err := filepath.Rel(dir, manifestPath) // model.manifest resolves against the fleet file's directory
 	if err != nil {
@@ -58,8 +34,7 @@ regions:
     capacity: {replicas: 1, prefill_tokens_per_s: 4000}
     launcher:
       kind: exec
-      command: %s -test.run=^TestBootHelperProcess$ -- engine-sim {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}} --sim-itl 1ms
-      env: {LIFEBOAT_BOOT_HELPER: "1"}
+      command: %s engine-sim {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}} --sim-itl 1ms
 tenants:
   eu-only: [local]
 `, rel, replica, warm.ShellQuote(exe))

@@ -10,14 +10,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"lifeboat/internal/sample"
+	"lifeboat/internal/testbed"
 )
 
 // engineSim runs the engine-sim command in-process (it is registered on the root command by the
@@ -41,37 +40,6 @@ func engineSim(ctx context.Context, args ...string) result {
 		fmt.Fprintf(&errb, "lifeboat: %v\n", err)
 	}
 	return result{code, out.String(), errb.String()}
-}
-
-// TestEngineSimHelperProcess is not a test: it is the child process of TestEngineSimProcess when
-// the built binary does not have engine-sim registered yet.
-func TestEngineSimHelperProcess(t *testing.T) {
-	if os.Getenv("LIFEBOAT_ENGINESIM_HELPER") != "1" {
-		t.Skip("helper process only")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
-	cmd := a.engineSimCmd()
-	cmd.SetArgs(args)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	code := 0
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "lifeboat: %v\n", err)
-		code = exitProblem
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-	}
-	os.Exit(code)
 }
 
 func TestEngineSimBrokenRepoExitsWithVLLMMessage(t *testing.T) {
@@ -113,19 +81,8 @@ func TestEngineSimProcess(t *testing.T) {
 	port := freePort(t)
 	simArgs := []string{l.ModelDir, "--config", l.EngineFile, "--port", fmt.Sprint(port), "--sim-load-delay", "1s"}
 
-	bin := filepath.Join(t.TempDir(), "lifeboat")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	var cmd *exec.Cmd
-	if exec.Command(bin, "engine-sim", "--help").Run() == nil {
-		cmd = exec.Command(bin, append([]string{"engine-sim"}, simArgs...)...)
-	} else { // not registered in root.go yet: run the command through the test binary
-		t.Log("engine-sim not registered on the root command; running it through the test binary")
-		cmd = exec.Command(os.Args[0], append([]string{"-test.run=^TestEngineSimHelperProcess$", "--"}, simArgs...)...)
-		cmd.Env = append(os.Environ(), "LIFEBOAT_ENGINESIM_HELPER=1")
-	}
+	bin := testbed.LifeboatBinary(t)
+	cmd := exec.Command(bin, append([]string{"engine-sim"}, simArgs...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

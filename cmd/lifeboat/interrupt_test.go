@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lifeboat/internal/sample"
+	"lifeboat/internal/testbed"
 )
 
 // Issue 9 item 9: Ctrl-C mid-run exits 130 (128+SIGINT), not 1 ("found a problem"), and says it
@@ -41,7 +42,7 @@ func TestInterruptExits130(t *testing.T) {
 		{"restore", []string{"restore", "--manifest", m, "--from", src, "--to", filepath.Join(t.TempDir(), "r")}, "run again to resume"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cmd := exec.Command(binary(t), c.args...)
+			cmd := exec.Command(testbed.LifeboatBinary(t), c.args...)
 			cmd.Env = append(os.Environ(), env...)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"lifeboat/internal/testbed"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,7 @@ func TestReadmeCommandsRunAsWritten(t *testing.T) {
 	_, rest, _ = strings.Cut(rest, "```sh\n")
 	block, _, _ := strings.Cut(rest, "```")
 	dir := t.TempDir()
-	bin := filepath.Dir(binary(t))
+	bin := filepath.Dir(testbed.LifeboatBinary(t))
 	exitRE := regexp.MustCompile(`\s+# exit (\d+)\s*$`)
 	var cmd string
 	n := 0

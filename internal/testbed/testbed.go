@@ -33,10 +33,11 @@ import (
 // Bucket is the bucket (S3, GCS) or container (Azure) every backend's prefixes live in.
 const Bucket = "lifeboat-verify"
 
-// Main runs a package's tests, then stops the shared emulators and removes the fixtures:
-// func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }.
+// Main runs a package's tests, then stops the shared emulators and removes the fixtures and
+// the built lifeboat binary: func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }.
 func Main(m *testing.M) int {
 	code := emulators.Main(m)
+	removeLifeboatBinary()
 	fixtures.mu.Lock()
 	if fixtures.root != "" {
 		os.RemoveAll(fixtures.root)

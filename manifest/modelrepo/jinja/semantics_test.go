@@ -30,6 +30,7 @@ func TestPythonSemantics(t *testing.T) {
 		{`{% for k, v in {"a": 1, "b": 2}.items() %}{{ k }}={{ v }}{{ "," if not loop.last }}{% endfor %}`, "a=1,b=2"},
 		{`{{ "  a b  ".strip() }}|{{ "a,b,,c".split(",") }}|{{ "abc"[::-1] }}|{{ [1,2,3,4][1:3] }}`, "a b|['a', 'b', '', 'c']|cba|[2, 3]"},
 		{`{{ undefined_var }}|{{ undefined_var is defined }}|{{ undefined_var | default("d") }}`, "|False|d"},
+		{`[{{ u | trim }}|{{ u | upper }}|{{ u | replace("a", "b") }}|{{ u | join(",") }}|{{ u | first }}|{{ u | sort }}|{{ u | wordcount }}]`, "[|||||[]|0]"},
 		{`{% set ns = namespace(n=0) %}{% for i in range(4) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}`, "6"},
 		{`{% macro m(a, b="B") %}{{ a }}{{ b }}{% endmacro %}{{ m("x") }}{{ m("y", b="z") }}`, "xByz"},
 		{"  {% if true %}\n  yes\n  {% endif %}\n", "  yes\n"},
@@ -50,6 +51,7 @@ func TestPythonSemantics(t *testing.T) {
 		`{{ [1].append(2) }}`,
 		`{{ raise_exception("stop") }}`,
 		`{% for x in 3 %}{% endfor %}`,
+		`{{ u | tojson }}`, `{{ u | int }}`, `{{ u | indent }}`, `{{ u | dictsort }}`,
 	} {
 		if out, err := render(t, src, nil); err == nil {
 			t.Errorf("%s: rendered %q, want an error", src, out)

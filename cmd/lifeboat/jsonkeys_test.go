@@ -11,8 +11,12 @@ import (
 
 var snakeKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
-// badKeys returns every object key below v that is not snake_case. Keys of "counts" objects are
-// status names (OK, MISSING…), data rather than field names.
+// dataKeyed are the fields whose objects are keyed by data rather than field names: status names
+// (counts: OK, MISSING…), and the fleet's tenant classes and regions (failover weights and states
+// per class and region, predicted waits and the journal's baseline per region).
+var dataKeyed = map[string]bool{"counts": true, "weights": true, "states": true, "predicted_queue_wait_ms": true, "baseline": true}
+
+// badKeys returns every object key below v that is not snake_case, skipping dataKeyed objects.
 func badKeys(v any, path string, out *[]string) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -20,7 +24,7 @@ func badKeys(v any, path string, out *[]string) {
 			if !snakeKey.MatchString(k) {
 				*out = append(*out, path+"."+k)
 			}
-			if k != "counts" {
+			if !dataKeyed[k] {
 				badKeys(c, path+"."+k, out)
 			}
 		}
@@ -62,6 +66,39 @@ func TestEveryJSONKeyIsSnakeCase(t *testing.T) {
 		badKeys(v, "", &bad)
 		if len(bad) > 0 {
 			t.Errorf("%v: keys not snake_case: %v", args, bad)
+		}
+	}
+}
+
+// failover, drill and check speak JSON too: the same rule, except for maps keyed by the fleet's
+// own names (regions, tenant classes), which are data.
+func TestFailoverDrillCheckJSONKeysAreSnakeCase(t *testing.T) {
+	binary(t) // built before failoverDir changes the working directory
+	drill := drillFleet(t, "1m")
+	fleet := filepath.Join(filepath.Dir(drill), "fleet.yaml")
+	failoverDir(t) // a second fleet with a file router and signals, in the working directory
+	for _, args := range [][]string{
+		{"failover", "plan", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json"},
+		{"failover", "plan", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "cold.json"},
+		{"failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json", "--yes"},
+		{"failover", "status", "--fleet", "fleet.yaml"},
+		{"failover", "resume", "--fleet", "fleet.yaml", "--signals", "warm.json"},
+		{"failover", "abort", "--fleet", "fleet.yaml", "--yes"},
+		{"failover", "unlock", "--fleet", "fleet.yaml", "--id", "nope"},
+		{"drill", "run", drill, "--dry-run"},
+		{"drill", "history", "--fleet", fleet},
+		{"check", "--fleet", fleet},
+	} {
+		r := cli(t, nil, append(args, "-o", "json")...)
+		var v any
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+			t.Errorf("%v: exit %d, not JSON (%v): %s%s", args, r.code, err, r.stdout, r.stderr)
+			continue
+		}
+		var bad []string
+		badKeys(v, "", &bad)
+		if len(bad) > 0 {
+			t.Errorf("%v: keys not snake_case: %v\n%s", args, bad, r.stdout)
 		}
 	}
 }

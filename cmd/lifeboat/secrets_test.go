@@ -136,3 +136,94 @@ tenants: {eu-only: [local]}
 		}
 	}
 }
+
+// The same for failover, drill and check: secrets in the environment reach stores and a router
+// that echo every request header, and secrets in a fleet's replica, state and router URLs are
+// refused; neither reaches stdout, stderr, JSON or a drill's report files.
+func TestNoSecretInFailoverDrillCheckOutput(t *testing.T) {
+	_, m := fixture(t, sample.Options{})
+	secrets := map[string]string{
+		"access key id": "AKIAFLEETKEYID0815",
+		"secret key":    "FleetSecretKeyValue-1a2b3c",
+		"session token": "FleetSessionToken-4d5e6f",
+		"url password":  "FleetUrlPassw0rd",
+		"url query":     "FleetQueryToken-88",
+		"router token":  "FleetRouterToken-99",
+	}
+	env := []string{
+		"AWS_ACCESS_KEY_ID=" + secrets["access key id"], "AWS_SECRET_ACCESS_KEY=" + secrets["secret key"],
+		"AWS_SESSION_TOKEN=" + secrets["session token"], "AWS_EC2_METADATA_DISABLED=true",
+	}
+	deny, boom := hostileServer(t, 403), hostileServer(t, 500)
+	s3 := func(endpoint, prefix string) string {
+		return "s3://bucket/" + prefix + "?region=us-east-1&endpoint=" + endpoint
+	}
+	const fleetYAML = `model: {name: llama-demo, manifest: %s}
+regions:
+  us-east-1: {replica: %q, capacity: {replicas: 4, prefill_tokens_per_s: 8000}}
+  eu-west-1: {replica: %q, capacity: {replicas: 4, prefill_tokens_per_s: 8000}}
+  eu-central-1: {replica: %q, capacity: {replicas: 4, prefill_tokens_per_s: 8000}}
+tenants: {eu-only: [eu-west-1, eu-central-1], global: [us-east-1, eu-west-1]}
+router: {driver: http, url: %q, backends: {eu-only: eu, global: global}, timeout: 2s}
+state: %q
+sla: {rto: 30m}
+`
+	dir := t.TempDir()
+	// hostile: valid, but every store and the router answer with the request's headers.
+	hostile := filepath.Join(dir, "hostile.yaml")
+	os.WriteFile(hostile, []byte(fmt.Sprintf(fleetYAML, m, s3(deny, "llama"), s3(boom, "llama"), s3(deny, "eu"), boom, s3(deny, "state"))), 0o644)
+	// refused: credentials in the URLs, which the fleet parser must refuse without echoing them.
+	refused := filepath.Join(dir, "refused.yaml")
+	os.WriteFile(refused, []byte(fmt.Sprintf(fleetYAML, m, s3(deny, "llama"), s3(boom, "llama"),
+		"s3://u:"+secrets["url password"]+"@bucket/llama?sig="+secrets["url query"],
+		strings.Replace(boom, "http://", "http://lifeboat:"+secrets["router token"]+"@", 1),
+		s3(deny, "state?token="+secrets["url query"]))), 0o644)
+
+	var runs [][]string
+	for _, fleet := range []string{hostile, refused} {
+		drill := strings.TrimSuffix(fleet, ".yaml") + "-drill.yaml"
+		os.WriteFile(drill, []byte("name: lose-eu\nfleet: "+filepath.Base(fleet)+"\nlose: eu-west-1\n"), 0o644)
+		runs = append(runs,
+			[]string{"check", "--fleet", fleet},
+			[]string{"failover", "plan", "--fleet", fleet, "--evacuate", "eu-west-1"},
+			[]string{"failover", "run", "--fleet", fleet, "--evacuate", "eu-west-1", "--yes"},
+			[]string{"failover", "status", "--fleet", fleet},
+			[]string{"failover", "resume", "--fleet", fleet},
+			[]string{"failover", "abort", "--fleet", fleet, "--yes"},
+			[]string{"failover", "unlock", "--fleet", fleet, "--id", "nope"},
+			[]string{"drill", "run", drill, "--report", filepath.Join(dir, "report"), "--approve-all"},
+			[]string{"drill", "history", "--fleet", fleet},
+		)
+	}
+	for _, args := range runs {
+		for _, o := range []string{"text", "json", "-v"} {
+			a := append([]string{}, args...)
+			if o == "-v" {
+				a = append(a, "-v")
+			} else {
+				a = append(a, "-o", o)
+			}
+			r := cli(t, env, a...)
+			if r.code == 0 {
+				t.Errorf("%v: exit 0 against hostile stores and router", a)
+			}
+			for what, s := range secrets {
+				if strings.Contains(r.stdout+r.stderr, s) {
+					t.Errorf("%v: the %s reached the output:\n%s%s", a, what, r.stdout, r.stderr)
+				}
+			}
+		}
+	}
+	filepath.WalkDir(filepath.Join(dir, "report"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		for what, s := range secrets {
+			if strings.Contains(string(data), s) {
+				t.Errorf("the %s reached the report %s", what, p)
+			}
+		}
+		return nil
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"lifeboat/internal/sample"
+	"lifeboat/internal/testbed"
 )
 
 var snakeKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -73,7 +74,7 @@ func TestEveryJSONKeyIsSnakeCase(t *testing.T) {
 // failover, drill and check speak JSON too: the same rule, except for maps keyed by the fleet's
 // own names (regions, tenant classes), which are data.
 func TestFailoverDrillCheckJSONKeysAreSnakeCase(t *testing.T) {
-	binary(t) // built before failoverDir changes the working directory
+	testbed.LifeboatBinary(t) // built before failoverDir changes the working directory
 	drill := drillFleet(t, "1m")
 	fleet := filepath.Join(filepath.Dir(drill), "fleet.yaml")
 	failoverDir(t) // a second fleet with a file router and signals, in the working directory

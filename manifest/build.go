@@ -20,7 +20,8 @@ import (
 )
 
 // DefaultEmbedLimit is the largest engine or deployment file embedded in the manifest itself, so
-// that lint and show can read it without the bundle. Model files are never embedded.
+// that lint and show can read it without the bundle. Of the model files, only small configuration
+// files are embedded (ModelEmbeddable, ModelConfigEmbedLimit).
 const DefaultEmbedLimit = 1 << 20
 
 // BuildOptions says what goes into a manifest.
@@ -199,9 +200,18 @@ func hashAll(ctx context.Context, srcs []source, o BuildOptions, log *slog.Logge
 	return files, nil
 }
 
+// embedded reports whether a file's bytes go into the manifest: engine and deployment files up to
+// embedLimit, and the model's small configuration files (see ModelEmbeddable).
+func (s source) embedded(embedLimit int64) bool {
+	if s.part != PartModel {
+		return s.size <= embedLimit
+	}
+	return ModelEmbeddable(s.bundle, s.role) && s.size <= min(embedLimit, ModelConfigEmbedLimit)
+}
+
 func hashFile(ctx context.Context, s source, embedLimit int64, progress func(int64)) (File, error) {
 	if s.store != nil {
-		return hashObject(ctx, s, progress) // model files: never embedded
+		return hashObject(ctx, s, s.embedded(embedLimit), progress)
 	}
 	fh, err := os.Open(s.abs)
 	if err != nil {
@@ -212,17 +222,17 @@ func hashFile(ctx context.Context, s source, embedLimit int64, progress func(int
 	if s.part == PartEngine && s.size > embedLimit {
 		return File{}, fmt.Errorf("hash %s: engine config is %d bytes, larger than the %d-byte limit for an embedded file", s.abs, s.size, embedLimit)
 	}
-	if s.part != PartModel && s.size <= embedLimit {
-		// Small engine/deployment files are embedded so the manifest alone can be linted.
-		data, err := io.ReadAll(io.LimitReader(fh, embedLimit+1))
+	if s.embedded(embedLimit) {
+		// Small engine/deployment files are embedded so the manifest alone can be linted; small
+		// model configs so that diff can show what changed inside them.
+		data, err := io.ReadAll(io.LimitReader(fh, s.size+1))
 		if err != nil {
 			return File{}, fmt.Errorf("hash %s: %w", s.bundle, err)
 		}
 		if int64(len(data)) != s.size {
 			return File{}, fmt.Errorf("hash %s: file changed while reading (%d bytes, expected %d)", s.abs, len(data), s.size)
 		}
-		f.Data, f.Size, f.Sums = data, int64(len(data)), ChecksumsOf(data)
-		f.Digest = digestOf(f.Sums.SHA256)
+		embed(&f, data)
 		if progress != nil {
 			progress(f.Size)
 		}
@@ -237,6 +247,12 @@ func hashFile(ctx context.Context, s source, embedLimit int64, progress func(int
 	}
 	f.Size, f.Sums, f.Digest = n, sums, digestOf(sums.SHA256)
 	return f, nil
+}
+
+// embed sets a file's content, size and checksums from its bytes.
+func embed(f *File, data []byte) {
+	f.Data, f.Size, f.Sums = data, int64(len(data)), ChecksumsOf(data)
+	f.Digest = digestOf(f.Sums.SHA256)
 }
 
 // deriveModelConfig fills the ModelPack config from config.json and the safetensors headers, and

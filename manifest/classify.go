@@ -55,3 +55,26 @@ func Classify(rel string, adapterDirs map[string]bool) Role {
 	}
 	return RoleOther
 }
+
+// ModelConfigEmbedLimit is the largest model configuration file embedded in the manifest: enough
+// for any published config.json, generation_config.json or chat template, and for
+// tokenizer_config.json with a few thousand added tokens.
+const ModelConfigEmbedLimit = 256 << 10
+
+// ModelEmbeddable reports whether a model file of this bundle path and role is a configuration
+// file the manifest may embed (when it is at most ModelConfigEmbedLimit bytes), so that `manifest
+// diff` can show what changed inside it (vocab_size, rope_scaling, EOS ids, the chat template).
+// Weights, weight indexes and tokenizer vocabularies are never embedded: they are large, and a
+// replica must carry them anyway.
+func ModelEmbeddable(p string, role Role) bool {
+	switch role {
+	case RoleModelConfig, RoleGenerationConfig, RoleTokenizerConfig, RoleChatTemplate, RoleQuantConfig:
+		return true
+	case RoleLoRAAdapter, RoleOther:
+		switch path.Base(p) {
+		case "adapter_config.json", "preprocessor_config.json", "processor_config.json", "video_preprocessor_config.json":
+			return true
+		}
+	}
+	return false
+}

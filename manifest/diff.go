@@ -1,15 +1,5 @@
 package manifest
 
-import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
-	"sort"
-
-	"go.yaml.in/yaml/v3"
-)
-
 // Change is one file that differs between two manifests.
 type Change struct {
 	Path string `json:"path"`
@@ -18,17 +8,39 @@ type Change struct {
 	Role Role   `json:"role"`
 	Old  *Entry `json:"old,omitempty"`
 	New  *Entry `json:"new,omitempty"`
-	// Settings are what changed inside a file the manifest embeds (the engine config and the
-	// deployment files), key by key: the semantic release diff ("max-model-len: 8192 → 32768").
+	// Settings are what changed inside a file the manifest embeds (the engine config, the
+	// deployment files, the model's small configs), key by key: the semantic release diff
+	// ("max-model-len: 8192 → 32768", "rope_scaling: {…} → (removed)").
 	Settings []Setting `json:"settings,omitempty"`
+	// ChatTemplates are the chat templates that changed in the file: a .jinja file's own, or the
+	// chat_template key of tokenizer_config.json or chat_template.json (one per named template).
+	ChatTemplates []TemplateChange `json:"chat_templates,omitempty"`
+	// Note says why settings are not compared although they could be: the file is not embedded
+	// in one of the manifests (built by an older Lifeboat, or too large).
+	Note string `json:"note,omitempty"`
 }
 
 // Setting is one key of an embedded YAML or JSON file that was added, removed or changed. Key is
-// the dotted path (spec.template.spec.containers[0].image); Old or New is "" when absent.
+// the dotted path (spec.template.spec.containers[0].image); values are rendered compactly, maps
+// and lists in flow style ({rope_type: yarn, factor: 4.0}); Old or New is "" when absent.
 type Setting struct {
 	Key string `json:"key"`
-	Old string `json:"old,omitempty"`
-	New string `json:"new,omitempty"`
+	// Kind is "added", "removed" or "changed".
+	Kind string `json:"kind"`
+	Old  string `json:"old,omitempty"`
+	New  string `json:"new,omitempty"`
+}
+
+// TemplateChange is a chat template that was added, removed or changed: its SHA-256 on each side
+// and how many lines were added and removed.
+type TemplateChange struct {
+	// Name is the template's name in tokenizer_config.json's list form ("tool_use"), else "".
+	Name         string `json:"name,omitempty"`
+	Kind         string `json:"kind"`
+	OldSHA256    string `json:"old_sha256,omitempty"`
+	NewSHA256    string `json:"new_sha256,omitempty"`
+	AddedLines   int    `json:"added_lines"`
+	RemovedLines int    `json:"removed_lines"`
 }
 
 // Entry is the side of a change: what a manifest says of a file.
@@ -79,8 +91,7 @@ func Diff(old, new *Manifest) Delta {
 		default:
 			a, b := old.Files[i], new.Files[j]
 			if a.Digest != b.Digest || a.Size != b.Size || a.Role != b.Role {
-				d.Changes = append(d.Changes, Change{Path: a.Path, Kind: "changed", Role: b.Role, Old: entry(a), New: entry(b),
-					Settings: settingsDiff(a.Data, b.Data)})
+				d.Changes = append(d.Changes, contentDiff(Change{Path: a.Path, Kind: "changed", Role: b.Role, Old: entry(a), New: entry(b)}, a, b))
 				d.Changed++
 			} else {
 				d.Unchanged++
@@ -103,77 +114,4 @@ func Diff(old, new *Manifest) Delta {
 		}
 	}
 	return d
-}
-
-// settingsDiff compares two embedded YAML (or JSON) files key by key; nil when either is not
-// embedded or not YAML.
-func settingsDiff(a, b []byte) []Setting {
-	if a == nil || b == nil {
-		return nil
-	}
-	fa, oka := flattenYAML(a)
-	fb, okb := flattenYAML(b)
-	if !oka || !okb {
-		return nil
-	}
-	keys := map[string]bool{}
-	for k := range fa {
-		keys[k] = true
-	}
-	for k := range fb {
-		keys[k] = true
-	}
-	var out []Setting
-	for k := range keys {
-		if fa[k] != fb[k] {
-			out = append(out, Setting{Key: k, Old: fa[k], New: fb[k]})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
-}
-
-// flattenYAML maps every scalar of every document to its dotted path (documents after the first
-// are prefixed with their index, "[1].spec…").
-func flattenYAML(data []byte) (map[string]string, bool) {
-	out := map[string]string{}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for i := 0; ; i++ {
-		var doc any
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return out, true
-		}
-		if err != nil {
-			return nil, false
-		}
-		prefix := ""
-		if i > 0 {
-			prefix = fmt.Sprintf("[%d]", i)
-		}
-		flatten(prefix, doc, out)
-	}
-}
-
-func flatten(path string, v any, out map[string]string) {
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, c := range x {
-			flatten(join(k), c, out)
-		}
-	case []any:
-		for i, c := range x {
-			flatten(fmt.Sprintf("%s[%d]", path, i), c, out)
-		}
-	case nil:
-		out[path] = "null"
-	default:
-		out[path] = fmt.Sprint(x)
-	}
 }

@@ -199,7 +199,14 @@ func layerFile(l ocispec.Descriptor) (File, error) {
 		return File{}, fmt.Errorf("annotations[%q] is %q for %s: not a role Lifeboat knows", AnnotationRole, role, p)
 	}
 	if l.Data != nil && part == PartModel {
-		return File{}, fmt.Errorf("data: %s is a model file, whose bytes are never embedded (they come from the replica)", p)
+		// Only small model configuration files are embedded; weights and tokenizers come from
+		// the replica, and embedded bytes there would be a second, unverified copy.
+		if !ModelEmbeddable(p, role) {
+			return File{}, fmt.Errorf("data: %s is a model file of role %s, whose bytes are never embedded (they come from the replica)", p, role)
+		}
+		if len(l.Data) > ModelConfigEmbedLimit {
+			return File{}, fmt.Errorf("data: %s embeds %d bytes, more than the %d a model config may", p, len(l.Data), ModelConfigEmbedLimit)
+		}
 	}
 	if l.MediaType == "" {
 		return File{}, fmt.Errorf("mediaType missing for %s", p)

@@ -46,7 +46,8 @@ func setPath(t testing.TB, doc map[string]any, from, to string) {
 
 // TestParseRefusesWhatProvesNothing: every manifest the audit of issue 9 found accepted — one
 // that lists nothing, lacks the model config, carries digests that panicked the reader, repeats
-// JSON keys, invents roles, embeds a weight file's bytes, hides control characters in paths, or
+// JSON keys, invents roles, embeds a weight file's or tokenizer's bytes (or model config bytes
+// that are not the file's), hides control characters in paths, or
 // has paths that collide on a real file system — is refused at parse time, naming the field.
 func TestParseRefusesWhatProvesNothing(t *testing.T) {
 	raw, _ := sampleDoc(t)
@@ -97,10 +98,20 @@ func TestParseRefusesWhatProvesNothing(t *testing.T) {
 			l := layerAt(t, d, "model/model-00001-of-00002.safetensors")
 			l["data"], l["size"], l["digest"] = base64.StdEncoding.EncodeToString(embedded), len(embedded), "sha256:"+hex.EncodeToString(sum[:])
 		}), "never embedded"},
-		"data on model config": {mutate(func(d map[string]any) {
-			l := layerAt(t, d, "model/config.json")
+		"data on a tokenizer": {mutate(func(d map[string]any) {
+			l := layerAt(t, d, "model/tokenizer.json")
 			l["data"], l["size"], l["digest"] = base64.StdEncoding.EncodeToString(embedded), len(embedded), "sha256:"+hex.EncodeToString(sum[:])
 		}), "never embedded"},
+		"model config data not its digest": {mutate(func(d map[string]any) {
+			l := layerAt(t, d, "model/config.json")
+			l["data"], l["size"] = base64.StdEncoding.EncodeToString(embedded), len(embedded)
+		}), "does not match digest"},
+		"model config data over the cap": {mutate(func(d map[string]any) {
+			big := bytes.Repeat([]byte(" "), manifest.ModelConfigEmbedLimit+1)
+			bs := sha256.Sum256(big)
+			l := layerAt(t, d, "model/config.json")
+			l["data"], l["size"], l["digest"] = base64.StdEncoding.EncodeToString(big), len(big), "sha256:"+hex.EncodeToString(bs[:])
+		}), "more than the"},
 		"newline in path":   {mutate(func(d map[string]any) { setPath(t, d, "model/README.md", "model/README.md\nOK   model/x") }), "control"},
 		"ansi in path":      {mutate(func(d map[string]any) { setPath(t, d, "model/README.md", "model/\x1b[32mOK\x1b[0m") }), "control"},
 		"c1 in path":        {mutate(func(d map[string]any) { setPath(t, d, "model/README.md", "model/\u0085README.md") }), "control"},
@@ -118,6 +129,17 @@ func TestParseRefusesWhatProvesNothing(t *testing.T) {
 		"case collision of a dir": {mutate(func(d map[string]any) {
 			setPath(t, d, "model/README.md", "model/Loras")
 		}), `runs through "model/Loras"`},
+	}
+	// A small model config may be embedded (manifest diff shows its settings): bytes that match
+	// its digest are accepted and kept.
+	ok := mutate(func(d map[string]any) {
+		l := layerAt(t, d, "model/config.json")
+		l["data"], l["size"], l["digest"] = base64.StdEncoding.EncodeToString(embedded), len(embedded), "sha256:"+hex.EncodeToString(sum[:])
+	})
+	if m, err := manifest.Parse(ok, "dr/manifest.json"); err != nil {
+		t.Errorf("embedded model config refused: %v", err)
+	} else if f, _ := m.File("model/config.json"); !bytes.Equal(f.Data, embedded) {
+		t.Errorf("embedded model config not kept: %q", f.Data)
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -239,14 +239,22 @@ func walkStore(ctx context.Context, st providers.Store) ([]LocalFile, error) {
 // again from the start after a broken connection: the hashers then start over, and the bytes
 // already reported to progress are taken back. A read that still breaks (a reset or truncated
 // body, a store failing after its SDK's retries) is tried again, hashObjectAttempts times in all.
-func hashObject(ctx context.Context, s source, progress func(int64)) (File, error) {
+// An object the manifest embeds (a small model config) is read whole, its bytes kept.
+func hashObject(ctx context.Context, s source, embedded bool, progress func(int64)) (File, error) {
 	f := File{Path: s.bundle, Part: s.part, Role: s.role, MediaType: s.role.MediaType()}
 	var sums Checksums
 	var n int64
+	var data []byte
 	var err error
 	wait := hashObjectBackoff
 	for attempt := 1; ; attempt++ {
 		err = s.store.Read(ctx, s.abs, providers.ReadOptions{}, func(r io.Reader) error {
+			if embedded { // a small config: kept whole, as the local build keeps it
+				var err error
+				data, err = io.ReadAll(io.LimitReader(cutShort{r}, s.size+1))
+				n = int64(len(data))
+				return err
+			}
 			var seen int64
 			p := func(k int64) {
 				seen += k
@@ -275,6 +283,13 @@ func hashObject(ctx context.Context, s source, progress func(int64)) (File, erro
 	}
 	if n != s.size {
 		return File{}, fmt.Errorf("hash %s: read %d bytes, the listing says %d (the object changed, or its body was cut short)", s.bundle, n, s.size)
+	}
+	if embedded {
+		embed(&f, data)
+		if progress != nil {
+			progress(f.Size)
+		}
+		return f, nil
 	}
 	f.Size, f.Sums, f.Digest = n, sums, digestOf(sums.SHA256)
 	return f, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -274,7 +275,11 @@ func (a *app) manifestDiffCmd() *cobra.Command {
 		Use:   "diff OLD NEW",
 		Short: "List files added, removed and changed between two manifests (for release reviews)",
 		Long: `Diff compares two manifests by bundle path: added, removed and changed files (size, digest or
-role), and changes to the model config (precision, quantization, parameter count…).
+role), and changes to the model config (precision, quantization, parameter count…). Inside the
+files a manifest embeds — the engine config, deployment files and the model's small configs
+(config.json, generation_config.json, tokenizer_config.json, chat templates…) — it shows what
+changed key by key (max-model-len: 8192 → 32768, rope_scaling: {…} → (removed), eos_token_id),
+and for a chat template its digests and the lines added and removed.
 Exit status is 0 whether or not they differ, unless --exit-code is given (then 1 if they differ).`,
 		Example: `  lifeboat manifest diff dr/manifest-v1.json dr/manifest-v2.json`,
 		Args:    cobra.ExactArgs(2),
@@ -305,16 +310,7 @@ Exit status is 0 whether or not they differ, unless --exit-code is given (then 1
 						fmt.Fprintf(w, "- %s\t%s\t%s\t%s\n", c.Path, c.Role, humanBytes(c.Old.Size), short(c.Old.Digest))
 					default:
 						fmt.Fprintf(w, "~ %s\t%s\t%s → %s\t%s → %s\n", c.Path, c.Role, humanBytes(c.Old.Size), humanBytes(c.New.Size), short(c.Old.Digest), short(c.New.Digest))
-						for _, st := range c.Settings {
-							switch {
-							case st.Old == "":
-								fmt.Fprintf(w, "    + %s: %s\n", st.Key, st.New)
-							case st.New == "":
-								fmt.Fprintf(w, "    - %s: %s (dropped)\n", st.Key, st.Old)
-							default:
-								fmt.Fprintf(w, "    %s: %s → %s\n", st.Key, st.Old, st.New)
-							}
-						}
+						writeContentDiff(w, c)
 					}
 				}
 				for _, md := range d.Model {
@@ -331,6 +327,37 @@ Exit status is 0 whether or not they differ, unless --exit-code is given (then 1
 	}
 	c.Flags().BoolVar(&exitCode, "exit-code", false, "exit 1 when the manifests differ")
 	return c
+}
+
+// writeContentDiff prints what changed inside a file, one line per setting and chat template.
+func writeContentDiff(w io.Writer, c manifest.Change) {
+	for _, st := range c.Settings {
+		old, new := st.Old, st.New
+		switch st.Kind {
+		case "added":
+			old = "(absent)"
+		case "removed":
+			new = "(removed)"
+		}
+		fmt.Fprintf(w, "    %s: %s → %s\n", st.Key, old, new)
+	}
+	for _, t := range c.ChatTemplates {
+		name := "chat template"
+		if t.Name != "" {
+			name += " " + strconv.Quote(t.Name)
+		}
+		switch t.Kind {
+		case "added":
+			fmt.Fprintf(w, "    %s: added (sha256 %s, %d lines)\n", name, short(t.NewSHA256), t.AddedLines)
+		case "removed":
+			fmt.Fprintf(w, "    %s: removed (sha256 %s, %d lines)\n", name, short(t.OldSHA256), t.RemovedLines)
+		default:
+			fmt.Fprintf(w, "    %s: changed (sha256 %s→%s, +%d/-%d lines)\n", name, short(t.OldSHA256), short(t.NewSHA256), t.AddedLines, t.RemovedLines)
+		}
+	}
+	if c.Note != "" {
+		fmt.Fprintf(w, "    (%s)\n", c.Note)
+	}
 }
 
 func short(d string) string {

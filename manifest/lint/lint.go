@@ -210,11 +210,13 @@ func (c *Context) HasModelFile(rel string) bool {
 // MaxReadFile bounds whole-file reads by rules (tokenizer.json of large vocabularies is ~20 MB).
 const MaxReadFile = 256 << 20
 
-// ReadFile returns the whole content of a bundle file: the manifest's embedded data when present
-// (engine and deployment files), else the source's bytes. Results are cached.
+// ReadFile returns the whole content of a bundle file: the manifest's embedded data for engine and
+// deployment files, else the source's bytes. Model files are always read from the source, even
+// those the manifest embeds (small configs), so findings describe what a replica will serve.
+// Results are cached.
 func (c *Context) ReadFile(path string) ([]byte, error) {
 	v, err := c.Memo("file:"+path, func() (any, error) {
-		if f, ok := c.Manifest.File(path); ok && f.Data != nil {
+		if f, ok := c.Manifest.File(path); ok && f.Data != nil && f.Part != manifest.PartModel {
 			return f.Data, nil
 		}
 		if c.Src == nil {

@@ -35,7 +35,7 @@ func checkManifestFiles(c *Context) {
 	}
 	for _, f := range c.Manifest.Files {
 		n, err := c.Src.Size(c.Ctx, f.Path)
-		if f.Data != nil {
+		if f.Data != nil && f.Part != manifest.PartModel {
 			// Embedded: the manifest itself carries the bytes the rules check. When the source
 			// has the file too (a bundle), it must be those bytes, or the findings are about an
 			// old copy.
@@ -96,7 +96,7 @@ func checkContent(c *Context, f manifest.File, size int64) {
 		return
 	}
 	msg := fmt.Sprintf("%s: the content differs from the manifest (sha256 %.12s…, manifest %.12s…)", f.Path, got, f.Sums.SHA256)
-	if f.Data != nil {
+	if f.Data != nil && f.Part != manifest.PartModel {
 		msg += "; the other findings check the manifest's embedded copy, not this file"
 	}
 	c.add(Finding{Rule: "manifest-stale", Severity: Error, Path: f.Path, Message: msg, Hint: staleHint})

@@ -345,7 +345,7 @@ type CopyFrom string
 
 const (
 	FromSource   CopyFrom = "source"
-	FromManifest CopyFrom = "manifest" // embedded in the manifest (engine and small deployment files)
+	FromManifest CopyFrom = "manifest" // embedded in the manifest (engine, small deployment and model config files)
 )
 
 // FailureKind classifies a failed copy.

@@ -2,6 +2,8 @@ package replicate_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"lifeboat/internal/testbed"
 	"lifeboat/verify/replicate"
@@ -158,5 +160,37 @@ func TestRestoreRefusesPathsOutsideDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(base, "escaped")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("wrote outside the directory")
+	}
+}
+
+// The model configs the manifest embeds are restored from its copy — the bytes its digest names —
+// even when the replica's copy is corrupt; weights still come from the replica.
+func TestRestoreWritesEmbeddedModelConfigs(t *testing.T) {
+	f := testbed.Sample(t, "small")
+	cfg, ok := f.M.File("model/config.json")
+	if !ok || cfg.Data == nil {
+		t.Fatal("the sample manifest does not embed model/config.json")
+	}
+	src := testbed.FileBackend(t).Open(t, testbed.FreshPrefix("restore-embedded"), nil)
+	testbed.Seed(t, src, f)
+	bad := append([]byte{}, cfg.Data...)
+	bad[len(bad)/2] ^= 0x20
+	testbed.Put(t, src, "model/config.json", bad, providers.Checksums{})
+
+	dir := t.TempDir()
+	rep, err := replicate.Restore(testbed.Ctx(t), f.M, src, dir, replicate.Options{})
+	if err != nil || rep.Status != replicate.OK || rep.Failed != 0 {
+		t.Fatalf("%v %+v", err, rep)
+	}
+	from := map[string]replicate.CopyFrom{}
+	for _, c := range rep.Files {
+		from[c.Path] = c.From
+	}
+	if from["model/config.json"] != replicate.FromManifest || from[f.Shards()[0]] != replicate.FromSource {
+		t.Errorf("copied from %v", from)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "model", "config.json"))
+	if sum := sha256.Sum256(got); "sha256:"+hex.EncodeToString(sum[:]) != cfg.Digest.String() || !bytes.Equal(got, f.Data(t, "model/config.json")) {
+		t.Fatalf("restored config.json is not the manifest's bytes")
 	}
 }

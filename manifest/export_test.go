@@ -1,0 +1,4 @@
+package manifest
+
+// LineDelta exposes lineDelta to the external tests.
+var LineDelta = lineDelta

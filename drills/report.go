@@ -142,7 +142,10 @@ type Request struct {
 	OK       bool    `json:"ok"`
 	TTFTMS   float64 `json:"ttft_ms"`
 	Eligible bool    `json:"eligible"`
-	Error    string  `json:"error,omitempty"`
+	// Via is the router frontend the request went through (router.frontends); empty: straight to
+	// the receiver the weights picked (a router with no data plane, such as the file driver).
+	Via   string `json:"via,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // ClassTraffic sums one class's requests.

@@ -3,8 +3,10 @@ package drills
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,13 +30,13 @@ type regionSpec struct {
 	archive bool
 }
 
-// drillRig is a fleet of engine-sim candidates over real stores, a file router and a state store.
+// drillRig is a fleet of engine-sim candidates over real stores, a router (the file router
+// unless rigOptions say otherwise) and a state store.
 type drillRig struct {
-	dir    string
-	fleet  *failover.Fleet
-	m      *manifest.Manifest
-	open   func(ctx context.Context, url string) (providers.Store, error)
-	router *failover.FileRouter
+	dir   string
+	fleet *failover.Fleet
+	m     *manifest.Manifest
+	open  func(ctx context.Context, url string) (providers.Store, error)
 }
 
 // baseline: eu-only on the two EU regions, global on us-east-1 and eu-west-1; us-west-2 and
@@ -44,9 +46,24 @@ var baseline = failover.RouterState{Weights: failover.Weights{
 	"global":  {"us-east-1": 50, "us-west-2": 0, "eu-west-1": 50, "ap-southeast-1": 0},
 }, States: failover.States{}}
 
+// rigOptions change the test fleet: its state store, its router, and the ports its candidates
+// listen on (where a router's servers point).
+type rigOptions struct {
+	state  string         // the state store URL; "": a directory of the rig
+	router string         // the fleet's router: mapping; "": the file router (weights.json)
+	ports  map[string]int // region → its candidate's port; none: a free port
+	// baseline is the router's state before the drill (its classes are the fleet's tenants,
+	// each eligible where it has a weight); zero: baseline.
+	baseline failover.RouterState
+}
+
 // newDrillRig seeds each region's replica from the sample and writes fleet.yaml.
-func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Context, url string) (providers.Store, error), state ...string) *drillRig {
+func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Context, url string) (providers.Store, error), opts ...rigOptions) *drillRig {
 	t.Helper()
+	var o rigOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	fx := testbed.Sample(t, "small")
 	bin := testbed.LifeboatBinary(t)
 	dir := t.TempDir()
@@ -58,8 +75,15 @@ func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Conte
 		t.Fatal(err)
 	}
 	stateURL := "file://" + filepath.Join(dir, "state")
-	if len(state) > 0 {
-		stateURL = state[0]
+	if o.state != "" {
+		stateURL = o.state
+	}
+	router := "{driver: file, path: weights.json}"
+	if o.router != "" {
+		router = o.router
+	}
+	if o.baseline.Weights == nil {
+		o.baseline = baseline
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "model: {name: llama-demo, manifest: manifest.json}\nregions:\n")
@@ -69,16 +93,21 @@ func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Conte
 		if r.archive {
 			continue
 		}
-		fmt.Fprintf(&b, "    launcher: {kind: exec, command: %q}\n", bin+" engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}")
+		port := ""
+		if o.ports[r.name] != 0 {
+			port = fmt.Sprintf(", port: %d", o.ports[r.name])
+		}
+		fmt.Fprintf(&b, "    launcher: {kind: exec, command: %q%s}\n", bin+" engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}", port)
 	}
-	fmt.Fprintf(&b, `tenants:
-  eu-only: [eu-west-1, eu-central-1]
-  global: [us-east-1, us-west-2, eu-west-1, ap-southeast-1]
-router: {driver: file, path: weights.json}
+	fmt.Fprintf(&b, "tenants:\n")
+	for _, class := range slices.Sorted(maps.Keys(o.baseline.Weights)) {
+		fmt.Fprintf(&b, "  %s: [%s]\n", class, strings.Join(slices.Sorted(maps.Keys(o.baseline.Weights[class])), ", "))
+	}
+	fmt.Fprintf(&b, `router: %s
 failover: {step_percent: 25, step_interval: 100ms, spill_cap_percent: 60, drain_timeout: 2s, failback_dwell: 300ms, max_transitions_per_hour: 1000, assumed_utilization_percent: 20}
 state: %s
 sla: {rto: 5m}
-`, stateURL)
+`, router, stateURL)
 	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +119,11 @@ sla: {rto: 5m}
 	if err != nil {
 		t.Fatal(err)
 	}
-	rig := &drillRig{dir: dir, fleet: fl, m: fx.M, open: open, router: &failover.FileRouter{Path: fl.Router.Path}}
-	if err := rig.router.Apply(context.Background(), baseline); err != nil {
-		t.Fatal(err)
+	rig := &drillRig{dir: dir, fleet: fl, m: fx.M, open: open}
+	if fl.Router.Driver == failover.DriverFile {
+		if err := (&failover.FileRouter{Path: fl.Router.Path}).Apply(context.Background(), o.baseline); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return rig
 }

@@ -606,7 +606,7 @@ func (x *run) bootOne(region string) (*warm.BootResult, error) {
 		}
 	}
 	o := warm.BootOptions{Manifest: x.Manifest, From: x.stores[r.Replica], Workdir: filepath.Join(x.tmp, "boot", region),
-		Launcher: &warm.ExecLauncher{Command: cmd}, Probe: x.Probe, Keep: true, Restore: replicate.Options{Log: x.log()}}
+		Launcher: &warm.ExecLauncher{Command: cmd, Port: r.Launcher.Port}, Probe: x.Probe, Keep: true, Restore: replicate.Options{Log: x.log()}}
 	for _, k := range slices.Sorted(mapsKeys(r.Launcher.Env)) {
 		o.Env = append(o.Env, k+"="+r.Launcher.Env[k])
 	}

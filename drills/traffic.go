@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -67,10 +68,27 @@ func (p *picker) pick(class string, rs failover.RouterState) string {
 	return best
 }
 
-// send sends one synthetic request of class to where the router sends it.
+// send sends one synthetic request of class along its serving path: through the router's
+// frontend for the class when the fleet names one (the router picks the region and says which
+// in its X-Served-By header), else straight to the receiver the router's weights pick.
 func (x *run) send(ctx context.Context, p *picker, class, phase string) Request {
 	t0 := x.now()
 	req := Request{Offset: t0.Sub(x.start).Seconds(), Phase: phase, Class: class}
+	if fe := x.Fleet.Router.Frontends[class]; fe != "" {
+		req.Via = fe
+		ttft, servedBy, err := x.complete(ctx, fe)
+		req.Region = x.regionServing(servedBy)
+		req.Eligible = req.Region != "" && slices.Contains(x.Fleet.Tenants[class], req.Region)
+		switch {
+		case err != nil:
+			req.Error = err.Error()
+		case req.Region == "":
+			req.Error = fmt.Sprintf("the router's %s header %q names no region of the fleet (want a region, or a candidate's host:port)", failover.FrontendServedBy, servedBy)
+		default:
+			req.OK, req.TTFTMS = true, float64(ttft.Microseconds())/1000
+		}
+		return req
+	}
 	rs, err := x.base.Read(ctx)
 	if err != nil {
 		req.Error = fmt.Sprintf("read the router: %v", err)
@@ -91,7 +109,7 @@ func (x *run) send(ctx context.Context, p *picker, class, phase string) Request 
 		req.Error = fmt.Sprintf("%s has no serving endpoint", region)
 		return req
 	}
-	ttft, err := x.complete(ctx, ep)
+	ttft, _, err := x.complete(ctx, ep)
 	if err != nil {
 		req.Error = err.Error()
 		return req
@@ -100,8 +118,28 @@ func (x *run) send(ctx context.Context, p *picker, class, phase string) Request 
 	return req
 }
 
-// complete streams one completion and returns the time to its first token.
-func (x *run) complete(ctx context.Context, endpoint string) (time.Duration, error) {
+// regionServing maps a router's X-Served-By value to a region: a region's name (HAProxy's
+// server name), or the host:port of a region's serving endpoint (an upstream address); "" when
+// it is neither.
+func (x *run) regionServing(servedBy string) string {
+	if servedBy == "" {
+		return ""
+	}
+	if x.Fleet.Regions[servedBy] != nil {
+		return servedBy
+	}
+	for _, name := range x.exFl.RegionNames() {
+		ep := x.exFl.Regions[name].Endpoint
+		if u, err := url.Parse(ep); err == nil && ep != "" && u.Host == servedBy {
+			return name
+		}
+	}
+	return ""
+}
+
+// complete streams one completion and returns the time to its first token and the response's
+// X-Served-By header (where a router sent it).
+func (x *run) complete(ctx context.Context, endpoint string) (time.Duration, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, x.Drill.Traffic.Timeout)
 	defer cancel()
 	model := ""
@@ -111,18 +149,19 @@ func (x *run) complete(ctx context.Context, endpoint string) (time.Duration, err
 	body, _ := json.Marshal(map[string]any{"model": model, "prompt": x.Drill.Traffic.Prompt, "max_tokens": x.Drill.Traffic.MaxTokens, "stream": true})
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/v1/completions", bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	t0 := time.Now()
 	resp, err := x.client().Do(hr)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer resp.Body.Close()
+	servedBy := strings.TrimSpace(resp.Header.Get(failover.FrontendServedBy))
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return 0, servedBy, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, maxResponseBytes))
 	var ttft time.Duration
@@ -135,9 +174,9 @@ func (x *run) complete(ctx context.Context, endpoint string) (time.Duration, err
 		data = strings.TrimSpace(data)
 		if data == "[DONE]" {
 			if ttft == 0 {
-				return 0, errors.New("the stream ended without a token")
+				return 0, servedBy, errors.New("the stream ended without a token")
 			}
-			return ttft, nil
+			return ttft, servedBy, nil
 		}
 		var chunk struct {
 			Choices []struct {
@@ -148,19 +187,19 @@ func (x *run) complete(ctx context.Context, endpoint string) (time.Duration, err
 			} `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-			return 0, fmt.Errorf("not a completion chunk: %v", err)
+			return 0, servedBy, fmt.Errorf("not a completion chunk: %v", err)
 		}
 		if chunk.Error != nil {
-			return 0, fmt.Errorf("error frame: %s", chunk.Error.Message)
+			return 0, servedBy, fmt.Errorf("error frame: %s", chunk.Error.Message)
 		}
 		if ttft == 0 && len(chunk.Choices) > 0 && chunk.Choices[0].Text != "" {
 			ttft = time.Since(t0)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return 0, errors.New("the stream ended before [DONE]")
+	return 0, servedBy, errors.New("the stream ended before [DONE]")
 }
 
 func (x *run) record(r Request) {
@@ -211,14 +250,64 @@ func (x *run) stopSampler() {
 }
 
 // traffic sends traffic.requests synthetic requests per class (4 in flight) and fails on any
-// request that failed or landed outside its class's eligible regions.
+// request that failed, landed outside its class's eligible regions, or landed on a region the
+// router gives that class no weight (through a router's frontend, its data plane must follow
+// the weights its control plane reads back).
 func (x *run) traffic() (string, error) {
+	rs, err := x.base.Read(x.ctx)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", x.base, err)
+	}
+	classes := slices.Sorted(mapsKeys(x.Fleet.Tenants))
+	all := x.sendTraffic(classes)
+	var parts, problems []string
+	for _, c := range classes {
+		n, bad, out := 0, 0, 0
+		where, unweighted := map[string]int{}, map[string]int{}
+		for _, r := range all {
+			if r.Class != c {
+				continue
+			}
+			n++
+			if !r.OK {
+				bad++
+			}
+			if r.Region != "" && !r.Eligible {
+				out++
+			}
+			if r.Region != "" && (rs.Weights[c][r.Region] == 0 || rs.States.Get(c, r.Region) != failover.Ready) {
+				unweighted[r.Region]++
+			}
+			where[r.Region]++
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d request(s) → %s", c, n, regionCounts(where)))
+		if bad > 0 {
+			problems = append(problems, fmt.Sprintf("%d %s request(s) failed", bad, c))
+		}
+		if out > 0 {
+			problems = append(problems, fmt.Sprintf("%d %s request(s) landed outside %v", out, c, x.Fleet.Tenants[c]))
+		}
+		if len(unweighted) > 0 {
+			problems = append(problems, fmt.Sprintf("%s request(s) landed where the router gives %s no weight: %s", c, c, regionCounts(unweighted)))
+		}
+	}
+	detail := strings.Join(parts, "; ")
+	if len(x.Fleet.Router.Frontends) > 0 {
+		detail = "through the router's frontends: " + detail
+	}
+	if len(problems) > 0 {
+		return detail, errors.New(strings.Join(problems, "; "))
+	}
+	return detail, nil
+}
+
+// sendTraffic sends traffic.requests requests per class, 4 in flight, and returns them all.
+func (x *run) sendTraffic(classes []string) []Request {
 	p := &picker{}
 	var all []Request
 	var mu sync.Mutex
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
-	classes := slices.Sorted(mapsKeys(x.Fleet.Tenants))
 	for _, c := range classes {
 		for range x.Drill.Traffic.Requests {
 			wg.Add(1)
@@ -239,36 +328,7 @@ func (x *run) traffic() (string, error) {
 		}
 	}
 	wg.Wait()
-	var parts, problems []string
-	for _, c := range classes {
-		n, bad, out := 0, 0, 0
-		where := map[string]int{}
-		for _, r := range all {
-			if r.Class != c {
-				continue
-			}
-			n++
-			if !r.OK {
-				bad++
-			}
-			if r.Region != "" && !r.Eligible {
-				out++
-			}
-			where[r.Region]++
-		}
-		parts = append(parts, fmt.Sprintf("%s: %d request(s) → %s", c, n, regionCounts(where)))
-		if bad > 0 {
-			problems = append(problems, fmt.Sprintf("%d %s request(s) failed", bad, c))
-		}
-		if out > 0 {
-			problems = append(problems, fmt.Sprintf("%d %s request(s) landed outside %v", out, c, x.Fleet.Tenants[c]))
-		}
-	}
-	detail := strings.Join(parts, "; ")
-	if len(problems) > 0 {
-		return detail, errors.New(strings.Join(problems, "; "))
-	}
-	return detail, nil
+	return all
 }
 
 func regionCounts(m map[string]int) string {

@@ -46,7 +46,7 @@ func (f *Fleet) BootOptions(region string, command func(string) string) (warm.Bo
 	if command != nil {
 		cmdline = command(cmdline)
 	}
-	el := &warm.ExecLauncher{Command: cmdline}
+	el := &warm.ExecLauncher{Command: cmdline, Port: r.Launcher.Port}
 	if _, err := el.CommandArgs(warm.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 1}); err != nil {
 		return o, fmt.Errorf("%s: regions.%s.launcher.command: %w", f.File, region, err)
 	}

@@ -98,6 +98,10 @@ type Launcher struct {
 	// .ModelDir, .EngineConfig, .Host and .Port (e.g. "vllm serve {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}}").
 	Command string            `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Port is the port the exec launcher's replica listens on ({{.Port}}): the one the router's
+	// server for this region points at, when a router carries the candidates' traffic (a drill
+	// through HAProxy). 0: a free port.
+	Port int `json:"port,omitempty"`
 	// URL is the endpoint launcher's replica; empty means the region's endpoint.
 	URL string `json:"url,omitempty"`
 }
@@ -114,9 +118,18 @@ type Router struct {
 	// Backends names, per tenant class, the HAProxy backend, the Caddy route @id or the http
 	// document holding that class's regions.
 	Backends map[string]string `json:"backends,omitempty"`
+	// Frontends is, per tenant class, the URL where that class's requests enter the router's
+	// data plane; a drill sends its synthetic traffic there, and learns where each request
+	// landed from the FrontendServedBy response header the router adds.
+	Frontends map[string]string `json:"frontends,omitempty"`
 	// Timeout bounds one exchange with the router.
 	Timeout time.Duration `json:"timeout"`
 }
+
+// FrontendServedBy is the response header a router with frontends adds to say where a request
+// went: the region (HAProxy: http-response set-header X-Served-By %[srv_name], servers named by
+// region) or the upstream's host:port (Caddy: header_down X-Served-By {http.reverse_proxy.upstream.hostport}).
+const FrontendServedBy = "X-Served-By"
 
 // Router drivers.
 const (
@@ -239,6 +252,7 @@ type fleetLines struct {
 	tenant                                    map[string]int // class → line
 	tenantItem                                map[string]int // class NUL region → line
 	backend                                   map[string]int // class → line
+	frontend                                  map[string]int // class → line
 	field                                     map[string]int // dotted field → line of its value
 }
 
@@ -263,7 +277,7 @@ func (p *fleetParser) parse(data []byte) *Fleet {
 	if root == nil {
 		return nil
 	}
-	p.lines = fleetLines{tenant: map[string]int{}, tenantItem: map[string]int{}, backend: map[string]int{}, field: map[string]int{}}
+	p.lines = fleetLines{tenant: map[string]int{}, tenantItem: map[string]int{}, backend: map[string]int{}, frontend: map[string]int{}, field: map[string]int{}}
 	f := &Fleet{File: p.Name, Regions: map[string]*Region{}, Tenants: map[string][]string{}, Failover: DefaultPolicy()}
 	f.Router.Timeout = DefaultRouterTimeout
 	p.mapping(root, "", true, map[string]func(*yaml.Node, string){
@@ -390,6 +404,14 @@ func (p *fleetParser) checkRouter(f *Fleet) {
 			p.errf(p.lines.backend[class], "router.backends."+class, "tenant class %q is not defined under tenants", class)
 		}
 	}
+	for _, class := range slices.Sorted(maps.Keys(r.Frontends)) {
+		if _, ok := f.Tenants[class]; !ok {
+			p.errf(p.lines.frontend[class], "router.frontends."+class, "tenant class %q is not defined under tenants", class)
+		}
+	}
+	if r.Driver == DriverFile && len(r.Frontends) > 0 {
+		p.errf(p.lines.router, "router.frontends", "the file driver has no data plane: traffic goes to the receivers' endpoints")
+	}
 	need := func(ok bool, field, what string) {
 		if !ok {
 			p.errf(p.lines.router, "router."+field, "required with driver %s: %s", r.Driver, what)
@@ -444,8 +466,15 @@ func (p *fleetParser) checkPolicy(f *Fleet) {
 }
 
 func (p *fleetParser) checkLaunchers(f *Fleet) {
+	ports := map[int]string{}
 	for _, name := range f.RegionNames() {
 		r := f.Regions[name]
+		if r.Launcher != nil && r.Launcher.Port != 0 {
+			if other, dup := ports[r.Launcher.Port]; dup {
+				p.errf(r.Line, "regions."+name+".launcher.port", "port %d is also %s's: two candidates cannot listen on one port", r.Launcher.Port, other)
+			}
+			ports[r.Launcher.Port] = name
+		}
 		if r.Launcher != nil && r.Launcher.Kind == LauncherEndpoint && r.Launcher.URL == "" && r.Endpoint == "" {
 			p.errf(r.Line, "regions."+name+".launcher.url", "an endpoint launcher needs a url, or the region's endpoint")
 		}
@@ -581,7 +610,8 @@ func (p *fleetParser) launcher(n *yaml.Node, at string) *Launcher {
 				l.Env[k.Value] = v.Value
 			})
 		},
-		"url": func(n *yaml.Node, at string) { l.URL = p.httpURL(n, at) },
+		"url":  func(n *yaml.Node, at string) { l.URL = p.httpURL(n, at) },
+		"port": func(n *yaml.Node, at string) { l.Port = p.IntIn(n, at, 1, 65535) },
 	})
 	switch {
 	case l.Kind == "" && kindLine == 0:
@@ -592,6 +622,8 @@ func (p *fleetParser) launcher(n *yaml.Node, at string) *Launcher {
 		p.errf(n.Line, at+".command", "an endpoint launcher starts nothing; remove the command")
 	case l.Kind == LauncherExec && l.URL != "":
 		p.errf(n.Line, at+".url", "an exec launcher listens on the port it is given; remove the url")
+	case l.Kind == LauncherEndpoint && l.Port != 0:
+		p.errf(n.Line, at+".port", "an endpoint launcher starts nothing to listen; remove the port")
 	}
 	return l
 }
@@ -621,6 +653,15 @@ func (p *fleetParser) router(n *yaml.Node, at string) Router {
 						return
 					}
 					r.Backends[k.Value] = s
+				}
+			})
+		},
+		"frontends": func(n *yaml.Node, at string) {
+			r.Frontends = map[string]string{}
+			p.eachKey(n, at, func(k, v *yaml.Node, at string) {
+				p.lines.frontend[k.Value] = k.Line
+				if u := p.httpURL(v, at); u != "" {
+					r.Frontends[k.Value] = u
 				}
 			})
 		},

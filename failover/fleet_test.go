@@ -2,6 +2,7 @@ package failover
 
 import (
 	"errors"
+	"lifeboat/verify/warm"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,27 @@ func TestParseFleetMinimalDefaults(t *testing.T) {
 	}
 }
 
+// A drill through a router: each candidate listens on the port the router's server points at,
+// and each class's traffic enters at its frontend.
+func TestParseFleetLauncherPortAndFrontends(t *testing.T) {
+	f, err := ParseFleet([]byte(`model: {name: demo, manifest: m.json}
+regions:
+  a: {replica: ./r, launcher: {kind: exec, command: "serve --port {{.Port}}", port: 18101}}
+tenants: {g: [a]}
+router: {driver: haproxy, socket: /s, backends: {g: be_g}, frontends: {g: "http://127.0.0.1:18111"}}
+`), "fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Regions["a"].Launcher.Port != 18101 || f.Router.Frontends["g"] != "http://127.0.0.1:18111" {
+		t.Fatalf("launcher %+v frontends %v", f.Regions["a"].Launcher, f.Router.Frontends)
+	}
+	o, err := f.BootOptions("a", nil)
+	if el, ok := o.Launcher.(*warm.ExecLauncher); err != nil || !ok || el.Port != 18101 {
+		t.Fatalf("boot options: %v %+v", err, o.Launcher)
+	}
+}
+
 func TestParseFleetErrors(t *testing.T) {
 	const head = "model: {name: demo, manifest: m.json}\n"
 	for _, c := range []struct {
@@ -138,6 +160,13 @@ func TestParseFleetErrors(t *testing.T) {
 		{"transitions", head + "regions: {a: {replica: ./r}}\nfailover: {max_transitions_per_hour: 0}\n", []string{"failover.max_transitions_per_hour: want a whole number from 1"}},
 		{"signals url", head + "regions: {a: {replica: ./r, signals: {metrics: 'x'}}}\n", []string{"regions.a.signals.metrics: want an http"}},
 		{"env value", head + "regions: {a: {replica: ./r, launcher: {kind: exec, command: x, env: {A: [1]}}}}\n", []string{"launcher.env.A: want a string"}},
+		{"launcher port range", head + "regions: {a: {replica: ./r, launcher: {kind: exec, command: x, port: 70000}}}\n", []string{"regions.a.launcher.port: want a whole number from 1 to 65535"}},
+		{"endpoint launcher port", head + "regions: {a: {replica: ./r, endpoint: 'http://h:1', launcher: {kind: endpoint, port: 80}}}\n", []string{"regions.a.launcher.port: an endpoint launcher starts nothing"}},
+		{"launcher port shared", head + "regions:\n  a: {replica: ./r, launcher: {kind: exec, command: x, port: 9000}}\n  b: {replica: ./r, launcher: {kind: exec, command: x, port: 9000}}\n", []string{"fleet.yaml:4: regions.b.launcher.port: port 9000 is also a's"}},
+		{"frontend undefined class", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a]}\nrouter: {driver: haproxy, socket: /s, backends: {g: be_g}, frontends: {eu: 'http://127.0.0.1:1'}}\n",
+			[]string{"router.frontends.eu: tenant class \"eu\" is not defined"}},
+		{"frontend url", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a]}\nrouter: {driver: haproxy, socket: /s, backends: {g: be_g}, frontends: {g: 'ftp://x'}}\n", []string{"router.frontends.g: want an http"}},
+		{"file frontends", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a]}\nrouter: {driver: file, path: w.json, frontends: {g: 'http://127.0.0.1:1'}}\n", []string{"router.frontends: the file driver has no data plane"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f, err := ParseFleet([]byte(c.yaml), "fleet.yaml")

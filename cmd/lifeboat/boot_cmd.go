@@ -39,7 +39,8 @@ func (a *app) bootCmd() *cobra.Command {
      endpoint probes a replica already running at launcher.url (or the region's endpoint), and
      restores nothing;
   3. probe it as 'lifeboat probe' does: the served names are the engine config's
-     served-model-name(s), the LoRA adapters its lora-modules;
+     served-model-name(s), the LoRA adapters its lora-modules. --timeout is the total time of
+     this step, from launch to the last check (the restore before it is not counted);
   4. report the verdict and timings (restore_s, launch_s, listen_s, healthy_s, ttft_s,
      tokens_per_s, warm_s) and stop the replica and its whole process group, unless --keep
      (kept only when WARM; Ctrl-C stops it).

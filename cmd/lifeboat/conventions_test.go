@@ -118,7 +118,7 @@ func TestFailuresInJSONAndJUnit(t *testing.T) {
 		code int
 	}{
 		{[]string{"verify", "--manifest", m, s3dead, "--timeout", "3s"}, 4},
-		{[]string{"probe", dead, "--model", "x", "--timeout", "300ms"}, 4},
+		{[]string{"probe", dead, "--served-model-name", "x", "--timeout", "300ms"}, 4},
 		{[]string{"manifest", "lint", absent(t) + "/nonexistent.json", "--model", l.ModelDir}, 2},
 		{[]string{"manifest", "show", absent(t) + "/nonexistent.json"}, 2},
 		{[]string{"replicate", "--manifest", m, "--from", l.Root, "--to", s3dead}, 4},
@@ -176,7 +176,7 @@ func TestDryRunToNewDirAndOutIntoMissingDir(t *testing.T) {
 // probe says what it waits for while it waits; a URL without a scheme gets a suggestion.
 func TestProbeSaysWhatItWaitsForAndSuggestsAScheme(t *testing.T) {
 	for _, u := range []string{"127.0.0.1:8000", "localhost:8000"} {
-		r := cli(t, nil, "probe", u, "--model", "x")
+		r := cli(t, nil, "probe", u, "--served-model-name", "x")
 		if r.code != 2 || !strings.Contains(r.stderr, "did you mean http://"+u+"?") {
 			t.Errorf("probe %s: exit %d, %q", u, r.code, r.stderr)
 		}
@@ -186,11 +186,11 @@ func TestProbeSaysWhatItWaitsForAndSuggestsAScheme(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	r := cli(t, nil, "probe", "http://"+addr, "--model", "x", "--timeout", "6s")
+	r := cli(t, nil, "probe", "http://"+addr, "--served-model-name", "x", "--timeout", "6s")
 	if r.code != 4 || !strings.Contains(r.stderr, "probe: listen: waiting for "+addr+" to accept a connection (timeout 6s), 5s elapsed") {
 		t.Errorf("probe of a silent port: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if r := cli(t, nil, "probe", "http://"+addr, "--model", "x", "--timeout", "6s", "--quiet"); strings.Contains(r.stderr, "waiting") {
+	if r := cli(t, nil, "probe", "http://"+addr, "--served-model-name", "x", "--timeout", "6s", "--quiet"); strings.Contains(r.stderr, "waiting") {
 		t.Errorf("--quiet still prints progress: %q", r.stderr)
 	}
 }

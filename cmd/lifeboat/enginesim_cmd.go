@@ -28,7 +28,7 @@ func (a *app) engineSimCmd() *cobra.Command {
 		Use:   "engine-sim MODEL_DIR --config FILE --port N",
 		Short: "Run a vLLM-compatible engine simulator over a model directory (no GPU needed)",
 		Example: `  lifeboat engine-sim ./restored/model --config ./restored/engine/engine.yaml --port 8000
-  lifeboat probe http://127.0.0.1:8000 --model llama-demo`,
+  lifeboat probe http://127.0.0.1:8000 --served-model-name llama-demo`,
 		Long: `engine-sim is started like "vllm serve": the model directory as the argument, the
 engine config YAML with --config, the port with --port. It loads the model directory the way vLLM
 does (config.json, tokenizer.json, every shard header and all weight bytes, quantization, context

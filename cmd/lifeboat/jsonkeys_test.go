@@ -53,7 +53,7 @@ func TestEveryJSONKeyIsSnakeCase(t *testing.T) {
 		{"verify", "--manifest", m, l.Root},
 		{"replicate", "--manifest", m, "--from", l.Root, "--to", filepath.Join(t.TempDir(), "r"), "--dry-run"},
 		{"restore", "--manifest", m, "--from", l.Root, "--to", restored},
-		{"probe", "http://127.0.0.1:1", "--model", "x", "--timeout", "100ms"},
+		{"probe", "http://127.0.0.1:1", "--served-model-name", "x", "--timeout", "100ms"},
 		{"demo", "init", filepath.Join(t.TempDir(), "demo")},
 		{"version"},
 	} {

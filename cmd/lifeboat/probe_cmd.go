@@ -12,31 +12,35 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// probeCmd is `lifeboat probe URL --model NAME …`: is the vLLM replica at URL warm?
+// probeCmd is `lifeboat probe URL --served-model-name NAME …`: is the vLLM replica at URL warm?
 func (a *app) probeCmd() *cobra.Command {
-	var o warm.ProbeOptions
+	var (
+		o      warm.ProbeOptions
+		legacy []string // --model, the old name of --served-model-name
+	)
 	c := &cobra.Command{
-		Use:   "probe URL --model NAME [--lora NAME]... [--ttft-budget 2s] [--timeout 10m] [-o text|json]",
+		Use:   "probe URL --served-model-name NAME [--lora NAME]... [--ttft-budget 2s] [--timeout 10m] [-o text|json]",
 		Short: "Decide, with evidence, whether a vLLM replica is warm",
 		Long: `Probe follows vLLM's readiness contract against the OpenAI-compatible server at URL:
 
   listen      the port accepts connections (vLLM only listens once the engine is ready;
               refused means loading or dead). Polled with a backoff capped at 200 ms, so a
-              replica that starts listening is seen within ~250 ms, until --timeout.
+              replica that starts listening is seen within ~250 ms.
   health      GET /health is 200 (503: the engine died).
-  models      GET /v1/models lists every --model as a served name and every --lora as an
-              adapter whose parent is one of them.
+  models      GET /v1/models lists every --served-model-name (vLLM's flag of that name) and
+              every --lora as an adapter whose parent is one of them.
   generate    a streamed /v1/chat/completions (/v1/completions with --completions-only) on the
-              first --model, then on each --lora: tokens arrive, [DONE] arrives, no error frame.
+              first --served-model-name, then on each --lora: tokens arrive, [DONE] arrives, no error frame.
               TTFT is the time to the first chunk with content; tokens/s is the decode rate.
   metrics     /metrics (Prometheus text): vllm:cache_config_info num_gpu_blocks > 0,
               vllm:request_success_total rose, vllm:num_requests_waiting <= --max-waiting,
               vllm:kv_cache_usage_perc (or vllm:gpu_cache_usage_perc) <= --max-kv-usage.
               A series the server does not export is reported as skipped, not OK.
 
-Every exchange has a deadline (--request-timeout for a whole request, --stall-timeout for a
-silent stream), so a server that closes mid-stream, sends an error frame or garbage, or stalls
-gets a verdict, never a hang.
+--timeout is the total time the probe may take, from the first connection attempt to the last
+check (as --timeout is everywhere in lifeboat). Within it every exchange has its own deadline
+(--request-timeout for a whole request, --stall-timeout for a silent stream), so a server that
+closes mid-stream, sends an error frame or garbage, or stalls gets a verdict, never a hang.
 
 Verdicts: WARM, or the first failure in this order: LOADING (never listened within --timeout,
 or engine not initialised), ENGINE_DEAD (/health not 200, engine error frames, /metrics
@@ -47,8 +51,8 @@ SATURATED (healthy but queue or KV cache over thresholds), SLOW (TTFT over --ttf
 Exit status: 0 WARM; 1 any other verdict from a replica that listened; 4 LOADING because the
 replica never accepted a connection within --timeout (unreachable: loading, down, or wrong
 URL — a probe of a URL cannot tell these apart); 2 bad input.`,
-		Example: `  lifeboat probe http://10.0.3.7:8000 --model llama-3.3-70b-instruct --lora sql-lora
-  lifeboat probe http://127.0.0.1:8000 --model llama-demo --ttft-budget 500ms --timeout 15m -o json`,
+		Example: `  lifeboat probe http://10.0.3.7:8000 --served-model-name llama-3.3-70b-instruct --lora sql-lora
+  lifeboat probe http://127.0.0.1:8000 --served-model-name llama-demo --ttft-budget 500ms --timeout 15m -o json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := a.checkOutput("text", "json"); err != nil {
@@ -61,12 +65,13 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			o.Models = append(o.Models, legacy...)
 			if len(o.Models) == 0 {
-				return usageErr("probe needs --model NAME (the served model name to expect and probe)")
+				return usageErr("probe needs --served-model-name NAME (the name vLLM serves the model as, its --served-model-name)")
 			}
 			for _, n := range append(append([]string{}, o.Models...), o.LoRAs...) {
 				if strings.TrimSpace(n) == "" {
-					return usageErr("--model/--lora: empty name")
+					return usageErr("--served-model-name/--lora: empty name")
 				}
 			}
 			if err := checkProbeOptions(o); err != nil {
@@ -89,8 +94,12 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&o.Models, "model", nil, "served model name that must be listed (repeatable; the first is probed)")
-	f.StringArrayVar(&o.LoRAs, "lora", nil, "LoRA adapter that must be listed with a --model as parent, and answer (repeatable)")
+	f.StringArrayVar(&o.Models, "served-model-name", nil, "served model name that must be listed, as vLLM's --served-model-name (repeatable; the first is probed)")
+	// --model was this flag's first name; everywhere else --model is a model directory. It
+	// still works, hidden from --help.
+	f.StringArrayVar(&legacy, "model", nil, "old name of --served-model-name")
+	_ = f.MarkHidden("model")
+	f.StringArrayVar(&o.LoRAs, "lora", nil, "LoRA adapter that must be listed with a --served-model-name as parent, and answer (repeatable)")
 	f.BoolVar(&o.CompletionsOnly, "completions-only", false, "the model serves no chat: probe /v1/completions instead")
 	addProbeFlags(f, &o, warm.DefaultMaxWaiting, "the default allows a replica already taking traffic")
 	return c
@@ -101,7 +110,7 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 // has an empty queue (0).
 func addProbeFlags(f *pflag.FlagSet, o *warm.ProbeOptions, maxWaiting int, why string) {
 	f.DurationVar(&o.TTFTBudget, "ttft-budget", warm.DefaultTTFTBudget, "time-to-first-token budget (over it: SLOW)")
-	f.DurationVar(&o.Timeout, "timeout", warm.DefaultProbeTimeout, "how long to wait for the replica to listen (then: LOADING); each later exchange has --request-timeout")
+	f.DurationVar(&o.Timeout, "timeout", warm.DefaultProbeTimeout, "total time the probe may take: the wait to listen (never listened: LOADING) and every exchange after it")
 	f.DurationVar(&o.RequestTimeout, "request-timeout", warm.DefaultRequestTimeout, "deadline of each HTTP exchange, a whole stream included")
 	f.DurationVar(&o.StallTimeout, "stall-timeout", warm.DefaultProbeStallTimeout, "a stream silent this long fails")
 	f.IntVar(&o.MaxWaiting, "max-waiting", maxWaiting, "most requests allowed in vllm:num_requests_waiting (over it: SATURATED); "+why)

@@ -109,7 +109,7 @@ tenants: {eu-only: [local]}
 	}
 	runs = append(runs,
 		[]string{"boot", "--fleet", fleet, "--region", "local", "--workdir", t.TempDir(), "--timeout", "20s"},
-		[]string{"probe", "http://user:" + secrets["url password"] + "@127.0.0.1:1/?token=" + secrets["url query"], "--model", "x", "--timeout", "200ms"},
+		[]string{"probe", "http://user:" + secrets["url password"] + "@127.0.0.1:1/?token=" + secrets["url query"], "--served-model-name", "x", "--timeout", "200ms"},
 	)
 	for _, args := range runs {
 		for _, o := range []string{"text", "json", "-v"} {

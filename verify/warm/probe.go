@@ -62,7 +62,7 @@ type ProbeOptions struct {
 	LoRAs           []string // expected LoRA adapters: listed with parent = a served name, and each answers one streamed request
 	CompletionsOnly bool     // the model serves no chat: probe /v1/completions instead of /v1/chat/completions
 
-	Timeout        time.Duration // overall wait for the port to listen (default 10m)
+	Timeout        time.Duration // total budget of the probe, listen wait and every exchange (default 10m)
 	TTFTBudget     time.Duration // time to first content token (default 2s; negative: no budget)
 	RequestTimeout time.Duration // deadline of each HTTP exchange, whole stream included (default 60s)
 	StallTimeout   time.Duration // a stream silent this long fails (default 30s)
@@ -242,8 +242,13 @@ func (p *prober) exitCheck() {
 // listen → /health → /v1/models → a streamed generation (TTFT, tokens/s) → /metrics. It always
 // returns (every wait has a deadline); ctx cancellation ends it with LOADING or the verdict
 // reached so far.
+//
+// o.Timeout is the total budget: the wait to listen and every exchange after it. When it passes
+// the check under way fails saying so (LOADING if the replica never listened).
 func Probe(ctx context.Context, baseURL string, o ProbeOptions) ProbeResult {
 	o.defaults()
+	ctx, cancel := context.WithTimeoutCause(ctx, o.Timeout, &budgetError{o.Timeout})
+	defer cancel()
 	res := ProbeResult{URL: baseURL}
 	p := &prober{o: o, base: strings.TrimRight(baseURL, "/"), start: time.Now(), res: &res}
 	p.run(ctx)
@@ -308,6 +313,22 @@ func (p *prober) run(ctx context.Context) {
 	p.health(ctx, "health after probe")
 }
 
+// budgetError is the cause of a probe's context when ProbeOptions.Timeout passed.
+type budgetError struct{ d time.Duration }
+
+func (e *budgetError) Error() string {
+	return fmt.Sprintf("the probe's total --timeout of %s passed", e.d)
+}
+
+// budgetSpent is the budget's error when the probe's total timeout ended ctx (or a child of it).
+func budgetSpent(ctx context.Context) error {
+	var be *budgetError
+	if errors.As(context.Cause(ctx), &be) {
+		return be
+	}
+	return nil
+}
+
 // WaitingInterval is how often ProbeOptions.Waiting is called while waiting.
 const WaitingInterval = 5 * time.Second
 
@@ -326,8 +347,6 @@ func (p *prober) waitListen(ctx context.Context) bool {
 		}
 		addr = net.JoinHostPort(u.Hostname(), port)
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
-	defer cancel()
 	var exited <-chan struct{}
 	if p.o.Instance != nil {
 		exited = p.o.Instance.Exited()
@@ -384,10 +403,16 @@ func (p *prober) get(ctx context.Context, path string) (int, []byte, error) {
 	}
 	resp, err := p.o.HTTPClient.Do(req)
 	if err != nil {
+		if be := budgetSpent(ctx); be != nil {
+			return 0, nil, be
+		}
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
+	if be := budgetSpent(ctx); err != nil && be != nil {
+		return resp.StatusCode, nil, be
+	}
 	if err == nil && len(body) > MaxBodyBytes {
 		return resp.StatusCode, nil, fmt.Errorf("body %w of %d bytes (not judged)", errTooLarge, MaxBodyBytes)
 	}
@@ -755,6 +780,8 @@ func (p *prober) streamErr(err error, stalled *atomic.Bool, ctx context.Context,
 	switch {
 	case stalled.Load():
 		return fmt.Sprintf("%s: stalled, nothing for %s", what, p.o.StallTimeout)
+	case budgetSpent(ctx) != nil:
+		return fmt.Sprintf("%s: %v", what, budgetSpent(ctx))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Sprintf("%s: no [DONE] within %s", what, p.o.RequestTimeout)
 	default:

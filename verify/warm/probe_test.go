@@ -103,7 +103,9 @@ func newFake(t *testing.T, mod func(f *fakeVLLM)) string {
 }
 
 func fastOpts() ProbeOptions {
-	return ProbeOptions{Models: []string{"llama-demo"}, LoRAs: []string{"sql-lora"}, Timeout: 5 * time.Second,
+	// Timeout is the whole probe's budget: room for the listen, the exchanges and the up-to-5s
+	// wait for the success counter to rise.
+	return ProbeOptions{Models: []string{"llama-demo"}, LoRAs: []string{"sql-lora"}, Timeout: 30 * time.Second,
 		RequestTimeout: 3 * time.Second, StallTimeout: 500 * time.Millisecond}
 }
 
@@ -336,5 +338,45 @@ func TestNormalizeBaseURL(t *testing.T) {
 		if _, err := NormalizeBaseURL(bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// --timeout is the probe's total budget (issue 8: one meaning everywhere): a replica that
+// listens and then holds a request open is given up on when the budget passes, not after the
+// longer per-request deadline, and the verdict says which limit ended it.
+func TestProbeTimeoutIsTotal(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mod  func(f *fakeVLLM)
+	}{
+		{"chat held open", func(f *fakeVLLM) { f.chat = func(w http.ResponseWriter, r *http.Request) { stall(r, f.quit) } }},
+		{"health held open", func(f *fakeVLLM) {
+			f.health.Store(0) // never written: the handler below answers
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var u string
+			if c.name == "health held open" {
+				quit := make(chan struct{})
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { stall(r, quit) }))
+				t.Cleanup(func() { close(quit); srv.CloseClientConnections(); srv.Close() })
+				u = srv.URL
+			} else {
+				u = newFake(t, c.mod)
+			}
+			o := fastOpts()
+			o.Timeout, o.RequestTimeout, o.StallTimeout = time.Second, time.Hour, time.Hour
+			done := make(chan ProbeResult, 1)
+			go func() { done <- Probe(context.Background(), u, o) }()
+			var res ProbeResult
+			select {
+			case res = <-done:
+			case <-time.After(time.Minute): // only a guard against a hang; the budget is 1s
+				t.Fatal("the probe ran past its total --timeout")
+			}
+			if res.Verdict == Warm || !strings.Contains(res.Reason, "total --timeout of 1s passed") || res.Timings.ListenS == nil {
+				t.Errorf("%s: %+v", res.Verdict, res)
+			}
+		})
 	}
 }

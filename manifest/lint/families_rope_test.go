@@ -45,7 +45,17 @@ func editJSON(t *testing.T, dir, name string, fn func(map[string]any)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, out, 0o644); err != nil {
+	replaceFile(t, p, out)
+}
+
+// replaceFile writes a new file at p (removing the old one first: fixtures may be hard links
+// to a shared copy).
+func replaceFile(t *testing.T, p string, data []byte) {
+	t.Helper()
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -203,7 +204,8 @@ func checkPackedQuant(c *Context, q *modelrepo.QuantConfig, tensors map[string]m
 // checkFP8 checks that every FP8 weight has its weight_scale (weight_scale_inv for block-quantized
 // exports). With declared set (quant_method fp8), a checkpoint without FP8 weights is an error.
 func checkFP8(c *Context, q *modelrepo.QuantConfig, tensors map[string]modelTensor, declared bool) {
-	missing := quantFinding{}
+	missing, noInv, badShape := quantFinding{}, quantFinding{}, quantFinding{}
+	block := fp8BlockSize(q)
 	fp8 := 0
 	for name, mt := range tensors {
 		x, ok := strings.CutSuffix(name, ".weight")
@@ -212,13 +214,28 @@ func checkFP8(c *Context, q *modelrepo.QuantConfig, tensors map[string]modelTens
 		}
 		fp8++
 		_, a := tensors[x+".weight_scale"]
-		_, b := tensors[x+".weight_scale_inv"]
-		if !a && !b {
+		inv, b := tensors[x+".weight_scale_inv"]
+		switch {
+		case block != nil && !b:
+			// Block-wise FP8 (weight_block_size) loads one weight_scale_inv per block.
+			noInv.add(mt.shard, name)
+		case block != nil && len(mt.t.Shape) == 2:
+			want := []int64{(mt.t.Shape[0] + block[0] - 1) / block[0], (mt.t.Shape[1] + block[1] - 1) / block[1]}
+			if len(inv.t.Shape) != 2 || inv.t.Shape[0] != want[0] || inv.t.Shape[1] != want[1] {
+				badShape.add(inv.shard, fmt.Sprintf("%s %s, want %s", x+".weight_scale_inv", modelShapeString(inv.t.Shape), modelShapeString(want)))
+			}
+		case !a && !b:
 			missing.add(mt.shard, name)
 		}
 	}
 	missing.report(c, func(shard string, n int, example string) string {
 		return fmt.Sprintf("%s has %d FP8 weights without a weight_scale next to them (e.g. %s): vLLM cannot dequantize them", shard, n, example)
+	})
+	noInv.report(c, func(shard string, n int, example string) string {
+		return fmt.Sprintf("%s has %d FP8 weights without their weight_scale_inv (e.g. %s), but %s sets weight_block_size %v: vLLM's block-wise FP8 loads one scale per block and fails (\"Following weights were not initialized from checkpoint\")", shard, n, example, q.Source, block)
+	})
+	badShape.report(c, func(shard string, n int, example string) string {
+		return fmt.Sprintf("%s has %d weight_scale_inv tensors whose shape is not one scale per weight_block_size %v block (e.g. %s): vLLM fails to load them (\"Attempted to load weight into parameter\")", shard, n, block, example)
 	})
 	if declared && fp8 == 0 {
 		c.Errorf(modelShardsLabel(c), "", "%s declares quant_method fp8 but no shard holds an F8_E4M3 weight: vLLM expects a serialized FP8 checkpoint", q.Source)
@@ -244,4 +261,25 @@ func modelContainsAny(s string, subs []string) bool {
 		}
 	}
 	return false
+}
+
+// fp8BlockSize is quantization_config's weight_block_size ([rows, cols] of one scale), or nil.
+func fp8BlockSize(q *modelrepo.QuantConfig) []int64 {
+	list, ok := q.Raw["weight_block_size"].([]any)
+	if !ok || len(list) != 2 {
+		return nil
+	}
+	out := make([]int64, 2)
+	for i, v := range list {
+		n, isNum := v.(json.Number)
+		if !isNum {
+			return nil
+		}
+		x, err := n.Int64()
+		if err != nil || x <= 0 {
+			return nil
+		}
+		out[i] = x
+	}
+	return out
 }

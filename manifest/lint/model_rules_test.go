@@ -407,8 +407,8 @@ func TestModelRuleMetadata(t *testing.T) {
 			t.Errorf("rule %s is incomplete: %+v", r.ID, r)
 		}
 	}
-	if len(seen) != 18 {
-		t.Errorf("%d model rules, want 18", len(seen))
+	if len(seen) != 19 {
+		t.Errorf("%d model rules, want 19", len(seen))
 	}
 }
 

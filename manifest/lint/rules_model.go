@@ -107,6 +107,12 @@ var modelRules = []Rule{
 		Check:   checkEmbeddingVocabSize,
 	},
 	{
+		ID: "weights-config-shape", Severity: Error,
+		Summary: "the checkpoint does not have the shape config.json gives the model: the embedding is not hidden_size wide, or its decoder layers are not num_hidden_layers (vLLM fails to load the weights)",
+		Hint:    "use the config.json that belongs to these weights, or restore the missing shards",
+		Check:   checkWeightsConfigShape,
+	},
+	{
 		ID: "quant-tensors", Severity: Error,
 		Summary: "the tensors do not match the declared quantization (AWQ/GPTQ qweight/qzeros/scales[/g_idx], FP8 weight_scale), or quantized tensors have no quantization config",
 		Hint:    "use the config that matches the checkpoint (quantization_config in config.json or quantize_config.json), or re-export the checkpoint",

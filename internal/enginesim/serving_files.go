@@ -1,0 +1,51 @@
+package enginesim
+
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// checkServingFiles fails where vLLM's start-up fails on files the model's config needs besides
+// the weights: with --trust-remote-code, transformers imports every auto_map class from
+// "<module>.py" in the model directory; a multimodal model (a vision_config) has its processor
+// loaded, which needs preprocessor_config.json (or processor_config.json).
+func (m *Model) checkServingFiles() error {
+	if m.Engine.TrustRemoteCode {
+		if am, ok := m.Config.Raw["auto_map"].(map[string]any); ok {
+			var refs []string
+			for _, v := range am {
+				switch x := v.(type) {
+				case string:
+					refs = append(refs, x)
+				case []any:
+					for _, e := range x {
+						if s, ok := e.(string); ok && s != "" {
+							refs = append(refs, s)
+						}
+					}
+				}
+			}
+			sort.Strings(refs)
+			for _, ref := range refs {
+				if strings.Contains(ref, "--") {
+					continue // another Hub repository: fetched online, not from the model directory
+				}
+				i := strings.LastIndex(ref, ".")
+				if i <= 0 {
+					continue
+				}
+				mod := ref[:i]
+				if !fileExists(filepath.Join(m.Dir, mod+".py")) {
+					return loadErr("config", "OSError: %s does not appear to have a file named %s.py (auto_map %s in config.json, loaded because of --trust-remote-code)", m.Dir, mod, ref)
+				}
+			}
+		}
+	}
+	if _, vision := m.Config.Raw["vision_config"]; vision {
+		if !fileExists(filepath.Join(m.Dir, "preprocessor_config.json")) && !fileExists(filepath.Join(m.Dir, "processor_config.json")) {
+			return loadErr("config", "OSError: Can't load image processor for '%s'. Make sure '%s' is the correct path to a directory containing a preprocessor_config.json file (config.json declares a vision_config)", m.Dir, m.Dir)
+		}
+	}
+	return nil
+}

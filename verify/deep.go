@@ -40,10 +40,13 @@ func (r *runner) deepFiles(ctx context.Context, m *manifest.Manifest, s provider
 	sort.SliceStable(todo, func(a, b int) bool { return m.Files[todo[a]].Size > m.Files[todo[b]].Size })
 	var read counter
 	var wg sync.WaitGroup
+	r.pending.Add(int64(len(todo)))
 	for _, i := range todo {
 		select {
 		case r.files <- struct{}{}:
+			r.pending.Add(-1)
 		case <-ctx.Done():
+			r.pending.Add(-1)
 			files[i], errs[i] = errorResult(m.Files[i], FileResult{}, ctx.Err()), ctx.Err()
 			continue
 		}
@@ -222,47 +225,110 @@ func (h *fileHash) verdict(f manifest.File, obj providers.Object) FileResult {
 	return fr
 }
 
-// readObject streams the size bytes of key into h: one read for objects up to RangeSize,
-// parallel ranged reads hashed in order for larger ones. rev pins the revision (IfMatch).
+// readObject streams the size bytes of key into h. A file is read whole, in one request, as it
+// streams (whole-object GETs are what servers serve cheapest: no per-request work, sendfile);
+// several files are read at once, one worker each. Splitting a file into ranges cannot speed up
+// its SHA-256, which is sequential; it only adds transfer parallelism, at the price of buffers for
+// the ranges ahead of the hash. So a file is split only in the tail (see tail): when no file is
+// left to start and so few are still being read that the range buffers would otherwise sit idle —
+// the last big shards — and only when the connection is what holds the file back: the read has
+// waited four times longer for bytes than it took to hash them (a distant cloud: ~100 MB/s per
+// connection against ~1.3 GB/s of SHA-256); on local disk or a fast link the hash is the limit
+// and ranges would only cost buffers. A whole read then stops where it is and the rest of the
+// file is read as parallel ranges (pipeline), pinned to the same revision.
 func (r *runner) readObject(ctx context.Context, s providers.Store, key string, size int64, rev string, h *fileHash) error {
-	if size > r.o.RangeSize {
-		return r.pipeline(ctx, s, key, size, rev, h)
+	at, err := r.stream(ctx, s, key, size, rev, h, size >= 2*r.o.RangeSize)
+	if err != nil || at == size {
+		return err
 	}
+	return r.pipeline(ctx, s, key, at, size, rev, h)
+}
+
+// tail reports whether the range buffers would sit idle: every file has been started, and at
+// most half as many are being read as there are buffers (so a split file gets at least two
+// ranges in flight).
+func (r *runner) tail() bool {
+	return r.pending.Load() == 0 && 2*len(r.files) <= r.bufs.max
+}
+
+// errSplit ends a whole read that is to go on as ranges (it never leaves stream).
+var errSplit = errors.New("switching to ranged reads")
+
+// stream reads key whole into h, retried from the start (ReadAttempts, the same rules as a
+// range), and returns how many bytes h holds: size, or fewer when splittable and the tail began
+// meanwhile (the caller reads the rest as ranges). Progress is reported as bytes are hashed, each
+// offset once however often an attempt starts over.
+func (r *runner) stream(ctx context.Context, s providers.Store, key string, size int64, rev string, h *fileHash, splittable bool) (int64, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	complete := false // the last attempt delivered every byte before failing
+	buf := *bp
+	var n, reported int64
+	complete, split := false, false   // complete: the last attempt delivered every byte before failing
+	var waited, hashing time.Duration // in this attempt: blocked in the body's Read, in the hash
 	err := r.retry(ctx, func() error {
-		return r.read(ctx, s, key, providers.ReadOptions{IfMatch: rev}, func(rd io.Reader) error {
+		err := r.read(ctx, s, key, providers.ReadOptions{IfMatch: rev}, func(rd io.Reader) error {
 			h.Reset() // the callback may be re-invoked by a retrying store
 			h.storeErr = nil
-			n, err := io.CopyBuffer(h, rd, *bp)
+			n, complete = 0, false
+			waited, hashing = 0, 0
+			var err error
+			for err == nil {
+				if err := ctx.Err(); err != nil {
+					return err // a local file's reader does not watch ctx
+				}
+				if splittable && n >= 1<<20 && waited > 4*hashing && size-n >= 2*r.o.RangeSize && r.tail() {
+					split = true
+					return errSplit
+				}
+				var k int
+				t0 := time.Now()
+				k, err = rd.Read(buf)
+				t1 := time.Now()
+				if n += int64(k); n > size {
+					return &lengthError{got: n, want: size}
+				}
+				h.Write(buf[:k])
+				waited, hashing = waited+t1.Sub(t0), hashing+time.Since(t1)
+				if n > reported {
+					r.o.Progress(n - reported)
+					reported = n
+				}
+			}
 			complete = n == size
 			switch {
-			case err != nil && complete && h.matches():
+			case err == io.EOF && complete:
+				return nil
+			case err != io.EOF && complete && h.matches():
 				// Every byte arrived and hashes to the manifest's SHA-256: proven, whatever
 				// the store then complained about (a checksum header altered in transit, a
 				// stored checksum that is wrong); noted in the verdict.
 				h.storeErr = err
 				return nil
-			case err != nil:
+			case err != io.EOF && (complete || ctx.Err() != nil):
 				return err
-			case n != size:
-				return &lengthError{got: n, want: size}
+			case err != io.EOF:
+				// Short. A clean body that ends early also fails the store's checksum check
+				// at its end (S3, GCS), but the missing bytes are the cause: a broken read.
+				return &lengthError{got: n, want: size, cause: err}
 			}
-			return nil
+			return &lengthError{got: n, want: size}
 		})
+		if split && errors.Is(err, errSplit) {
+			return nil
+		}
+		return err
 	})
 	if err != nil && complete && !errors.Is(err, providers.ErrUnreachable) && retryable(ctx, err) {
-		// Every attempt delivered the whole object and the SDK's own integrity check (S3's
+		// Every attempt delivered the whole object and the store's own integrity check (S3's
 		// x-amz-checksum on a whole-object GET, GCS's CRC32C) rejected it each time: the stored
 		// bytes do not match the store's own checksum. The hash of what arrived is the verdict.
 		h.storeErr = err
 		err = nil
 	}
-	if err == nil {
-		r.o.Progress(size)
+	if err != nil {
+		return 0, err
 	}
-	return err
+	return n, nil
 }
 
 // read is one Store.Read. A body that stops moving is ended by the store's stall guard
@@ -274,8 +340,13 @@ func (r *runner) read(ctx context.Context, s providers.Store, key string, o prov
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
-// lengthError: a read delivered another number of bytes than asked for.
-type lengthError struct{ got, want int64 }
+// lengthError: a read delivered another number of bytes than asked for; cause is the error the
+// body ended with, if any. Short, it is ErrUnreachable whatever the cause says (a clean but short
+// body also fails a checksum check at its end, yet the missing bytes are what went wrong).
+type lengthError struct {
+	got, want int64
+	cause     error
+}
 
 // Is makes a short read a broken connection for providers.KindOf (unreachable after retries); a
 // longer one is not.
@@ -283,7 +354,12 @@ func (e *lengthError) Is(target error) bool {
 	return target == providers.ErrUnreachable && e.got < e.want
 }
 
+func (e *lengthError) Unwrap() error { return e.cause }
+
 func (e *lengthError) Error() string {
+	if e.got < e.want && e.cause != nil {
+		return fmt.Sprintf("short read: %d of %d bytes, then %v", e.got, e.want, e.cause)
+	}
 	if e.got < e.want {
 		return fmt.Sprintf("short read: %d of %d bytes", e.got, e.want)
 	}
@@ -325,14 +401,14 @@ func (r *runner) retry(ctx context.Context, read func() error) error {
 // in transit and the unknown may succeed on another attempt.
 func retryable(ctx context.Context, err error) bool { return providers.Retryable(ctx, err) }
 
-// pipeline reads [0, size) of key as ranges of RangeSize in parallel — each into its own buffer
+// pipeline reads [from, size) of key as ranges of RangeSize in parallel — each into its own buffer
 // from the shared pool, pinned to rev — and feeds them to h strictly in order. At most
 // bufPool.max ranges are buffered across all files, so memory does not grow with the file.
 //
 // Progress cannot stall: a range is launched only once it holds a buffer, and ranges are
 // launched in order, so every file's lowest unhashed range holds a buffer and only waits for
 // its own request.
-func (r *runner) pipeline(ctx context.Context, s providers.Store, key string, size int64, rev string, h *fileHash) error {
+func (r *runner) pipeline(ctx context.Context, s providers.Store, key string, from, size int64, rev string, h *fileHash) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type slot struct {
@@ -346,7 +422,7 @@ func (r *runner) pipeline(ctx context.Context, s providers.Store, key string, si
 	var fetches sync.WaitGroup
 	go func() {
 		defer close(queue)
-		for off := int64(0); off < size; off += r.o.RangeSize {
+		for off := from; off < size; off += r.o.RangeSize {
 			select {
 			case tokens <- struct{}{}:
 			case <-ctx.Done():
@@ -372,7 +448,7 @@ func (r *runner) pipeline(ctx context.Context, s providers.Store, key string, si
 		}
 	}()
 	var err error
-	var hashed int64
+	hashed := from
 	for sl := range queue {
 		<-sl.done
 		if err == nil && sl.err != nil {

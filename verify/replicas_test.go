@@ -133,7 +133,12 @@ func TestDeepCancelled(t *testing.T) {
 
 // reinvoker is a Store whose Read calls the callback twice, the way a retrying store does after a
 // connection breaks mid-body: first with a body that breaks halfway, then with the whole body.
-type reinvoker struct{ providers.Store }
+// A callback that stops for a reason of its own (not the body's error) gets that error back, as
+// from a real store; again counts the callbacks that were called again.
+type reinvoker struct {
+	providers.Store
+	again *atomic.Int64
+}
 
 var errBroken = errors.New("connection broke mid-body")
 
@@ -143,9 +148,13 @@ func (r reinvoker) Read(ctx context.Context, key string, o providers.ReadOptions
 		if err != nil {
 			return err
 		}
-		if err := fn(io.MultiReader(bytes.NewReader(data[:len(data)/2]), iotest.ErrReader(errBroken))); !errors.Is(err, errBroken) {
-			return fmt.Errorf("first call: %v, want the broken body's error", err)
+		switch err := fn(io.MultiReader(bytes.NewReader(data[:len(data)/2]), iotest.ErrReader(errBroken))); {
+		case err == nil:
+			return fmt.Errorf("first call accepted a body that broke halfway")
+		case !errors.Is(err, errBroken):
+			return err
 		}
+		r.again.Add(1)
 		return fn(bytes.NewReader(data))
 	})
 }
@@ -161,9 +170,13 @@ func TestDeepCallbackReinvoked(t *testing.T) {
 	o := testbed.VerifyOptions()
 	for _, rs := range []int64{256 << 10, 64 << 20} { // ranged reads, and one read per file
 		o.RangeSize = rs
-		r := verify.Deep(testbed.Ctx(t), f.M, reinvoker{b.Open(t, prefix, nil)}, o)
+		var again atomic.Int64
+		r := verify.Deep(testbed.Ctx(t), f.M, reinvoker{b.Open(t, prefix, nil), &again}, o)
 		if r.Status != verify.ReplicaOK {
 			t.Errorf("range size %d: %s", rs, testbed.Dump(r))
+		}
+		if n := again.Load(); n < int64(len(f.M.Files))/2 {
+			t.Errorf("range size %d: only %d callbacks were called again", rs, n)
 		}
 	}
 }

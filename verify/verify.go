@@ -27,16 +27,17 @@ const (
 const (
 	// DefaultJobs bounds the requests and reads in flight.
 	DefaultJobs = 16
-	// DefaultRangeSize is the size of one ranged read in deep mode; larger files are read as
-	// several ranges in parallel, hashed in order.
-	DefaultRangeSize = 4 << 20
+	// DefaultRangeSize is the size of one ranged read in deep mode, when a file in the tail of a
+	// deep verification is split into ranges read in parallel and hashed in order.
+	DefaultRangeSize = 8 << 20
 	// DefaultReadAttempts is how often deep mode tries one range before giving up on a file.
 	DefaultReadAttempts = 3
 	// DefaultRetryBackoff is the first pause between two attempts at a range (it doubles).
 	DefaultRetryBackoff = 200 * time.Millisecond
 	// MaxBuffers bounds the range buffers of deep mode however large Jobs is, so memory stays
-	// at most MaxBuffers × RangeSize (24 MiB with the defaults) whatever the replica's size.
-	MaxBuffers = 6
+	// at most MaxBuffers × RangeSize (32 MiB with the defaults) whatever the replica's size.
+	// Files read whole need none: they stream through one small copy buffer each.
+	MaxBuffers = 4
 )
 
 // Options tune a verification. The zero value is the production default.
@@ -44,7 +45,8 @@ type Options struct {
 	// Jobs bounds the requests (list, stat, ranged read) in flight at once — in total across
 	// replicas when given to Replicas. 0 means DefaultJobs.
 	Jobs int
-	// RangeSize is the size of one ranged read in deep mode; 0 means DefaultRangeSize.
+	// RangeSize is the size of one ranged read in deep mode (files are read whole, except in
+	// the tail, where the last big files go on as ranges: see Deep); 0 means DefaultRangeSize.
 	RangeSize int64
 	// ReadAttempts is how many times deep mode tries a range (a reset connection, a truncated
 	// body) before reporting the file as ERROR; the SDK's own retries come on top. 0 means
@@ -95,7 +97,10 @@ type runner struct {
 	o     Options
 	sem   chan struct{} // request tokens (Jobs)
 	files chan struct{} // deep files being read (Jobs)
-	bufs  *bufPool
+	// pending counts the deep files listed but not yet started, across replicas: when it is 0
+	// and few files are in flight, the rest of a big file is read as parallel ranges.
+	pending atomic.Int64
+	bufs    *bufPool
 }
 
 func newRunner(o Options) *runner {
@@ -135,9 +140,11 @@ func Quick(ctx context.Context, m *manifest.Manifest, s providers.Store, o Optio
 
 // Deep verifies one replica by reading every byte of every file whose size matches and comparing
 // its SHA-256 with the manifest's: OK or CORRUPT (MISSING and SIZE_MISMATCH as Quick, without a
-// read). Files larger than RangeSize are read as parallel ranged reads pinned to the listed
-// revision and hashed in order; memory stays bounded by MaxBuffers × RangeSize. Broken or short
-// reads are retried ReadAttempts times, then the file is ERROR — never OK.
+// read). Files are read whole, several at once (largest first, one request each), pinned to the
+// listed revision. In the tail — every file started, few still in flight — the rest of a big file
+// is read as parallel ranges of RangeSize hashed in order, so that the last shard does not crawl
+// over one connection; memory stays bounded by MaxBuffers × RangeSize plus one copy buffer per
+// file. Broken or short reads are retried ReadAttempts times, then the file is ERROR — never OK.
 func Deep(ctx context.Context, m *manifest.Manifest, s providers.Store, o Options) ReplicaResult {
 	return newRunner(o).replica(ctx, m, s, ModeDeep)
 }

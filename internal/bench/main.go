@@ -17,7 +17,8 @@
 //     installs), the time from exec to /health 200 next to the time to read the files.
 //
 // -sections failover runs only section 7, -sections enginesim only section 8 (no data to
-// generate, no emulators).
+// generate, no emulators); -sections deep runs the set-up and section 3 with its memory line
+// (section 1's sha256sum figures are then not measured, so the ratios to them are left out).
 //
 // The emulators are started here, each in its own process group, and stopped on exit (also on
 // SIGINT/SIGTERM; they die with the bench through Pdeathsig if it is killed). rclone is built
@@ -65,7 +66,7 @@ func main() {
 	flag.StringVar(&c.rclone, "rclone", "bin/rclone", "rclone for the comparison; built with -rclone-pkg when missing")
 	flag.StringVar(&c.rclonePkg, "rclone-pkg", "github.com/rclone/rclone@v1.71.2", "what `go install` builds when -rclone is missing")
 	flag.StringVar(&c.goTool, "go", "go", "the go command")
-	flag.StringVar(&c.sections, "sections", "all", "all, failover (section 7 alone) or enginesim (section 8 alone)")
+	flag.StringVar(&c.sections, "sections", "all", "all, failover (section 7 alone), enginesim (section 8 alone) or deep (set-up, section 3 and its memory)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -119,9 +120,11 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer cl.stop()
-	quick, err := prepareQuick(ctx, c, cl)
-	if err != nil {
-		return err
+	var quick *quickBundle
+	if c.sections != "deep" {
+		if quick, err = prepareQuick(ctx, c, cl); err != nil {
+			return err
+		}
 	}
 	deep, err := prepareDeep(ctx, c, cl, repo)
 	if err != nil {
@@ -147,16 +150,25 @@ func run(ctx context.Context, c config) error {
 	fmt.Println("the emulators and any other process on the machine took while they were measured)")
 	fmt.Println()
 
+	var rcl *rcloneInstall
+	if rcloneErr == nil {
+		rcl = rc
+	}
+	if c.sections == "deep" {
+		dr, err := deepSection(ctx, c, cl, repo, deep, &buildResult{}, rcl)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("== 4. peak memory, deep verify: S3 replica %s MB, file:// replica %s MB; goal for deep S3 ≤ 80 MB: %s\n",
+			mb(dr.s3.s.maxRSS), mb(dr.file.s.maxRSS), verdict(dr.s3.s.maxRSS <= 80e6))
+		return nil
+	}
 	// 1. manifest build.
 	build, err := buildSection(ctx, c, repo)
 	if err != nil {
 		return err
 	}
 	// 2. quick verify.
-	var rcl *rcloneInstall
-	if rcloneErr == nil {
-		rcl = rc
-	}
 	qr, err := quickSection(ctx, c, cl, quick, rcl)
 	if err != nil {
 		return err

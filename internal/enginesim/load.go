@@ -115,6 +115,7 @@ func Load(ctx context.Context, modelDir, engineConfigPath string, o Options) (*M
 	for _, step := range []func() error{
 		m.loadModelConfig,
 		m.checkServingFiles,
+		m.checkRopeScaling,
 		m.checkQuantization,
 		func() error { return m.checkContextLength(o.Getenv) },
 		func() error { return m.loadTokenizer(m.tokenizerDir()) },

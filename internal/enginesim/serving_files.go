@@ -1,6 +1,7 @@
 package enginesim
 
 import (
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -46,6 +47,24 @@ func (m *Model) checkServingFiles() error {
 		if !fileExists(filepath.Join(m.Dir, "preprocessor_config.json")) && !fileExists(filepath.Join(m.Dir, "processor_config.json")) {
 			return loadErr("config", "OSError: Can't load image processor for '%s'. Make sure '%s' is the correct path to a directory containing a preprocessor_config.json file (config.json declares a vision_config)", m.Dir, m.Dir)
 		}
+	}
+	return nil
+}
+
+// checkRopeScaling fails as vLLM's config patch does on a rope_scaling it cannot read: without
+// rope_type (or the legacy type), or with both disagreeing.
+func (m *Model) checkRopeScaling() error {
+	rs, ok := m.Config.Text["rope_scaling"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	modern, hasModern := rs["rope_type"].(string)
+	legacy, hasLegacy := rs["type"].(string)
+	switch {
+	case hasModern && hasLegacy && modern != legacy:
+		return loadErr("config", "%s", fmt.Sprintf("ValueError: Found conflicts between 'rope_type=%s' (modern field) and 'type=%s' (legacy field). You should only specify one of them.", modern, legacy))
+	case !hasModern && !hasLegacy:
+		return loadErr("config", "ValueError: rope_scaling should have a 'rope_type' key (config.json rope_scaling: %v)", rs)
 	}
 	return nil
 }

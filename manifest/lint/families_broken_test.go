@@ -261,6 +261,12 @@ func brokenClasses() []brokenClass {
 			})},
 		{class: "gpt-oss without the o200k_base harmony encoding", na: notGptOss, rule: "harmony-encoding-missing", sev: Warning, lint: "o200k_base", load: "",
 			edit: func(t *testing.T, fam, dir string) string { return "" }},
+		{class: "rope_scaling without rope_type", na: noRope, rule: "rope-scaling-dropped", sev: Error, lint: "rope_scaling should have a 'rope_type' key", load: "rope_scaling should have a 'rope_type' key",
+			edit: configEdit(func(d map[string]any) {
+				rs := d["rope_scaling"].(map[string]any)
+				delete(rs, "rope_type")
+				delete(rs, "type")
+			})},
 		{class: "rope_scaling dropped", na: noRope, rule: "rope-scaling-dropped", sev: Warning, lint: "has no rope_scaling", load: "",
 			edit: configEdit(func(d map[string]any) { delete(d, "rope_scaling") })},
 	}

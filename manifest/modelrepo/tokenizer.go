@@ -36,33 +36,35 @@ var tokenizerModelTypes = []string{"BPE", "WordPiece", "Unigram", "WordLevel"}
 // ParseTokenizerJSON validates a fast-tokenizer tokenizer.json the way the tokenizers library
 // loads it: a "model" object of a known type whose vocabulary parses (ids are u32), BPE merges
 // whose parts and results are in the vocabulary, and added_tokens with ids and contents.
+// It reads the document in place (see jsonscan.go): what it allocates is the document once and
+// the vocabulary map, whatever the number of merges.
 func ParseTokenizerJSON(data []byte, name string) (*TokenizerInfo, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("%s: not valid JSON: %v", name, err)
+	doc, err := parseJSONDoc(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	if top == nil {
+	switch doc.kind() {
+	case 'n':
 		return nil, fmt.Errorf("%s: not a JSON object", name)
+	case '{':
+	default:
+		return nil, fmt.Errorf("%s: not valid JSON: want an object, got %s", name, doc.typeName())
 	}
-	rawModel, ok := top["model"]
-	if !ok || isJSONNull(rawModel) {
+	top := doc.members("model", "added_tokens")
+	model := top[0]
+	if model.isNull() {
 		return nil, fmt.Errorf("%s: field model missing", name)
 	}
-	model, err := decodeAny(rawModel)
-	if err != nil {
-		return nil, fmt.Errorf("%s: field model: %v", name, err)
-	}
-	m, ok := model.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("%s: field model: want an object, got %s", name, typeName(model))
+	if model.kind() != '{' {
+		return nil, fmt.Errorf("%s: field model: want an object, got %s", name, model.typeName())
 	}
 	info := &TokenizerInfo{Source: name}
-	maxID, err := parseTokenizerModel(m, info)
+	maxID, err := parseTokenizerModel(model, info)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	maxAdded, maxRegular := int64(-1), int64(-1)
-	if raw, ok := top["added_tokens"]; ok && !isJSONNull(raw) {
+	if raw := top[1]; !raw.isNull() {
 		if maxAdded, maxRegular, err = parseAddedTokens(raw, info); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -72,26 +74,41 @@ func ParseTokenizerJSON(data []byte, name string) (*TokenizerInfo, error) {
 	return info, nil
 }
 
-func isJSONNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+// tokenizerModel is the part of tokenizer.json's model object the checks read.
+type tokenizerModel struct {
+	typ, vocab, merges, prefix, maxChars, unkID jsonValue
+	hasType, hasMerges, hasMaxChars             bool
+}
 
-// decodeAny decodes JSON keeping numbers exact.
-func decodeAny(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
+func readTokenizerModel(v jsonValue) tokenizerModel {
+	var m tokenizerModel
+	_ = v.eachMember(func(key []byte, val jsonValue) error {
+		switch string(key) {
+		case "type":
+			m.typ, m.hasType = val, true
+		case "vocab":
+			m.vocab = val
+		case "merges":
+			m.merges, m.hasMerges = val, true
+		case "continuing_subword_prefix":
+			m.prefix = val
+		case "max_input_chars_per_word":
+			m.hasMaxChars = true
+		case "unk_id":
+			m.unkID = val
+		}
+		return nil
+	})
+	return m
 }
 
 // modelType returns model.type, or infers it from the shape as the tokenizers library does for
 // files written before the type tag existed.
-func modelType(m map[string]any) (string, error) {
-	if t, ok := m["type"]; ok {
-		s, ok := t.(string)
+func modelType(m tokenizerModel) (string, error) {
+	if m.hasType {
+		s, ok := m.typ.str()
 		if !ok {
-			return "", fmt.Errorf("field model.type: want a string, got %s", typeName(t))
+			return "", fmt.Errorf("field model.type: want a string, got %s", m.typ.typeName())
 		}
 		for _, known := range tokenizerModelTypes {
 			if s == known {
@@ -100,24 +117,25 @@ func modelType(m map[string]any) (string, error) {
 		}
 		return "", fmt.Errorf("field model.type: %q is not one of %s", s, strings.Join(tokenizerModelTypes, ", "))
 	}
-	switch v := m["vocab"].(type) {
-	case []any:
+	switch m.vocab.kind() {
+	case '[':
 		return "Unigram", nil
-	case map[string]any:
-		if _, ok := m["merges"]; ok {
+	case '{':
+		if m.hasMerges {
 			return "BPE", nil
 		}
-		if _, ok := m["max_input_chars_per_word"]; ok {
+		if m.hasMaxChars {
 			return "WordPiece", nil
 		}
 		return "WordLevel", nil
 	default:
-		return "", fmt.Errorf("field model.type missing and model.vocab is %s", typeName(v))
+		return "", fmt.Errorf("field model.type missing and model.vocab is %s", m.vocab.typeName())
 	}
 }
 
 // parseTokenizerModel validates the model block and returns its largest token id.
-func parseTokenizerModel(m map[string]any, info *TokenizerInfo) (int64, error) {
+func parseTokenizerModel(v jsonValue, info *TokenizerInfo) (int64, error) {
+	m := readTokenizerModel(v)
 	typ, err := modelType(m)
 	if err != nil {
 		return 0, err
@@ -126,172 +144,193 @@ func parseTokenizerModel(m map[string]any, info *TokenizerInfo) (int64, error) {
 	if typ == "Unigram" {
 		return parseUnigramVocab(m, info)
 	}
-	vocab, maxID, err := parseVocabObject(m["vocab"], "model.vocab")
+	vocab, maxID, err := scanVocab(m.vocab, "model.vocab")
 	if err != nil {
 		return 0, err
 	}
 	info.Entries = len(vocab)
 	if typ == "BPE" {
-		prefix, _ := m["continuing_subword_prefix"].(string)
-		merges, err := parseJSONMerges(m["merges"])
-		if err != nil {
-			return 0, err
-		}
-		if err := CheckMerges(vocab, merges, prefix, "model.merges"); err != nil {
+		prefix, _ := m.prefix.str()
+		if err := checkJSONMerges(m.merges, vocab, prefix); err != nil {
 			return 0, err
 		}
 	}
 	return maxID, nil
 }
 
-// parseVocabObject reads a token → id object; ids must be u32.
-func parseVocabObject(v any, field string) (map[string]int64, int64, error) {
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, 0, fmt.Errorf("field %s: want an object of token → id, got %s", field, typeName(v))
+// scanVocab reads a token → id object; ids must be u32. The map is sized once.
+func scanVocab(v jsonValue, field string) (map[string]int64, int64, error) {
+	if v.kind() != '{' {
+		return nil, 0, fmt.Errorf("field %s: want an object of token → id, got %s", field, v.typeName())
 	}
-	if len(obj) == 0 {
+	n := v.count()
+	if n == 0 {
 		return nil, 0, fmt.Errorf("field %s is empty", field)
 	}
-	vocab := make(map[string]int64, len(obj))
+	vocab := make(map[string]int64, n)
 	maxID := int64(-1)
-	for tok, x := range obj {
+	err := v.eachMember(func(tok []byte, x jsonValue) error {
 		id, err := tokenID(x)
 		if err != nil {
-			return nil, 0, fmt.Errorf("field %s[%q]: %v", field, tok, err)
+			return fmt.Errorf("field %s[%q]: %v", field, tok, err)
 		}
-		vocab[tok] = id
+		vocab[string(tok)] = id // the one copy kept: short keys share 16-byte blocks
 		maxID = max(maxID, id)
-	}
-	return vocab, maxID, nil
+		return nil
+	})
+	return vocab, maxID, err
 }
 
 // tokenID checks a JSON value is an integer id in the u32 range.
-func tokenID(x any) (int64, error) {
-	n, ok := x.(json.Number)
-	if !ok {
-		return 0, fmt.Errorf("want an integer id, got %s", typeName(x))
+func tokenID(x jsonValue) (int64, error) {
+	if k := x.kind(); k != '-' && (k < '0' || k > '9') {
+		return 0, fmt.Errorf("want an integer id, got %s", x.typeName())
 	}
-	id, err := n.Int64()
-	if err != nil || id < 0 || id > maxTokenID {
-		return 0, fmt.Errorf("id %s is not an integer in 0..%d", n, int64(maxTokenID))
+	digits := bytes.TrimPrefix(x, []byte("-"))
+	id := int64(0)
+	ok := len(digits) <= 10 && (x[0] != '-' || string(digits) == "0")
+	for i := 0; ok && i < len(digits); i++ {
+		c := digits[i]
+		ok = c >= '0' && c <= '9'
+		id = id*10 + int64(c-'0')
+	}
+	if !ok || id > maxTokenID {
+		return 0, fmt.Errorf("id %s is not an integer in 0..%d", x, int64(maxTokenID))
 	}
 	return id, nil
 }
 
-func parseUnigramVocab(m map[string]any, info *TokenizerInfo) (int64, error) {
-	list, ok := m["vocab"].([]any)
-	if !ok {
-		return 0, fmt.Errorf("field model.vocab: want a list of [piece, score], got %s", typeName(m["vocab"]))
+func parseUnigramVocab(m tokenizerModel, info *TokenizerInfo) (int64, error) {
+	if m.vocab.kind() != '[' {
+		return 0, fmt.Errorf("field model.vocab: want a list of [piece, score], got %s", m.vocab.typeName())
 	}
-	if len(list) == 0 {
+	n := 0
+	err := m.vocab.eachElement(func(i int, e jsonValue) error {
+		n++
+		if e.kind() != '[' || e.count() != 2 {
+			return fmt.Errorf("field model.vocab[%d]: want [piece, score]", i)
+		}
+		return e.eachElement(func(j int, x jsonValue) error {
+			if j == 0 && x.kind() != '"' {
+				return fmt.Errorf("field model.vocab[%d][0]: want a string piece, got %s", i, x.typeName())
+			}
+			if j == 1 && !strings.ContainsRune("-0123456789", rune(x.kind())) {
+				return fmt.Errorf("field model.vocab[%d][1]: want a numeric score, got %s", i, x.typeName())
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
 		return 0, fmt.Errorf("field model.vocab is empty")
 	}
-	for i, e := range list {
-		pair, ok := e.([]any)
-		if !ok || len(pair) != 2 {
-			return 0, fmt.Errorf("field model.vocab[%d]: want [piece, score]", i)
-		}
-		if _, ok := pair[0].(string); !ok {
-			return 0, fmt.Errorf("field model.vocab[%d][0]: want a string piece, got %s", i, typeName(pair[0]))
-		}
-		if _, ok := pair[1].(json.Number); !ok {
-			return 0, fmt.Errorf("field model.vocab[%d][1]: want a numeric score, got %s", i, typeName(pair[1]))
+	if !m.unkID.isNull() {
+		id, err := tokenID(m.unkID)
+		if err != nil || id >= int64(n) {
+			return 0, fmt.Errorf("field model.unk_id: %s is not an index into the %d-entry vocab", m.unkID, n)
 		}
 	}
-	if u, ok := m["unk_id"]; ok && u != nil {
-		id, err := tokenID(u)
-		if err != nil || id >= int64(len(list)) {
-			return 0, fmt.Errorf("field model.unk_id: %v is not an index into the %d-entry vocab", u, len(list))
-		}
-	}
-	info.Entries = len(list)
-	return int64(len(list)) - 1, nil
+	info.Entries = n
+	return int64(n) - 1, nil
 }
 
-// parseJSONMerges reads BPE merges: "a b" strings (split at the first space) or [a, b] pairs.
-func parseJSONMerges(v any) ([][2]string, error) {
-	if v == nil {
-		return nil, nil
+// checkJSONMerges streams BPE merges — "a b" strings (split at the first space) or [a, b] pairs —
+// through the tokenizers library's load check (see CheckMerges), without building a list.
+func checkJSONMerges(v jsonValue, vocab map[string]int64, prefix string) error {
+	if v.isNull() {
+		return nil
 	}
-	list, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("field model.merges: want a list, got %s", typeName(v))
+	if v.kind() != '[' {
+		return fmt.Errorf("field model.merges: want a list, got %s", v.typeName())
 	}
-	out := make([][2]string, 0, len(list))
-	for i, e := range list {
-		switch x := e.(type) {
-		case string:
-			a, b, ok := strings.Cut(x, " ")
-			if !ok {
-				return nil, fmt.Errorf("field model.merges[%d]: %q is not two tokens separated by a space", i, x)
+	var buf []byte
+	return v.eachElement(func(i int, e jsonValue) error {
+		var a, b []byte
+		switch e.kind() {
+		case '"':
+			x, _ := e.strBytes()
+			var ok bool
+			if a, b, ok = bytes.Cut(x, []byte(" ")); !ok {
+				return fmt.Errorf("field model.merges[%d]: %q is not two tokens separated by a space", i, x)
 			}
-			out = append(out, [2]string{a, b})
-		case []any:
-			if len(x) != 2 {
-				return nil, fmt.Errorf("field model.merges[%d]: want a pair, got %d elements", i, len(x))
+		case '[':
+			if n := e.count(); n != 2 {
+				return fmt.Errorf("field model.merges[%d]: want a pair, got %d elements", i, n)
 			}
-			a, aok := x[0].(string)
-			b, bok := x[1].(string)
+			var aok, bok bool
+			_ = e.eachElement(func(j int, x jsonValue) error {
+				if j == 0 {
+					a, aok = x.strBytes()
+				} else {
+					b, bok = x.strBytes()
+				}
+				return nil
+			})
 			if !aok || !bok {
-				return nil, fmt.Errorf("field model.merges[%d]: want a pair of strings", i)
+				return fmt.Errorf("field model.merges[%d]: want a pair of strings", i)
 			}
-			out = append(out, [2]string{a, b})
 		default:
-			return nil, fmt.Errorf("field model.merges[%d]: want a string or a pair, got %s", i, typeName(e))
+			return fmt.Errorf("field model.merges[%d]: want a string or a pair, got %s", i, e.typeName())
 		}
-	}
-	return out, nil
+		return checkMerge(vocab, a, b, prefix, "model.merges", i, &buf)
+	})
 }
 
 // CheckMerges applies the tokenizers library's BPE load check: both parts of every merge and the
 // merged token (the second part without the continuing-subword prefix) must be in the vocabulary.
 func CheckMerges(vocab map[string]int64, merges [][2]string, prefix, field string) error {
+	var buf []byte
 	for i, mg := range merges {
-		a, b := mg[0], mg[1]
-		for _, part := range []string{a, b} {
-			if _, ok := vocab[part]; !ok {
-				return fmt.Errorf("field %s[%d] (%q %q): token %q is not in the vocabulary", field, i, a, b, part)
-			}
+		if err := checkMerge(vocab, mg[0], mg[1], prefix, field, i, &buf); err != nil {
+			return err
 		}
-		rest := b
-		if len(prefix) > 0 && len(b) >= len(prefix) {
-			rest = b[len(prefix):]
+	}
+	return nil
+}
+
+// checkMerge is CheckMerges for one merge, of strings or of slices of a document; buf is scratch
+// space for the merged token, so that the check allocates nothing.
+func checkMerge[T ~string | ~[]byte](vocab map[string]int64, a, b T, prefix, field string, i int, buf *[]byte) error {
+	for _, part := range [2]T{a, b} {
+		if _, ok := vocab[string(part)]; !ok {
+			return fmt.Errorf("field %s[%d] (%q %q): token %q is not in the vocabulary", field, i, a, b, part)
 		}
-		if _, ok := vocab[a+rest]; !ok {
-			return fmt.Errorf("field %s[%d] (%q %q): merged token %q is not in the vocabulary", field, i, a, b, a+rest)
-		}
+	}
+	rest := b
+	if len(prefix) > 0 && len(b) >= len(prefix) {
+		rest = b[len(prefix):]
+	}
+	*buf = append(append((*buf)[:0], a...), rest...)
+	if _, ok := vocab[string(*buf)]; !ok {
+		return fmt.Errorf("field %s[%d] (%q %q): merged token %q is not in the vocabulary", field, i, a, b, *buf)
 	}
 	return nil
 }
 
 // parseAddedTokens reads tokenizer.json's added_tokens list and returns the largest id.
 // parseAddedTokens returns the largest added-token id, and the largest of the non-special ones.
-func parseAddedTokens(raw json.RawMessage, info *TokenizerInfo) (int64, int64, error) {
-	v, err := decodeAny(raw)
-	if err != nil {
-		return 0, 0, fmt.Errorf("field added_tokens: %v", err)
-	}
-	list, ok := v.([]any)
-	if !ok {
-		return 0, 0, fmt.Errorf("field added_tokens: want a list, got %s", typeName(v))
+func parseAddedTokens(v jsonValue, info *TokenizerInfo) (int64, int64, error) {
+	if v.kind() != '[' {
+		return 0, 0, fmt.Errorf("field added_tokens: want a list, got %s", v.typeName())
 	}
 	maxID, maxRegular := int64(-1), int64(-1)
-	for i, e := range list {
-		obj, ok := e.(map[string]any)
-		if !ok {
-			return 0, 0, fmt.Errorf("field added_tokens[%d]: want an object, got %s", i, typeName(e))
+	err := v.eachElement(func(i int, e jsonValue) error {
+		if e.kind() != '{' {
+			return fmt.Errorf("field added_tokens[%d]: want an object, got %s", i, e.typeName())
 		}
-		id, err := tokenID(obj["id"])
+		f := e.members("id", "content", "special")
+		id, err := tokenID(f[0])
 		if err != nil {
-			return 0, 0, fmt.Errorf("field added_tokens[%d].id: %v", i, err)
+			return fmt.Errorf("field added_tokens[%d].id: %v", i, err)
 		}
-		content, ok := obj["content"].(string)
+		content, ok := f[1].str()
 		if !ok {
-			return 0, 0, fmt.Errorf("field added_tokens[%d].content: want a string, got %s", i, typeName(obj["content"]))
+			return fmt.Errorf("field added_tokens[%d].content: want a string, got %s", i, f[1].typeName())
 		}
 		maxID = max(maxID, id)
-		if special, _ := obj["special"].(bool); !special {
+		if !f[2].is("true") {
 			maxRegular = max(maxRegular, id)
 		} else {
 			if info.Special == nil {
@@ -299,17 +338,26 @@ func parseAddedTokens(raw json.RawMessage, info *TokenizerInfo) (int64, int64, e
 			}
 			info.Special[id] = content
 		}
+		return nil
+	})
+	return maxID, maxRegular, err
+}
+
+// tokenIDOf is tokenID for a value decoded with UseNumber (tekken.json).
+func tokenIDOf(x any) (int64, error) {
+	if n, ok := x.(json.Number); ok {
+		return tokenID(jsonValue(n.String()))
 	}
-	return maxID, maxRegular, nil
+	return 0, fmt.Errorf("want an integer id, got %s", typeName(x))
 }
 
 // ParseVocabJSON parses a slow BPE tokenizer's vocab.json: an object of token → id.
 func ParseVocabJSON(data []byte, name string) (map[string]int64, *TokenizerInfo, error) {
-	raw, err := decodeAny(data)
+	doc, err := parseJSONDoc(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: not valid JSON: %v", name, err)
+		return nil, nil, fmt.Errorf("%s: %v", name, err)
 	}
-	vocab, maxID, err := parseVocabObject(raw, "vocab")
+	vocab, maxID, err := scanVocab(doc, "vocab")
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -399,7 +447,7 @@ func ParseTekkenJSON(data []byte, name string) (*TokenizerInfo, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: field vocab[%d]: want an object, got %s", name, i, typeName(e))
 		}
-		if _, err := tokenID(obj["rank"]); err != nil {
+		if _, err := tokenIDOf(obj["rank"]); err != nil {
 			return nil, fmt.Errorf("%s: field vocab[%d].rank: %v", name, i, err)
 		}
 	}
@@ -497,14 +545,17 @@ func specialToken(m map[string]any, key string) (string, error) {
 
 // ParseAddedTokensJSON parses added_tokens.json (token → id) and returns the largest id, or -1.
 func ParseAddedTokensJSON(data []byte, name string) (int64, error) {
-	raw, err := decodeObject(data, name)
+	doc, err := parseJSONDoc(data)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%s: not a JSON object: %v", name, err)
 	}
-	if len(raw) == 0 {
+	if doc.kind() != '{' {
+		return 0, fmt.Errorf("%s: not a JSON object", name)
+	}
+	if doc.count() == 0 {
 		return -1, nil
 	}
-	_, maxID, err := parseVocabObject(raw, "added tokens")
+	_, maxID, err := scanVocab(doc, "added tokens")
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}

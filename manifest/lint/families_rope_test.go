@@ -130,6 +130,20 @@ func TestFamilyRopeScalingDropped(t *testing.T) {
 		}}, want: []string{"its top level original_max_position_embeddings is 32768", "its top level carries beta_fast, beta_slow", "past 32768 tokens"}},
 		{name: "gemma3 linear dropped", fam: "gemma3", edits: []func(map[string]any){gemma3Linear, dropRope}, sev: Warning,
 			want: []string{"Gemma 3", "pre-trained at 32768 tokens"}},
+		{name: "gemma3 multimodal with rope_scaling outside text_config", fam: "gemma3", sev: Warning, edits: []func(map[string]any){gemma3Linear, func(d map[string]any) {
+			text := map[string]any{}
+			for k, v := range d {
+				if k != "architectures" && k != "rope_scaling" {
+					text[k] = v
+				}
+			}
+			rs := d["rope_scaling"]
+			for k := range d {
+				delete(d, k)
+			}
+			d["architectures"], d["model_type"], d["text_config"], d["rope_scaling"] = []string{"Gemma3ForConditionalGeneration"}, "gemma3", text, rs
+			d["vision_config"] = map[string]any{"model_type": "siglip_vision_model", "hidden_size": 64}
+		}}, want: []string{"rope_scaling sits at the top level of a multimodal config", "pre-trained at 32768 tokens"}},
 		{name: "deepseek_v3 rope_scaling lost its type", fam: "deepseek_v3", sev: Error, edits: []func(map[string]any){func(d map[string]any) {
 			delete(d["rope_scaling"].(map[string]any), "type")
 		}}, want: []string{"rope_scaling should have a 'rope_type' key"}},

@@ -366,7 +366,7 @@ func (e *lengthError) Error() string {
 	return fmt.Sprintf("read returned more than the %d bytes asked for", e.want)
 }
 
-// retry runs one read (which takes a request token for its duration) up to ReadAttempts times
+// retry runs one read or listing (which takes a request token for its duration) up to ReadAttempts times
 // while it fails in a way another attempt may fix: a broken or short body, an unreachable store, a
 // checksum failure in transit. Not found, permission, a changed revision and cancellation are
 // final.

@@ -1,14 +1,19 @@
 package verify_test
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"lifeboat/internal/testbed"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,8 +73,10 @@ func TestFaults(t *testing.T) {
 
 			t.Run("TransientBursts", func(t *testing.T) {
 				for _, mode := range []verify.Mode{verify.ModeQuick, verify.ModeDeep} {
+					// The one listing request of a clean replica fails twice in a row, a 503
+					// then a 429, and succeeds at the third and last SDK attempt (MaxAttempts 3).
 					rules := []*faultproxy.Rule{
-						{Match: faultproxy.Ops(faultproxy.OpList), Times: 2, Action: faultproxy.Status(503, "0")},
+						{Match: faultproxy.Ops(faultproxy.OpList), Times: 1, Action: faultproxy.Status(503, "0")},
 						{Match: faultproxy.Ops(faultproxy.OpList), Times: 1, Action: faultproxy.Status(429, "0")},
 						{Match: reads, Times: 2, Action: faultproxy.Status(503, "0")},
 						{Match: reads, Times: 2, Action: faultproxy.Status(429, "0")},
@@ -292,4 +299,80 @@ func alter(v string) string {
 		}
 	}
 	return v
+}
+
+// listLog is a Store that records the dir of every List.
+type listLog struct {
+	providers.Store
+	mu   sync.Mutex
+	dirs []string
+}
+
+func (l *listLog) List(ctx context.Context, dir string, fn func(providers.Object) error) error {
+	l.mu.Lock()
+	l.dirs = append(l.dirs, dir)
+	l.mu.Unlock()
+	return l.Store.List(ctx, dir, fn)
+}
+
+// Quick verification lists the bundle's prefix once; objects beside the bundle directories are
+// none of its business (not EXTRA). A prefix with more than 1,000 of them (a bundle at a bucket's
+// root, next to much else) is not paged through: the bundle directories are listed on their own,
+// with the same result.
+func TestQuickListsThePrefixOnce(t *testing.T) {
+	t.Parallel()
+	f := testbed.Sample(t, "large")
+	b := testbed.FileBackend(t)
+	prefix := testbed.FreshPrefix("listonce")
+	s := b.Open(t, prefix, nil)
+	testbed.Seed(t, s, f)
+	testbed.Put(t, s, "model/notes.txt", []byte("not in the manifest\n"), providers.Checksums{})
+	testbed.Put(t, s, "lifeboat-manifest.json", []byte("{}"), providers.Checksums{})
+	check := func(t *testing.T, wantDirs []string) {
+		t.Helper()
+		l := &listLog{Store: b.Open(t, prefix, nil)}
+		r := verify.Quick(testbed.Ctx(t), f.M, l, testbed.VerifyOptions())
+		testbed.ExpectStatuses(t, r, map[string][]verify.Status{"model/notes.txt": {verify.StatusExtra}}, verify.StatusUnverified)
+		if n := len(r.Files); n != len(f.M.Files)+1 {
+			t.Errorf("%d file results, want the manifest's %d and the one EXTRA", n, len(f.M.Files))
+		}
+		sort.Strings(l.dirs)
+		if !slices.Equal(l.dirs, wantDirs) {
+			t.Errorf("listed %q, want %q", l.dirs, wantDirs)
+		}
+	}
+	t.Run("clean", func(t *testing.T) { check(t, []string{""}) })
+	t.Run("crowded", func(t *testing.T) {
+		for i := range 1001 {
+			testbed.Put(t, s, fmt.Sprintf("other/%04d", i), []byte("x"), providers.Checksums{})
+		}
+		check(t, []string{"", "deploy", "engine", "model"})
+	})
+}
+
+// With one listing request per replica, a burst that outlasts the SDK's retries on it (3
+// attempts) must not fail the replica: verification starts the listing over (ReadAttempts). A
+// burst that outlasts those too leaves it UNREACHABLE with no file OK.
+func TestListingBurstBeyondSDKRetries(t *testing.T) {
+	t.Parallel()
+	f := testbed.Sample(t, "large")
+	b := testbed.S3Backend(t)
+	prefix := testbed.FreshPrefix("listburst")
+	testbed.Seed(t, b.Open(t, prefix, nil), f)
+	for _, burst := range []int{3, 5} {
+		rule := &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Times: burst, Action: faultproxy.Status(503, "0")}
+		in := faultproxy.New(rule)
+		r := verify.Quick(testbed.Ctx(t), f.M, b.Open(t, prefix, in.Client()), testbed.VerifyOptions())
+		if r.Status != verify.ReplicaOK || rule.Fired() != burst || in.Counts()[faultproxy.OpList] != burst+1 {
+			t.Errorf("%d failed listing attempts (%d fired, %d listings): %s", burst, rule.Fired(), in.Counts()[faultproxy.OpList], testbed.Dump(r))
+		}
+	}
+	o := testbed.VerifyOptions()
+	o.ReadAttempts = 2
+	rule := &faultproxy.Rule{Match: faultproxy.Ops(faultproxy.OpList), Times: 6, Action: faultproxy.Status(503, "0")}
+	r := verify.Quick(testbed.Ctx(t), f.M, b.Open(t, prefix, faultproxy.New(rule).Client()), o)
+	if r.Status != verify.ReplicaUnreachable || r.ErrorKind != verify.ErrorUnreachable {
+		t.Errorf("6 failed listing attempts of 2×3: %s", testbed.Dump(r))
+	}
+	noneOK(t, r)
 }

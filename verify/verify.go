@@ -124,10 +124,10 @@ func (r *runner) acquire(ctx context.Context) error {
 
 func (r *runner) release() { <-r.sem }
 
-// Quick verifies one replica from metadata: a listing of model/, engine/ and deploy/, plus a
-// Stat of just the objects whose listing entry cannot prove them (on S3: an ETag that is not an
-// MD5, or one that differs from the manifest's MD5 until a Stat shows the object is not SSE-KMS
-// or SSE-C). Each manifest file comes out OK only when its size and a full-object native checksum
+// Quick verifies one replica from metadata: one listing of the bundle's prefix (model/, engine/
+// and deploy/: one request per 1,000 objects), plus a Stat, all at once, of just the objects
+// whose listing entry cannot prove them (on S3: an ETag that is not an MD5, or one that differs
+// from the manifest's MD5 until a Stat shows the object is not SSE-KMS or SSE-C). Each manifest file comes out OK only when its size and a full-object native checksum
 // equal the manifest's; MISSING, SIZE_MISMATCH, CHECKSUM_MISMATCH, UNVERIFIED (nothing
 // comparable: composite checksums, no stored checksum, local files) or ERROR otherwise, and
 // objects the manifest does not list are EXTRA. It never returns an error: a replica that cannot
@@ -275,38 +275,74 @@ var bundleDirs = []string{
 	manifest.PartModel.Prefix(), manifest.PartEngine.Prefix(), manifest.PartDeployment.Prefix(),
 }
 
-// list lists the bundle directories concurrently (one paginated, streaming listing each) and
-// returns the objects by key. Objects with invalid names are reported as warnings.
+// maxForeign is how many objects outside the bundle directories list tolerates in its one
+// listing of the whole prefix before it lists the directories on their own instead: one page.
+const maxForeign = 1000
+
+// errForeign stops a listing of the prefix that holds much besides the bundle.
+var errForeign = errors.New("the prefix holds much besides the bundle")
+
+// list returns the objects of the bundle directories by key, and warnings about objects with
+// invalid names. Over a WAN the request count is the speed, so a clean replica costs one listing
+// of the whole prefix — one page per 1,000 objects — keeping what lies under model/, engine/ and
+// deploy/. Only when the prefix also holds more than maxForeign other objects (a bundle at a
+// bucket's root, next to much else) is that listing abandoned for one listing per directory,
+// concurrently, so that the others are not paged through. A listing that fails in a way another
+// attempt may fix (a burst of 503s outlasting the SDK's retries) is started over, ReadAttempts
+// times in all, as a deep read is: one request must not be a single point of failure.
 func (r *runner) list(ctx context.Context, s providers.Store) (map[string]providers.Object, []string, error) {
+	out := map[string]providers.Object{}
+	crowded := false
+	err := r.retry(ctx, func() error {
+		clear(out)
+		foreign := 0
+		err := s.List(ctx, "", func(o providers.Object) error {
+			if inBundle(o.Key) {
+				out[o.Key] = o
+			} else if foreign++; foreign > maxForeign {
+				return errForeign
+			}
+			return nil
+		})
+		if errors.Is(err, errForeign) {
+			crowded = true
+			return nil
+		}
+		return err
+	})
+	if !crowded {
+		warnings, err := invalidKeys("", err)
+		return out, warnings, err
+	}
 	var (
 		mu       sync.Mutex
-		out      = map[string]providers.Object{}
 		warnings []string
 		firstErr error
 		wg       sync.WaitGroup
 	)
+	clear(out)
 	for _, dir := range bundleDirs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := r.acquire(ctx)
-			if err == nil {
-				err = s.List(ctx, dir[:len(dir)-1], func(o providers.Object) error {
-					mu.Lock()
-					out[o.Key] = o
-					mu.Unlock()
+			var got []providers.Object
+			err := r.retry(ctx, func() error {
+				got = got[:0]
+				return s.List(ctx, dir[:len(dir)-1], func(o providers.Object) error {
+					got = append(got, o)
 					return nil
 				})
-				r.release()
+			})
+			mu.Lock()
+			for _, o := range got {
+				out[o.Key] = o
 			}
+			mu.Unlock()
+			w, err := invalidKeys(dir, err)
 			mu.Lock()
 			defer mu.Unlock()
-			var ike *providers.InvalidKeysError
-			switch {
-			case err == nil:
-			case errors.As(err, &ike):
-				warnings = append(warnings, fmt.Sprintf("%s: %d object(s) with invalid names were not checked, e.g. %q", dir, ike.Count, ike.Examples))
-			case firstErr == nil:
+			warnings = append(warnings, w...)
+			if err != nil && firstErr == nil {
 				firstErr = err
 			}
 		}()
@@ -314,6 +350,28 @@ func (r *runner) list(ctx context.Context, s providers.Store) (map[string]provid
 	wg.Wait()
 	sort.Strings(warnings)
 	return out, warnings, firstErr
+}
+
+// invalidKeys turns a listing's invalid-key error into a warning (the listing went on past them).
+func invalidKeys(where string, err error) ([]string, error) {
+	var ike *providers.InvalidKeysError
+	if !errors.As(err, &ike) {
+		return nil, err
+	}
+	if where == "" {
+		where = "the replica"
+	}
+	return []string{fmt.Sprintf("%s: %d object(s) with invalid names were not checked, e.g. %q", where, ike.Count, ike.Examples)}, nil
+}
+
+// inBundle reports whether key lies in one of the bundle directories.
+func inBundle(key string) bool {
+	for _, dir := range bundleDirs {
+		if strings.HasPrefix(key, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // setError records why (part of) the replica could not be checked.

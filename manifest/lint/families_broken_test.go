@@ -229,6 +229,18 @@ func brokenClasses() []brokenClass {
 			valid: map[string]string{"llama2": "LlamaConfig's default vocab_size 32000 is Llama 2's", "qwen3": "Qwen3Config's default 151936 is the published one",
 				"deepseek_v3": "DeepseekV3Config's default 129280 is the published one", "gptoss": "GptOssConfig's default 201088 is the published one"},
 			edit: configEdit(func(d map[string]any) { delete(d, "vocab_size") })},
+		{class: "transformers default: max_position_embeddings absent, served at the published length", rule: "context-length", sev: Error, lint: "max-model-len", load: "User-specified max_model_len",
+			valid: map[string]string{"gemma3": "Gemma3TextConfig's default 131072 covers the 32768 served (vLLM ignores Gemma 3's rope factor)",
+				"deepseek_v3": "yarn derives original 4096 × factor 40 = 163840 without it", "gptoss": "yarn derives original 4096 × factor 32 = 131072 without it"},
+			edit: func(t *testing.T, fam, dir string) string {
+				var length any
+				editJSON(t, dir, "config.json", func(d map[string]any) { length = d["max_position_embeddings"]; delete(d, "max_position_embeddings") })
+				ef := filepath.Join(t.TempDir(), "engine.yaml")
+				if err := os.WriteFile(ef, []byte(fmt.Sprintf("model: %s\nmax-model-len: %v\n", dir, length)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return ef
+			}},
 		{class: "special token at the edge of the vocabulary", rule: "tokenizer-vocab-size", sev: Error,
 			valid: map[string]string{"llama2": "vLLM accepts special tokens past vocab_size that chats never use", "llama3_1": "as llama2", "qwen3": "as llama2", "gemma3": "as llama2 (the shared Gemma 3 tokenizer has one at id 262144)", "deepseek_v3": "as llama2", "gptoss": "as llama2"},
 			edit:  func(t *testing.T, fam, dir string) string { addedToken(t, dir, famVocab(fam), true); return "" }},

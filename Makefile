@@ -65,8 +65,11 @@ bench: build emulators
 	$(GO) run ./internal/bench -lifeboat $(LIFEBOAT) -dir $(CURDIR)/.bench -go $(GO) \
 	  -rclone $(BIN)/rclone -rclone-pkg github.com/rclone/rclone@$(RCLONE_VERSION)
 
-## demo: the main job on an embedded sample — no cloud account needed.
-demo: build routers
+## demo: the main job on an embedded sample — no cloud account needed. Steps 15 and 16 use HAProxy
+## when it is installed (`make demo HAPROXY=` does without it); the emulators are used when
+## installed (make emulators), local directories stand in otherwise.
+HAPROXY ?= $(shell command -v haproxy 2>/dev/null || { test -x /usr/sbin/haproxy && echo /usr/sbin/haproxy; })
+demo: build haproxy
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== 1. generate a sample model repository (real formats, tiny weights)"
 	$(LIFEBOAT) demo init $(DEMO)/sample
@@ -138,31 +141,19 @@ demo: build routers
 	  --yes --reason "make demo: eu-west-1 drill"
 	$(LIFEBOAT) failover status --fleet $(DEMO)/failover/fleet.yaml
 	@echo; echo "== 15. the same evacuation through a real HAProxy (Runtime API), when it is installed"
-	@if command -v haproxy >/dev/null 2>&1 || test -x /usr/sbin/haproxy; then \
-	  set -e; H=$$(command -v haproxy || echo /usr/sbin/haproxy); cd $(DEMO)/failover && $$H -D -p haproxy.pid -f haproxy.cfg && \
+	@if [ -n "$(HAPROXY)" ]; then \
+	  set -e; H=$(HAPROXY); cd $(DEMO)/failover && $$H -D -p haproxy.pid -f haproxy.cfg && \
 	  for i in $$(seq 100); do test -S admin.sock && break; sleep 0.1; done; \
 	  trap 'kill $$(cat haproxy.pid) 2>/dev/null' EXIT; \
 	  $(LIFEBOAT) failover run --fleet fleet-haproxy.yaml --evacuate eu-west-1 --signals signals.json --yes --reason "make demo: HAProxy drill"; \
 	  $(LIFEBOAT) failover status --fleet fleet-haproxy.yaml; \
-	else echo "haproxy is not installed (make routers): skipped"; fi
-	@echo; echo "== 16. the drill: lose eu-west-1 on purpose (an EU-only and a global class) in the three clouds, with"
+	else echo "HAProxy is not installed (make haproxy), or HAPROXY= was given: skipped"; fi
+	@echo; echo "== 16. the drill: lose eu-west-1 on purpose (an EU-only and a global class) in the three clouds, through"
+	@echo "   HAProxy when it is installed (else the file router), with"
 	@echo "   game-day faults (a lost tokenizer, the router down for a second, the orchestrator killed mid-ramp),"
 	@echo "   measured against the SLA: verify -> restore+boot -> evacuate -> traffic -> hold -> fail back -> verify -> tear down"
 	@rm -rf $(DEMO)/drill && mkdir -p $(DEMO)/drill/state && cp internal/sample/drill/drill.yaml internal/sample/drill/weights.json $(DEMO)/drill/
-	@. $(DEMO)/clouds.env && L='launcher: {kind: exec, command: "lifeboat engine-sim {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}}"}' && \
-	  C='capacity: {replicas: 4, prefill_tokens_per_s: 8000}' && printf '%s\n' \
-	  'model: {name: llama-demo, manifest: $(DEMO)/manifest.json}' \
-	  'regions:' \
-	  "  us-east-1:    {geo: us, replica: \"$$CLOUD_S3\", $$C, $$L}" \
-	  "  eu-west-1:    {geo: eu, replica: \"$$CLOUD_AZURE\", $$C, $$L}" \
-	  "  eu-central-1: {geo: eu, replica: \"$$CLOUD_GCS\", $$C, $$L}" \
-	  'tenants: {eu-only: [eu-west-1, eu-central-1], global: [us-east-1, eu-west-1, eu-central-1]}' \
-	  'router: {driver: file, path: weights.json}' \
-	  'failover: {step_percent: 25, step_interval: 300ms, spill_cap_percent: 60, drain_timeout: 2s, failback_dwell: 1s, max_transitions_per_hour: 100, assumed_utilization_percent: 20}' \
-	  'state: ./state' \
-	  > $(DEMO)/drill/fleet.yaml
-	. $(DEMO)/clouds.env && $(LIFEBOAT) drill run $(DEMO)/drill/drill.yaml --report $(DEMO)/drill/report --approve-all
-	$(LIFEBOAT) drill history --fleet $(DEMO)/drill/fleet.yaml
+	@HAPROXY="$(HAPROXY)" bash mk/demo-drill.sh $(LIFEBOAT) $(DEMO)/drill $(DEMO)/clouds.env
 	@kill $$(cat $(DEMO)/clouds.pid) 2>/dev/null || true
 	@echo; echo "Open $(DEMO)/drill/report/report.html (self-contained) or paste $(DEMO)/drill/report/report.md into a ticket."
 

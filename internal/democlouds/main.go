@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -34,7 +35,7 @@ func main() {
 	envFile := flag.String("env", ".demo/clouds.env", "shell file to write the replica URLs and credentials to")
 	watch := flag.Int("watch-pid", 0, "exit when this process has exited")
 	flag.Parse()
-	if err := run(*dir, *envFile, *watch); err != nil {
+	if err := run(*dir, *envFile, *watch, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "democlouds:", err)
 		os.Exit(1)
 	}
@@ -45,10 +46,11 @@ type cloud struct {
 	url     string // replica URL
 	onDisk  string // the directory holding the replica's objects as files, if any
 	summary string
+	missing string // the emulator that is not installed, when a local directory stands in
 	stop    func()
 }
 
-func run(dir, envFile string, watch int) error {
+func run(dir, envFile string, watch int, out io.Writer) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -117,13 +119,21 @@ func run(dir, envFile string, watch int) error {
 	}
 	for _, c := range clouds {
 		fmt.Fprintf(&b, "CLOUD_%s=%s\n", strings.ToUpper(c.name), shellQuote(c.url))
-		fmt.Printf("%-6s %-62s %s\n", c.name, c.url, c.summary)
+		fmt.Fprintf(out, "%-6s %-62s %s\n", c.name, c.url, c.summary)
+	}
+	if n := standInNotice(clouds); n != "" {
+		fmt.Fprintln(out, n)
 	}
 	fmt.Fprintf(&b, "BROKEN=%s\nBROKEN_DIR=%s\n", shellQuote(broken.url), shellQuote(broken.onDisk))
+	ports, err := freePorts(5)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "DEMO_PORTS=%s\n", shellQuote(strings.Trim(fmt.Sprint(ports), "[]")))
 	if err := writeFileAtomic(envFile, []byte(b.String())); err != nil {
 		return err
 	}
-	fmt.Printf("ready; the demo breaks the %s replica, whose objects are files under %s\n", broken.name, broken.onDisk)
+	fmt.Fprintf(out, "ready; the demo breaks the %s replica, whose objects are files under %s\n", broken.name, broken.onDisk)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -142,6 +152,21 @@ func run(dir, envFile string, watch int) error {
 }
 
 // standIn is a local directory playing a cloud whose emulator is not installed.
+// standInNotice is the one line that says which emulators are missing and what that means for
+// the demo's verify results; "" when none is.
+func standInNotice(clouds []cloud) string {
+	var missing []string
+	for _, c := range clouds {
+		if c.missing != "" {
+			missing = append(missing, c.missing+" ("+c.name+")")
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "not installed: " + strings.Join(missing, ", ") + ": local directories stand in, and keep no checksums, so a quick verify of them says UNVERIFIED, not OK (make -f mk/emulators.mk emulators installs them)"
+}
+
 func standIn(dir, name string, why error) (cloud, error) {
 	if !errors.Is(why, emulators.ErrNotInstalled) {
 		return cloud{}, fmt.Errorf("%s emulator: %w", name, why)
@@ -150,9 +175,27 @@ func standIn(dir, name string, why error) (cloud, error) {
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return cloud{}, err
 	}
-	return cloud{name: name, url: "file://" + d, onDisk: d,
-		summary: "emulator not installed (make -f mk/emulators.mk emulators): a local directory stands in"}, nil
+	return cloud{name: name, url: "file://" + d, onDisk: d, missing: emulatorOf[name],
+		summary: "a local directory (stand-in)"}, nil
 }
+
+// freePorts are n distinct loopback ports free a moment ago, for the drill's candidates and its
+// router's frontends (fixed ports could collide with another demo or service on the machine).
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("a free port for the drill: %w", err)
+		}
+		defer ln.Close() // held until all n are picked, so that they are distinct
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// emulatorOf names the emulator a stand-in replaces.
+var emulatorOf = map[string]string{"S3": "versitygw", "Azure": "Azurite"}
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 

@@ -18,7 +18,8 @@
 //
 // -sections failover runs only section 7, -sections enginesim only section 8 (no data to
 // generate, no emulators); -sections deep runs the set-up and section 3 with its memory line
-// (section 1's sha256sum figures are then not measured, so the ratios to them are left out).
+// (section 1's sha256sum figures are then not measured, so the ratios to them are left out);
+// -sections quick runs the quick-verify set-up and sections 2, 5 and 6 (no big repository).
 //
 // The emulators are started here, each in its own process group, and stopped on exit (also on
 // SIGINT/SIGTERM; they die with the bench through Pdeathsig if it is killed). rclone is built
@@ -66,7 +67,7 @@ func main() {
 	flag.StringVar(&c.rclone, "rclone", "bin/rclone", "rclone for the comparison; built with -rclone-pkg when missing")
 	flag.StringVar(&c.rclonePkg, "rclone-pkg", "github.com/rclone/rclone@v1.71.2", "what `go install` builds when -rclone is missing")
 	flag.StringVar(&c.goTool, "go", "go", "the go command")
-	flag.StringVar(&c.sections, "sections", "all", "all, failover (section 7 alone), enginesim (section 8 alone) or deep (set-up, section 3 and its memory)")
+	flag.StringVar(&c.sections, "sections", "all", "all, failover (section 7 alone), enginesim (section 8 alone), deep (set-up, section 3 and its memory) or quick (sections 2, 5, 6)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -110,9 +111,11 @@ func run(ctx context.Context, c config) error {
 	defer rc.stop()
 
 	// Untimed set-up: the ≥ 2 GB repository, its manifest, the emulators, the replicas.
-	repo, err := prepareRepo(ctx, c)
-	if err != nil {
-		return err
+	var repo *repo
+	if c.sections != "quick" {
+		if repo, err = prepareRepo(ctx, c); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(os.Stderr, "starting the emulators (versitygw, fake-gcs-server, Azurite) on loopback …")
 	cl, err := startClouds(ctx, filepath.Join(c.dir, "clouds"))
@@ -126,9 +129,11 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 	}
-	deep, err := prepareDeep(ctx, c, cl, repo)
-	if err != nil {
-		return err
+	var deep *deepReplica
+	if c.sections != "quick" {
+		if deep, err = prepareDeep(ctx, c, cl, repo); err != nil {
+			return err
+		}
 	}
 
 	rcloneErr := rc.wait(ctx)
@@ -162,6 +167,15 @@ func run(ctx context.Context, c config) error {
 		fmt.Printf("== 4. peak memory, deep verify: S3 replica %s MB, file:// replica %s MB; goal for deep S3 ≤ 80 MB: %s\n",
 			mb(dr.s3.s.maxRSS), mb(dr.file.s.maxRSS), verdict(dr.s3.s.maxRSS <= 80e6))
 		return nil
+	}
+	if c.sections == "quick" {
+		if _, err := quickSection(ctx, c, cl, quick, rcl); err != nil {
+			return err
+		}
+		if err := wanSection(ctx, c, cl, quick, rcl); err != nil {
+			return err
+		}
+		return startupSection(ctx, c)
 	}
 	// 1. manifest build.
 	build, err := buildSection(ctx, c, repo)

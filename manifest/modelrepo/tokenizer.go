@@ -169,16 +169,37 @@ func scanVocab(v jsonValue, field string) (map[string]int64, int64, error) {
 	}
 	vocab := make(map[string]int64, n)
 	maxID := int64(-1)
-	err := v.eachMember(func(tok []byte, x jsonValue) error {
-		id, err := tokenID(x)
-		if err != nil {
-			return fmt.Errorf("field %s[%q]: %v", field, tok, err)
-		}
+	err := eachVocabEntry(v, field, func(tok []byte, id int64) error {
 		vocab[string(tok)] = id // the one copy kept: short keys share 16-byte blocks
 		maxID = max(maxID, id)
 		return nil
 	})
 	return vocab, maxID, err
+}
+
+// EachVocabEntry reads a tokenizer vocabulary — an object of token → id, as tokenizer.json's
+// model.vocab and vocab.json hold — in place, and calls fn with each entry in document order.
+// Ids must be integers in the u32 range. tok is a slice of raw (or, with escapes, a decoded
+// copy): copy it to keep it. Engine-sim builds its own map with it; lint its checks.
+func EachVocabEntry(raw []byte, fn func(tok []byte, id int64) error) error {
+	v, err := parseJSONDoc(raw)
+	if err != nil {
+		return err
+	}
+	if v.kind() != '{' {
+		return fmt.Errorf("field vocab: want an object of token → id, got %s", v.typeName())
+	}
+	return eachVocabEntry(v, "vocab", fn)
+}
+
+func eachVocabEntry(v jsonValue, field string, fn func(tok []byte, id int64) error) error {
+	return v.eachMember(func(tok []byte, x jsonValue) error {
+		id, err := tokenID(x)
+		if err != nil {
+			return fmt.Errorf("field %s[%q]: %v", field, tok, err)
+		}
+		return fn(tok, id)
+	})
 }
 
 // tokenID checks a JSON value is an integer id in the u32 range.
@@ -236,16 +257,33 @@ func parseUnigramVocab(m tokenizerModel, info *TokenizerInfo) (int64, error) {
 	return int64(n) - 1, nil
 }
 
-// checkJSONMerges streams BPE merges — "a b" strings (split at the first space) or [a, b] pairs —
-// through the tokenizers library's load check (see CheckMerges), without building a list.
+// checkJSONMerges streams BPE merges through the tokenizers library's load check (see
+// CheckMerges), without building a list.
 func checkJSONMerges(v jsonValue, vocab map[string]int64, prefix string) error {
+	var buf []byte
+	return eachMerge(v, "model.merges", func(i int, a, b []byte) error {
+		return checkMerge(vocab, a, b, prefix, "model.merges", i, &buf)
+	})
+}
+
+// EachMerge reads tokenizer.json's BPE merges in place — "a b" strings (split at the first
+// space, tokenizers < 0.20) or ["a", "b"] pairs — and calls fn with the parts of each, in rank
+// order. null is no merges. a and b are slices of raw (or decoded copies): copy them to keep them.
+func EachMerge(raw []byte, fn func(i int, a, b []byte) error) error {
+	v, err := parseJSONDoc(raw)
+	if err != nil {
+		return err
+	}
+	return eachMerge(v, "merges", fn)
+}
+
+func eachMerge(v jsonValue, field string, fn func(i int, a, b []byte) error) error {
 	if v.isNull() {
 		return nil
 	}
 	if v.kind() != '[' {
-		return fmt.Errorf("field model.merges: want a list, got %s", v.typeName())
+		return fmt.Errorf("field %s: want a list, got %s", field, v.typeName())
 	}
-	var buf []byte
 	return v.eachElement(func(i int, e jsonValue) error {
 		var a, b []byte
 		switch e.kind() {
@@ -253,11 +291,11 @@ func checkJSONMerges(v jsonValue, vocab map[string]int64, prefix string) error {
 			x, _ := e.strBytes()
 			var ok bool
 			if a, b, ok = bytes.Cut(x, []byte(" ")); !ok {
-				return fmt.Errorf("field model.merges[%d]: %q is not two tokens separated by a space", i, x)
+				return fmt.Errorf("field %s[%d]: %q is not two tokens separated by a space", field, i, x)
 			}
 		case '[':
 			if n := e.count(); n != 2 {
-				return fmt.Errorf("field model.merges[%d]: want a pair, got %d elements", i, n)
+				return fmt.Errorf("field %s[%d]: want a pair, got %d elements", field, i, n)
 			}
 			var aok, bok bool
 			_ = e.eachElement(func(j int, x jsonValue) error {
@@ -269,12 +307,12 @@ func checkJSONMerges(v jsonValue, vocab map[string]int64, prefix string) error {
 				return nil
 			})
 			if !aok || !bok {
-				return fmt.Errorf("field model.merges[%d]: want a pair of strings", i)
+				return fmt.Errorf("field %s[%d]: want a pair of strings", field, i)
 			}
 		default:
-			return fmt.Errorf("field model.merges[%d]: want a string or a pair, got %s", i, e.typeName())
+			return fmt.Errorf("field %s[%d]: want a string or a pair, got %s", field, i, e.typeName())
 		}
-		return checkMerge(vocab, a, b, prefix, "model.merges", i, &buf)
+		return fn(i, a, b)
 	})
 }
 

@@ -177,3 +177,30 @@ func TestParseTokenizerConfig(t *testing.T) {
 		}
 	}
 }
+
+// EachMerge and EachVocabEntry, the readers engine-sim shares with lint: both merge forms, escapes,
+// and malformed input refused by name.
+func TestEachMergeAndVocabEntry(t *testing.T) {
+	var got []string
+	err := EachMerge([]byte(`["a b", ["c", "d e"], "\u0066 g"]`), func(i int, a, b []byte) error {
+		got = append(got, string(a)+"|"+string(b))
+		return nil
+	})
+	if err != nil || strings.Join(got, ",") != "a|b,c|d e,f|g" {
+		t.Fatalf("merges %q, %v", got, err)
+	}
+	for in, want := range map[string]string{`["ab"]`: "merges[0]", `[["a"]]`: "want a pair", `[1]`: "want a string or a pair", `{}`: "want a list", `[`: "not valid JSON"} {
+		if err := EachMerge([]byte(in), func(int, []byte, []byte) error { return nil }); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+	ids := map[string]int64{}
+	if err := EachVocabEntry([]byte(`{"a": 0, "\u00e9": 4294967295}`), func(tok []byte, id int64) error { ids[string(tok)] = id; return nil }); err != nil || len(ids) != 2 || ids["é"] != 4294967295 {
+		t.Fatalf("vocab %v, %v", ids, err)
+	}
+	for in, want := range map[string]string{`{"a": -1}`: `vocab["a"]: id -1`, `{"a": 1.5}`: "not an integer", `{"a": "1"}`: "want an integer id", `[]`: "want an object", "{\"\xff\": 1}": "UTF-8"} {
+		if err := EachVocabEntry([]byte(in), func([]byte, int64) error { return nil }); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+}

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"lifeboat/manifest/modelrepo"
 )
 
 // bpeConfig is tokenizer.json's model object.
@@ -89,36 +90,55 @@ func newBPE(c *bpeConfig) (*bpeModel, error) {
 			m.byteIDs[b] = id
 		}
 	}
-	pairs, err := parseMerges(c.Merges)
-	if err != nil {
+	if err := m.readMerges(c); err != nil {
 		return nil, fmt.Errorf("merges: %w", err)
 	}
-	m.merges = make(map[[2]int32]merge, len(pairs))
-	for i, p := range pairs {
-		a, aok := c.Vocab[p[0]]
-		b, bok := c.Vocab[p[1]]
+	return m, nil
+}
+
+// readMerges builds the merge table from merges in either form — ["a b", …] (tokenizers < 0.20)
+// or [["a", "b"], …] — read in place by modelrepo.EachMerge, the reader lint uses too.
+func (m *bpeModel) readMerges(c *bpeConfig) error {
+	if isNull(c.Merges) {
+		m.merges = map[[2]int32]merge{}
+		return nil
+	}
+	m.merges = make(map[[2]int32]merge, len(c.Merges)/16)
+	var buf []byte
+	return modelrepo.EachMerge(c.Merges, func(i int, pa, pb []byte) error {
+		a, aok := c.Vocab[string(pa)]
+		b, bok := c.Vocab[string(pb)]
 		if !aok || !bok {
-			return nil, fmt.Errorf("merges[%d]: %q %q: a part is not in the vocabulary", i, p[0], p[1])
+			return fmt.Errorf("merges[%d]: %q %q: a part is not in the vocabulary", i, pa, pb)
 		}
-		merged := p[0] + strings.TrimPrefix(p[1], m.prefix)
-		id, ok := c.Vocab[merged]
+		buf = append(append(buf[:0], pa...), bytes.TrimPrefix(pb, []byte(m.prefix))...)
+		id, ok := c.Vocab[string(buf)]
 		if !ok {
-			return nil, fmt.Errorf("merges[%d]: %q %q: the merged token %q is not in the vocabulary", i, p[0], p[1], merged)
+			return fmt.Errorf("merges[%d]: %q %q: the merged token %q is not in the vocabulary", i, pa, pb, buf)
 		}
 		k := [2]int32{int32(a), int32(b)}
 		if _, dup := m.merges[k]; !dup {
 			m.merges[k] = merge{rank: int32(i), id: int32(id)}
 		}
-	}
-	return m, nil
+		return nil
+	})
 }
 
-// parseMerges reads merges in either form: ["a b", …] (tokenizers < 0.20) or [["a", "b"], …].
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	if isNull(raw) {
-		return nil, nil
+// vocabMap is model.vocab, read in place by modelrepo.EachVocabEntry (the reader lint uses):
+// real vocabularies have 32k–262k entries and reflection-based decoding dominated start-up.
+type vocabMap map[string]int
+
+func (v *vocabMap) UnmarshalJSON(b []byte) error {
+	m := make(vocabMap, len(b)/16)
+	err := modelrepo.EachVocabEntry(b, func(tok []byte, id int64) error {
+		m[string(tok)] = int(id)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	return parseMergesFast(bytes.TrimSpace(raw))
+	*v = m
+	return nil
 }
 
 // encode appends the ids of one pre-tokenized word to out.

@@ -672,74 +672,9 @@ func (x *run) evacuate() (string, error) {
 	x.baseline = rs.Weights.Clone()
 	x.weightPoint(x.now(), rs)
 	x.startSampler()
-	kills := x.faultsOf(FaultKillMidRamp)
-	killAfter := 0
-	if len(kills) > 0 {
-		killAfter = kills[0].AfterStep
-	}
-	killFired := false
-	var lockWait time.Duration
-	opts := failover.RunOptions{Event: failover.Event{Kind: failover.Evacuate, Region: x.Drill.Lose}, Reason: "drill " + x.Drill.Name,
-		HoldTimeout: 10 * x.Fleet.Failover.StepInterval, Plan: func(pl *failover.Plan) { x.rep.Plan = pl }}
-	// attempt is one orchestrator process: it runs (or resumes) the evacuation, and dies as
-	// SIGKILL would — nothing more reaches the store or the router, its lock stays held —
-	// right after applying step killAfter, before journaling it.
-	attempt := func(resume bool) (*failover.Outcome, bool, error) {
-		p := &process{}
-		ex := x.executor(p)
-		ctx, cancel := context.WithCancel(x.ctx)
-		defer cancel()
-		killedHere := false
-		if killAfter > 0 {
-			ex.AfterApply = func(step int) {
-				if !killFired && step == killAfter-1 {
-					killFired, killedHere = true, true
-					p.dead.Store(true)
-					cancel()
-				}
-			}
-		}
-		if resume {
-			out, err := ex.Resume(ctx, failover.RunOptions{Reason: "drill " + x.Drill.Name + ": orchestrator restarted"})
-			if errors.Is(err, failover.ErrNothingToResume) && x.evacRun == "" {
-				out, err = ex.Run(ctx, opts) // stopped before the run started: start it again
-			}
-			return out, killedHere, err
-		}
-		out, err := ex.Run(ctx, opts)
-		return out, killedHere, err
-	}
-	out, killedHere, err := attempt(false)
-	resumes := 0
-	deadline := x.now().Add(x.Drill.Failback + x.Drill.LockTTL)
-	for err != nil {
-		if out != nil && x.evacRun == "" {
-			x.evacRun = out.Run
-		}
-		var held *failover.LockHeldError
-		isHeld := errors.As(err, &held)
-		if !killedHere && !isHeld && !errors.Is(err, failover.ErrRouterUnreachable) {
-			return "", fmt.Errorf("evacuate %s: %w", x.Drill.Lose, err)
-		}
-		if isHeld && !killFired {
-			return "", fmt.Errorf("evacuate %s: %w", x.Drill.Lose, err) // someone else's failover
-		}
-		if !x.now().Before(deadline) {
-			return "", fmt.Errorf("evacuate %s: could not resume before %s: %w", x.Drill.Lose, deadline.Format(time.RFC3339), err)
-		}
-		wait := 200 * time.Millisecond
-		if isHeld {
-			wait = max(time.Until(held.Lock.Expires)+50*time.Millisecond, wait)
-			lockWait += wait
-		}
-		if err := sleep(x.ctx, wait); err != nil {
-			return "", err
-		}
-		resumes++
-		out, killedHere, err = attempt(true)
-	}
-	if out != nil && x.evacRun == "" {
-		x.evacRun = out.Run
+	ev := x.newEvacuation()
+	if err := ev.run(); err != nil {
+		return "", err
 	}
 	x.rep.Runs = append(x.rep.Runs, x.evacRun)
 	recs, err := failover.ReadRun(x.ctx, x.state, x.evacRun)
@@ -749,15 +684,118 @@ func (x *run) evacuate() (string, error) {
 	x.journalWeights(recs)
 	x.recovery(recs)
 	v := failover.ViewRun(x.evacRun, recs, x.now())
-	for _, k := range kills {
-		k.Injected = killFired
+	x.judgeKills(ev, recs, v)
+	x.judgeRouterUnreachable(ev.resumes)
+	x.judgeSaturation()
+	detail := fmt.Sprintf("run %s: %d step(s) applied", x.evacRun, v.Applied)
+	if ev.resumes > 0 {
+		detail += fmt.Sprintf(", resumed %d time(s)", ev.resumes)
+	}
+	if x.rep.SLA.RecoverySeconds == nil {
+		why := "the journal shows no moment where every class was on warm receivers"
+		if x.rep.Plan != nil && x.rep.Plan.Hold != "" {
+			why += "; the plan stopped short: " + x.rep.Plan.Hold
+		}
+		return detail, errors.New(why)
+	}
+	return detail + fmt.Sprintf("; recovered in %.2fs (RTO %s)", *x.rep.SLA.RecoverySeconds, x.Runner.rto()), nil
+}
+
+// evacuation is the evacuation's orchestrator processes: the first, and each that resumes the
+// run after the one before was killed or lost the router.
+type evacuation struct {
+	x         *run
+	opts      failover.RunOptions
+	killAfter int  // kill-mid-ramp: the process dies after applying this step (1-based); 0 never
+	killFired bool // it did
+	resumes   int
+	lockWait  time.Duration // spent waiting for a dead process's lock to expire
+}
+
+func (x *run) newEvacuation() *evacuation {
+	ev := &evacuation{x: x, opts: failover.RunOptions{Event: failover.Event{Kind: failover.Evacuate, Region: x.Drill.Lose}, Reason: "drill " + x.Drill.Name,
+		HoldTimeout: 10 * x.Fleet.Failover.StepInterval, Plan: func(pl *failover.Plan) { x.rep.Plan = pl }}}
+	if kills := x.faultsOf(FaultKillMidRamp); len(kills) > 0 {
+		ev.killAfter = kills[0].AfterStep
+	}
+	return ev
+}
+
+// attempt is one orchestrator process: it runs (or resumes) the evacuation, and dies as SIGKILL
+// would — nothing more reaches the store or the router, its lock stays held — right after
+// applying step killAfter, before journaling it. killed says it died here.
+func (ev *evacuation) attempt(resume bool) (out *failover.Outcome, killed bool, err error) {
+	x := ev.x
+	p := &process{}
+	ex := x.executor(p)
+	ctx, cancel := context.WithCancel(x.ctx)
+	defer cancel()
+	if ev.killAfter > 0 {
+		ex.AfterApply = func(step int) {
+			if !ev.killFired && step == ev.killAfter-1 {
+				ev.killFired, killed = true, true
+				p.dead.Store(true)
+				cancel()
+			}
+		}
+	}
+	if !resume {
+		out, err = ex.Run(ctx, ev.opts)
+		return out, killed, err
+	}
+	out, err = ex.Resume(ctx, failover.RunOptions{Reason: "drill " + x.Drill.Name + ": orchestrator restarted"})
+	if errors.Is(err, failover.ErrNothingToResume) && x.evacRun == "" {
+		out, err = ex.Run(ctx, ev.opts) // stopped before the run started: start it again
+	}
+	return out, killed, err
+}
+
+// run runs the evacuation to its end, resuming it from the journal after a killed process (once
+// its lock expires) or an unreachable router, until the failback timeout plus the lock TTL.
+func (ev *evacuation) run() error {
+	x := ev.x
+	out, killedHere, err := ev.attempt(false)
+	deadline := x.now().Add(x.Drill.Failback + x.Drill.LockTTL)
+	for err != nil {
+		if out != nil && x.evacRun == "" {
+			x.evacRun = out.Run
+		}
+		var held *failover.LockHeldError
+		isHeld := errors.As(err, &held)
+		if (!killedHere && !isHeld && !errors.Is(err, failover.ErrRouterUnreachable)) || (isHeld && !ev.killFired) {
+			return fmt.Errorf("evacuate %s: %w", x.Drill.Lose, err) // not a drill fault: a real failure, or someone else's failover
+		}
+		if !x.now().Before(deadline) {
+			return fmt.Errorf("evacuate %s: could not resume before %s: %w", x.Drill.Lose, deadline.Format(time.RFC3339), err)
+		}
+		wait := 200 * time.Millisecond
+		if isHeld {
+			wait = max(time.Until(held.Lock.Expires)+50*time.Millisecond, wait)
+			ev.lockWait += wait
+		}
+		if err := sleep(x.ctx, wait); err != nil {
+			return err
+		}
+		ev.resumes++
+		out, killedHere, err = ev.attempt(true)
+	}
+	if out != nil && x.evacRun == "" {
+		x.evacRun = out.Run
+	}
+	return nil
+}
+
+// judgeKills: a kill-mid-ramp fault is detected when the journal itself shows the silent death —
+// the step's intent directly followed by a new process's resume record (the killed one wrote
+// nothing more) — and then every step's one result, and the run done.
+func (x *run) judgeKills(ev *evacuation, recs []failover.Record, v failover.RunView) {
+	for _, k := range x.faultsOf(FaultKillMidRamp) {
+		k.Injected = ev.killFired
 		counts := v.ResultCounts()
 		once := true
 		for _, c := range counts {
 			once = once && c == 1
 		}
-		// the journal's own evidence: the step's intent followed directly by a new process's
-		// resume record (the killed one wrote nothing more), then the step's one result
 		silent := false
 		for i, rec := range recs {
 			if rec.Kind == failover.RecIntent && rec.Step != nil && *rec.Step == k.AfterStep-1 && i+1 < len(recs) && recs[i+1].Kind == failover.RecResume {
@@ -765,15 +803,19 @@ func (x *run) evacuate() (string, error) {
 			}
 		}
 		switch {
-		case !killFired:
+		case !ev.killFired:
 			k.Evidence = fmt.Sprintf("the ramp never reached step %d: the orchestrator was not killed", k.AfterStep)
 		case silent && once && v.Done:
 			k.Detected = true
-			k.Evidence = fmt.Sprintf("orchestrator killed after applying step %d, before journaling it (its lock left held); the journal shows the step's intent, then a new process's resume after %s waiting for the lock to expire, then each of the %d steps applied once", k.AfterStep, round(lockWait), len(counts))
+			k.Evidence = fmt.Sprintf("orchestrator killed after applying step %d, before journaling it (its lock left held); the journal shows the step's intent, then a new process's resume after %s waiting for the lock to expire, then each of the %d steps applied once", k.AfterStep, round(ev.lockWait), len(counts))
 		default:
 			k.Evidence = fmt.Sprintf("killed after step %d, but the journal does not show a clean resume (intent then resume: %v, results per step %v, done %v)", k.AfterStep, silent, counts, v.Done)
 		}
 	}
+}
+
+// judgeRouterUnreachable: detected when the router refused calls and the run was resumed.
+func (x *run) judgeRouterUnreachable(resumes int) {
 	for _, f := range x.faultsOf(FaultRouterUnreachable) {
 		f.Injected = x.router.refusals() > 0
 		if f.Injected && resumes > 0 {
@@ -783,25 +825,16 @@ func (x *run) evacuate() (string, error) {
 			f.Evidence = fmt.Sprintf("router refusals %d, resumes %d", x.router.refusals(), resumes)
 		}
 	}
+}
+
+// judgeSaturation: a saturated receiver is detected when the failover's signals judged it not a
+// receiver (not warm, or its queue wait above spill_start_ms).
+func (x *run) judgeSaturation() {
 	for _, f := range x.faultsOf(FaultSaturate) {
 		if sig, ok := x.lastSignals()[f.Region]; ok && !f.Detected && (!sig.Warm || (sig.QueueWaitMS != nil && *sig.QueueWaitMS > float64(x.Fleet.Failover.SpillStartMS))) {
 			f.Detected, f.Evidence = true, fmt.Sprintf("the failover's signals judged %s not a receiver: %s", f.Region, sig.Why)
 		}
 	}
-	detail := fmt.Sprintf("run %s: %d step(s) applied", x.evacRun, v.Applied)
-	if resumes > 0 {
-		detail += fmt.Sprintf(", resumed %d time(s)", resumes)
-	}
-	if x.rep.SLA.RecoverySeconds != nil {
-		detail += fmt.Sprintf("; recovered in %.2fs (RTO %s)", *x.rep.SLA.RecoverySeconds, x.Runner.rto())
-	} else {
-		why := "the journal shows no moment where every class was on warm receivers"
-		if x.rep.Plan != nil && x.rep.Plan.Hold != "" {
-			why += "; the plan stopped short: " + x.rep.Plan.Hold
-		}
-		return detail, errors.New(why)
-	}
-	return detail, nil
 }
 
 func (x *run) lastSignals() map[string]failover.RegionSignal {

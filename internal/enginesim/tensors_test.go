@@ -2,8 +2,6 @@ package enginesim
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,48 +12,27 @@ import (
 	"lifeboat/internal/sample"
 )
 
+// stt is a tensor of a crafted shard.
 type stt struct {
 	name, dtype string
 	shape       []int64
 }
 
-var dtypeBytes = map[string]int64{"F16": 2, "BF16": 2, "F32": 4, "I32": 4, "U8": 1, "F8_E4M3": 1}
-
 // writeShard writes a safetensors file holding the tensors (zero bytes).
 func writeShard(t *testing.T, path string, ts []stt) {
 	t.Helper()
-	hdr := map[string]any{}
-	var off int64
-	for _, x := range ts {
-		n := dtypeBytes[x.dtype]
-		for _, d := range x.shape {
-			n *= d
-		}
-		hdr[x.name] = map[string]any{"dtype": x.dtype, "shape": x.shape, "data_offsets": []int64{off, off + n}}
-		off += n
+	specs := make([]sample.TensorSpec, len(ts))
+	for i, x := range ts {
+		specs[i] = sample.TensorSpec{Name: x.name, DType: x.dtype, Shape: x.shape}
 	}
-	js, _ := json.Marshal(hdr)
-	buf := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
-	buf = append(append(buf, js...), make([]byte, off)...)
-	if err := os.WriteFile(path, buf, 0o644); err != nil {
+	if err := sample.WriteZeroSafetensors(path, specs); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func editConfig(t *testing.T, l *sample.Layout, fn func(map[string]any)) {
 	t.Helper()
-	p := filepath.Join(l.ModelDir, "config.json")
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(data, &c); err != nil {
-		t.Fatal(err)
-	}
-	fn(c)
-	out, _ := json.MarshalIndent(c, "", "  ")
-	if err := os.WriteFile(p, out, 0o644); err != nil {
+	if err := sample.EditJSON(filepath.Join(l.ModelDir, "config.json"), fn); err != nil {
 		t.Fatal(err)
 	}
 }

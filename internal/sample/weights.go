@@ -37,7 +37,7 @@ var fillMasks = [...]struct{ and, or uint64 }{
 	fillF16Scale: {0x0FFF0FFF0FFF0FFF, 0x2000200020002000},
 }
 
-var dtypeSize = map[string]int64{"BF16": 2, "F16": 2, "I32": 4, "F32": 4, "U8": 1, "F8_E4M3": 1}
+var dtypeSize = map[string]int64{"BF16": 2, "F16": 2, "I32": 4, "F32": 4, "I8": 1, "U8": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 
 // tensor is one weight tensor to write.
 type tensor struct {

@@ -3,7 +3,6 @@ package lint
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,63 +17,14 @@ import (
 	"lifeboat/manifest"
 )
 
-// stTensor is one tensor of a safetensors header.
-type stTensor struct {
-	Name, DType string
-	Shape       []int64
-}
+type stTensor = sample.TensorSpec
 
-var stBytes = map[string]int64{"F16": 2, "BF16": 2, "F32": 4, "I32": 4, "U8": 1, "F8_E4M3": 1}
-
-// editTensors rewrites dir/model.safetensors with the tensor list fn makes of the current one
-// (zero bytes: the loaders compare names, dtypes and shapes).
+// editTensors rewrites dir/model.safetensors with the tensor list fn makes of the current one.
 func editTensors(t *testing.T, dir string, fn func([]stTensor) []stTensor) {
 	t.Helper()
-	p := filepath.Join(dir, "model.safetensors")
-	f, err := os.Open(p)
-	if err != nil {
+	if err := sample.EditSafetensors(filepath.Join(dir, "model.safetensors"), fn); err != nil {
 		t.Fatal(err)
 	}
-	var n uint64
-	if err := binary.Read(f, binary.LittleEndian, &n); err != nil {
-		t.Fatal(err)
-	}
-	hdr := make([]byte, n)
-	if _, err := f.Read(hdr); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(hdr, &raw); err != nil {
-		t.Fatal(err)
-	}
-	var ts []stTensor
-	for name, v := range raw {
-		if name == "__metadata__" {
-			continue
-		}
-		var e struct {
-			DType string  `json:"dtype"`
-			Shape []int64 `json:"shape"`
-		}
-		if err := json.Unmarshal(v, &e); err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, stTensor{name, e.DType, e.Shape})
-	}
-	out := map[string]any{}
-	var off int64
-	for _, x := range fn(ts) {
-		size := stBytes[x.DType]
-		for _, d := range x.Shape {
-			size *= d
-		}
-		out[x.Name] = map[string]any{"dtype": x.DType, "shape": x.Shape, "data_offsets": []int64{off, off + size}}
-		off += size
-	}
-	js, _ := json.Marshal(out)
-	buf := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
-	replaceFile(t, p, append(append(buf, js...), make([]byte, off)...))
 }
 
 // addedToken adds a token to tokenizer.json's added_tokens after the highest id there (and at
@@ -108,24 +58,20 @@ func addedToken(t *testing.T, dir string, vocab int64, special bool) {
 	b.Write(data[:loc[1]])
 	b.WriteString(tok)
 	b.Write(data[loc[1]:])
-	replaceFile(t, p, b.Bytes())
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // linkTree copies dir's files to a new directory as hard links (edits replace files).
 func linkTree(t *testing.T, dir string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), filepath.Base(dir))
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := sample.LinkTree(dir, out); err != nil {
 		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if err := os.Link(filepath.Join(dir, e.Name()), filepath.Join(out, e.Name())); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return out
 }
@@ -187,7 +133,7 @@ func brokenClasses() []brokenClass {
 				editTensors(t, dir, func(ts []stTensor) []stTensor {
 					for i := range ts {
 						if ts[i].Name == "model.layers.0.mlp.up_proj.weight_scale_inv" {
-							ts[i] = stTensor{"model.layers.0.mlp.up_proj.weight_scale", "F32", []int64{1}}
+							ts[i] = stTensor{Name: "model.layers.0.mlp.up_proj.weight_scale", DType: "F32", Shape: []int64{1}}
 						}
 					}
 					return ts

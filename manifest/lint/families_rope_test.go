@@ -2,8 +2,6 @@ package lint
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,31 +29,7 @@ func familyDir(t *testing.T, fam string) string {
 // editJSON rewrites a JSON file of dir through fn.
 func editJSON(t *testing.T, dir, name string, fn func(map[string]any)) {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	fn(doc)
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	replaceFile(t, p, out)
-}
-
-// replaceFile writes a new file at p (removing the old one first: fixtures may be hard links
-// to a shared copy).
-func replaceFile(t *testing.T, p string, data []byte) {
-	t.Helper()
-	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
+	if err := sample.EditJSON(filepath.Join(dir, name), fn); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -124,6 +124,7 @@ func TestParseRefusesWhatProvesNothing(t *testing.T) {
 		"case collision": {mutate(func(d map[string]any) { setPath(t, d, "model/README.md", "model/Config.json") }), "collides"},
 		"nfd collision": {mutate(func(d map[string]any) {
 			setPath(t, d, "model/generation_config.json", "model/de\u0301")
+			delete(layerAt(t, d, "model/loras/sql-lora/adapter_config.json"), "data") // a name it is not embedded under
 			setPath(t, d, "model/loras/sql-lora/adapter_config.json", "model/d\u00e9")
 		}), "collides"},
 		"case collision of a dir": {mutate(func(d map[string]any) {

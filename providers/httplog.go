@@ -19,8 +19,9 @@ import (
 // as it happens. Headers and bodies are never logged.
 //
 // Retries: the SDKs are the one retry layer for requests (S3 3 attempts, Azure 4, GCS
-// DefaultGCSMaxAttempts; see RetryOptions). Nothing here retries; it only makes their retries
-// visible, so that a slow command is never silent.
+// DefaultGCSMaxAttempts; see RetryOptions), WithRetry the one for broken read bodies (see
+// retry.go). Nothing here retries; it only makes their retries visible, so that a slow command
+// is never silent.
 
 type logTransport struct {
 	next http.RoundTripper

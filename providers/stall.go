@@ -23,9 +23,15 @@ var ErrStalled = errors.New("no data received within the stall timeout")
 // re-opens after any body error, without limit) would otherwise spin for ever against a server
 // that breaks every response before its first byte, and a peer that stops sending mid-body would
 // hang the read. Safe for concurrent use, like the Store it wraps.
+//
+// On a store WithRetry wraps (any store from Open), the guard goes under the retry layer, so
+// that a stalled attempt is retried with a fresh watchdog instead of ending all attempts at once.
 func WithStallGuard(s Store, timeout time.Duration) Store {
 	if timeout <= 0 {
 		timeout = DefaultStallTimeout
+	}
+	if r, ok := s.(*retryStore); ok {
+		return &retryStore{Store: &stallStore{Store: r.Store, timeout: timeout}, o: r.o, log: r.log}
 	}
 	return &stallStore{Store: s, timeout: timeout}
 }

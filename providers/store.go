@@ -240,8 +240,9 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// RetryOptions bound the SDK retryers. Zero fields keep each SDK's default, except that GCS, which
-// by default retries idempotent calls without limit until the context ends, is bounded to
+// RetryOptions bound the SDK retryers (requests) and WithRetry (broken read bodies); see
+// retry.go for which layer retries what. Zero fields keep each SDK's default, except that GCS,
+// which by default retries idempotent calls without limit until the context ends, is bounded to
 // DefaultGCSMaxAttempts attempts.
 type RetryOptions struct {
 	MaxAttempts    int           // attempts per request including the first

@@ -52,7 +52,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 		}
 		return nil, fmt.Errorf("opening %s: %w (hint: %s)", loc, err, Hint(loc.Scheme, KindMisconfigured))
 	}
-	return WithStallGuard(s, opts.Retry.StallTimeout), nil
+	// The retry wrapper is outside the stall guard: each attempt gets a fresh watchdog.
+	return WithRetry(WithStallGuard(s, opts.Retry.StallTimeout), opts.Retry, opts.Log), nil
 }
 
 // Location is a parsed store URL.

@@ -44,9 +44,10 @@ import (
 //     and checksums, so a byte that differs commits nothing, and the store records its native
 //     full-object checksum. No partial object ever appears under a final name; an interrupted run
 //     leaves every object either old or complete, so running again resumes. Up to Jobs files at
-//     once; a copy that fails for a transient reason (broken connection, truncated body, a store
-//     still failing after its SDK's retries) is tried again, Attempts times in all. A source whose
-//     bytes turn out not to match the manifest fails that file and is not retried.
+//     once. Broken connections and bodies are retried by the stores (providers/retry.go); a copy
+//     whose bytes arrived cleanly but short or altered (a proxy that cut a body at a clean end,
+//     a checksum the target rejected) is tried again, Attempts times in all. A source whose
+//     bytes, read whole, do not match the manifest fails that file and is not retried.
 //   - Check. The target is verified quickly again (if anything was written) and the result
 //     returned in Target.
 //
@@ -252,7 +253,8 @@ type Options struct {
 	Deep bool
 	// Jobs is the number of files copied (or re-read) at once; 0 means DefaultJobs.
 	Jobs int
-	// Attempts is how many times a copy is tried when it fails for a transient reason; 0 means 3.
+	// Attempts is how many times a copy is tried when its bytes arrived short or altered in
+	// transit; 0 means 3. (A broken connection is the stores' to retry.)
 	Attempts int
 	// Backoff is the wait before the second attempt, doubled before each further one; 0 means 1 s.
 	Backoff time.Duration
@@ -689,13 +691,16 @@ func unreachable(err error) bool {
 	return k == providers.KindUnreachable || k == providers.KindTimeout
 }
 
+// retryable says whether a failed copy is the replicator's to try again. Only what no store can
+// see: bytes that arrived cleanly but do not match the manifest — a source body cut short at a
+// clean end, a checksum the target service rejected (the bytes changed on the way). Broken
+// connections and bodies were already retried by the stores (the SDK per request, WithRetry per
+// read body, see providers/retry.go): retrying them here too would multiply the attempts.
 func retryable(ctx context.Context, err error, kind FailureKind) bool {
 	if kind == FailSourceCorrupt || kind == FailLocalWrite {
 		return false
 	}
-	// Unreachable, cut short, or a checksum the target service rejected after a clean read (the
-	// bytes changed on the way): another attempt may well succeed — providers' one classification.
-	return providers.Retryable(ctx, err)
+	return providers.KindOf(err) == providers.KindContentMismatch && providers.Retryable(ctx, err)
 }
 
 // statusForError is the run's status when a store could not be listed.

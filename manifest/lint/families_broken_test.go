@@ -292,3 +292,24 @@ func lintWith(t *testing.T, dir, engineFile string) *Report {
 	}
 	return Run(ctx, m, DirSource{Model: dir}, nil)
 }
+
+// An encoder-decoder checkpoint (Whisper large-v3-turbo: 32 encoder layers, 4 decoder layers,
+// num_hidden_layers 32) is not judged by num_hidden_layers.
+func TestWeightsConfigShapeEncoderDecoder(t *testing.T) {
+	dir := t.TempDir()
+	var ts []sample.TensorSpec
+	for i := 0; i < 4; i++ {
+		ts = append(ts, sample.TensorSpec{Name: fmt.Sprintf("model.decoder.layers.%d.fc1.weight", i), DType: "F16", Shape: []int64{8, 4}})
+	}
+	ts = append(ts, sample.TensorSpec{Name: "model.encoder.layers.0.fc1.weight", DType: "F16", Shape: []int64{8, 4}})
+	if err := sample.WriteZeroSafetensors(filepath.Join(dir, "model.safetensors"), ts); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper", "num_hidden_layers": 32, "encoder_layers": 32, "decoder_layers": 4, "d_model": 4, "vocab_size": 51866}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fs := ruleFindings(lintDir(t, dir), "weights-config-shape"); len(fs) > 0 {
+		t.Errorf("false positive:%s", mtDump(fs))
+	}
+}

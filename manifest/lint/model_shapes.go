@@ -47,6 +47,9 @@ func checkWeightsConfigShape(c *Context) {
 	if err != nil || !ok || want < 0 {
 		return
 	}
+	if _, encDec := cfg.Text["decoder_layers"]; encDec {
+		return // encoder-decoder (Whisper): num_hidden_layers counts the encoder's, not model.decoder.layers
+	}
 	layers := map[int64]modelTensor{} // a tensor of each layer (the first by name)
 	for _, n := range names {
 		g := modelLayerIndex.FindStringSubmatch(n)

@@ -9,7 +9,8 @@
 //     `rclone check --download` of the same replica and sha256sum of the same bytes;
 //  4. the peak memory of each lifeboat run;
 //  5. the quick verify of section 2 again through proxies that add 40 ms each way (a WAN on
-//     loopback), lifeboat vs rclone check, with the requests each made;
+//     loopback), lifeboat vs rclone check, and the deep verify of its S3 replica vs rclone check
+//     --download, with the requests each made;
 //  6. the start-up time of `lifeboat version`;
 //  7. failover: planning 1,000 regions × 200 classes, and one router step applied and read back
 //     on a real HAProxy and a real Caddy (p50/p99);

@@ -30,9 +30,9 @@ type PrecisionShare struct {
 //   - AWQ/GPTQ: an I32 ".qweight" packs 32/bits values.
 func tensorParams(t modelrepo.Tensor, bits int) (int64, string) {
 	switch {
-	case modelrepo.IsMXFP4Blocks(t):
+	case modelrepo.IsMXFP4Blocks(t.Name, t.DType):
 		return 2 * t.Elements(), "mxfp4"
-	case modelrepo.IsMXFP4Scales(t):
+	case modelrepo.IsMXFP4Scales(t.Name, t.DType):
 		return 0, ""
 	case strings.HasSuffix(t.Name, ".qweight") && bits > 0 && t.DType == "I32":
 		return t.Elements() * int64(32/bits), fmt.Sprintf("int%d", bits)

@@ -117,7 +117,7 @@ func (m *Model) checkQuantTensors() error {
 					return err
 				}
 			}
-		case strings.HasSuffix(n, "_blocks") && t.DType == "U8":
+		case modelrepo.IsMXFP4Blocks(n, t.DType):
 			sawBlocks = true
 			if method != "mxfp4" {
 				return dropped(n, "MXFP4")

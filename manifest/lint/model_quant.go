@@ -97,18 +97,12 @@ func checkQuantTensors(c *Context) {
 	}
 }
 
-// modelIsMXFP4Blocks reports an MXFP4 expert tensor (gpt-oss): U8 "*_blocks", two 4-bit values
-// per byte, with a U8 "*_scales" beside it.
-func modelIsMXFP4Blocks(name, dtype string) bool {
-	return strings.HasSuffix(name, "_blocks") && dtype == "U8"
-}
-
 // checkMXFP4 checks an MXFP4 checkpoint: some *_blocks tensors, each with its *_scales.
 func checkMXFP4(c *Context, q *modelrepo.QuantConfig, tensors map[string]modelTensor) {
 	missing := quantFinding{}
 	blocks := 0
 	for name, mt := range tensors {
-		if !modelIsMXFP4Blocks(name, mt.t.DType) {
+		if !modelrepo.IsMXFP4Blocks(name, mt.t.DType) {
 			continue
 		}
 		blocks++
@@ -143,7 +137,7 @@ func checkUndeclaredQuant(c *Context, tensors map[string]modelTensor) {
 	found := quantFinding{}
 	for name, mt := range tensors {
 		if strings.HasSuffix(name, ".qweight") || strings.HasSuffix(name, ".weight_scale") || strings.HasSuffix(name, ".weight_scale_inv") ||
-			strings.HasSuffix(name, ".weight_packed") || modelIsFP8(mt.t.DType) || modelIsMXFP4Blocks(name, mt.t.DType) {
+			strings.HasSuffix(name, ".weight_packed") || modelIsFP8(mt.t.DType) || modelrepo.IsMXFP4Blocks(name, mt.t.DType) {
 			found.add(mt.shard, name)
 		}
 	}

@@ -209,12 +209,13 @@ func ParseSafetensorsJSON(hdr []byte) (*SafetensorsHeader, error) {
 
 // IsMXFP4Blocks reports an MXFP4 weight (gpt-oss experts): a U8 "*_blocks" tensor whose bytes
 // each pack two FP4 (E2M1) values, in blocks of 32 values (16 bytes).
-func IsMXFP4Blocks(t Tensor) bool {
-	return strings.HasSuffix(t.Name, "_blocks") && t.DType == "U8"
+// Lint, engine-sim and the parameter count all ask it here.
+func IsMXFP4Blocks(name, dtype string) bool {
+	return strings.HasSuffix(name, "_blocks") && dtype == "U8"
 }
 
 // IsMXFP4Scales reports the scales of an MXFP4 weight: a U8 "*_scales" tensor of E8M0
 // exponents, one per block of 32 values. They scale parameters; they are not parameters.
-func IsMXFP4Scales(t Tensor) bool {
-	return strings.HasSuffix(t.Name, "_scales") && t.DType == "U8"
+func IsMXFP4Scales(name, dtype string) bool {
+	return strings.HasSuffix(name, "_scales") && dtype == "U8"
 }

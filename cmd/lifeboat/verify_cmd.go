@@ -105,6 +105,7 @@ they are never printed.`,
 				return err
 			}
 			rep := a.runVerify(ctx, m, stores, deep, jobs)
+			a.addNearby(ctx, rep)
 			rep.Manifest = manifestFile
 			if err := a.reportVerify(rep, strict); err != nil {
 				return err

@@ -207,3 +207,28 @@ func TestChatTemplateLineCounts(t *testing.T) {
 		}
 	}
 }
+
+// An embedded file cannot forge output: keys and values with control or format characters are
+// shown quoted, escapes and all.
+func TestDiffSettingsArePrintable(t *testing.T) {
+	l := genSample(t, sample.Options{})
+	must(t, os.WriteFile(l.EngineFile, []byte("served-model-name: a\n"), 0o644))
+	old, _ := build(t, l)
+	must(t, os.WriteFile(l.EngineFile, []byte("served-model-name: \"a\\e[2J\\nOK\"\n\"k\\u202e\": {x: \"\\e]0;t\\a\"}\n"), 0o644))
+	cur, _ := build(t, l)
+	d := manifest.Diff(old, cur)
+	var n int
+	for _, c := range d.Changes {
+		for _, s := range c.Settings {
+			n++
+			for _, text := range []string{s.Key, s.Old, s.New} {
+				if strings.ContainsAny(text, "\x1b\n\a\u202e") {
+					t.Errorf("setting %+v carries a control or format character", s)
+				}
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d settings, want served-model-name and the new key: %+v", n, d.Changes)
+	}
+}

@@ -114,7 +114,7 @@ func parseDocs(data []byte) ([]*yaml.Node, bool) {
 // diffNodes appends the settings that differ between two nodes at path; nil is absent.
 func diffNodes(path string, a, b *yaml.Node, out *[]Setting) {
 	join := func(k string) string {
-		if path == "" {
+		if k = printable(k); path == "" {
 			return k
 		}
 		return path + "." + k
@@ -223,7 +223,7 @@ func renderTo(b *strings.Builder, n *yaml.Node) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(n.Content[i].Value)
+			b.WriteString(printable(n.Content[i].Value))
 			b.WriteString(": ")
 			renderTo(b, n.Content[i+1])
 		}
@@ -238,20 +238,33 @@ func renderTo(b *strings.Builder, n *yaml.Node) {
 		}
 		b.WriteByte(']')
 	case yaml.AliasNode:
-		b.WriteString("*" + n.Value)
+		b.WriteString("*" + printable(n.Value))
 	default:
 		b.WriteString(scalarText(n))
 	}
 }
 
+// printable returns s, or s quoted when it holds a character that is not printable (control
+// and format characters: an embedded file must not forge lines or escape sequences in output).
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
 // scalarText is a scalar's value; a string that would read as another type ("4096", "true", "")
-// is quoted, so that a number turned into a string shows as a change.
+// or holds unprintable characters is quoted, so that a number turned into a string shows as a
+// change.
 func scalarText(n *yaml.Node) string {
 	if n.Tag == "!!null" {
 		return "null"
 	}
 	if n.Tag != "!!str" {
-		return n.Value
+		return printable(n.Value)
+	}
+	if p := printable(n.Value); p != n.Value {
+		return p
 	}
 	_, err := strconv.ParseFloat(n.Value, 64)
 	switch strings.ToLower(n.Value) {

@@ -259,9 +259,14 @@ var errSplit = errors.New("switching to ranged reads")
 // meanwhile (the caller reads the rest as ranges). Progress is reported as bytes are hashed, each
 // offset once however often an attempt starts over.
 func (r *runner) stream(ctx context.Context, s providers.Store, key string, size int64, rev string, h *fileHash, splittable bool) (int64, error) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
+	// Files over 1 MiB are read ahead (see chunks), into three buffers.
+	ahead := size > 1<<20
+	var bufs [][]byte
+	for range map[bool]int{false: 1, true: 3}[ahead] {
+		bp := copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(bp)
+		bufs = append(bufs, *bp)
+	}
 	var n, reported int64
 	complete, split := false, false   // complete: the last attempt delivered every byte before failing
 	var waited, hashing time.Duration // in this attempt: blocked in the body's Read, in the hash
@@ -271,6 +276,8 @@ func (r *runner) stream(ctx context.Context, s providers.Store, key string, size
 			h.storeErr = nil
 			n, complete = 0, false
 			waited, hashing = 0, 0
+			next, stop := chunks(rd, bufs, ahead)
+			defer stop()
 			var err error
 			for err == nil {
 				if err := ctx.Err(); err != nil {
@@ -280,14 +287,14 @@ func (r *runner) stream(ctx context.Context, s providers.Store, key string, size
 					split = true
 					return errSplit
 				}
-				var k int
+				var p []byte
 				t0 := time.Now()
-				k, err = rd.Read(buf)
+				p, err = next()
 				t1 := time.Now()
-				if n += int64(k); n > size {
+				if n += int64(len(p)); n > size {
 					return &lengthError{got: n, want: size}
 				}
-				h.Write(buf[:k])
+				h.Write(p)
 				waited, hashing = waited+t1.Sub(t0), hashing+time.Since(t1)
 				if n > reported {
 					r.o.Progress(n - reported)
@@ -329,6 +336,64 @@ func (r *runner) stream(ctx context.Context, s providers.Store, key string, size
 		return 0, err
 	}
 	return n, nil
+}
+
+// chunks returns rd's bytes as chunks, each valid until the next call, read into bufs. With
+// ahead, rd is read on a goroutine of its own, up to len(bufs)-1 chunks ahead, so that reading —
+// a copy from the page cache or a socket, ~0.3 core-seconds per GB — can run on another core
+// than the hash, which is sequential: a lone big file (fewer files than cores) then hashes at
+// the rate of SHA-256 alone. With more files than cores it costs nothing but the buffers. stop
+// ends that goroutine and waits for its Read in flight: nothing touches rd once the callback has
+// returned.
+func chunks(rd io.Reader, bufs [][]byte, ahead bool) (next func() ([]byte, error), stop func()) {
+	if !ahead {
+		return func() ([]byte, error) {
+			k, err := rd.Read(bufs[0])
+			return bufs[0][:k], err
+		}, func() {}
+	}
+	type chunk struct {
+		b   []byte
+		err error
+	}
+	full, free := make(chan chunk, len(bufs)), make(chan []byte, len(bufs))
+	for _, b := range bufs {
+		free <- b
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			var b []byte
+			select {
+			case b = <-free:
+			case <-done:
+				return
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
+			k, err := rd.Read(b)
+			full <- chunk{b[:k], err} // never blocks: there are only len(bufs) buffers
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var last []byte
+	next = func() ([]byte, error) {
+		if last != nil {
+			free <- last[:cap(last)] // never blocks, likewise
+		}
+		c := <-full
+		last = c.b
+		return c.b, c.err
+	}
+	return next, func() { close(done); wg.Wait() }
 }
 
 // read is one Store.Read. A body that stops moving is ended by the store's stall guard

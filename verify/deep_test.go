@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lifeboat/internal/testbed"
+	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )
@@ -136,5 +137,50 @@ func TestDeepTailRangeRetried(t *testing.T) {
 		if fr.Status == verify.StatusOK && len(l.reads[fr.Path]) > 1 {
 			t.Errorf("%s is OK although its ranges always broke", fr.Path)
 		}
+	}
+}
+
+// A big file is read ahead on a goroutine of its own while the hash runs (so that a lone file
+// uses two cores): read whole, re-invoked mid-body, going on as ranges over a slow connection,
+// or cancelled, it comes out as before — OK only when every byte hashed matches.
+func TestDeepLoneFileReadAhead(t *testing.T) {
+	t.Parallel()
+	f := testbed.Sample(t, "large")
+	b := testbed.FileBackend(t)
+	prefix := testbed.FreshPrefix("lone")
+	testbed.Seed(t, b.Open(t, prefix, nil), f)
+	lone := *f.M
+	shard, _ := f.M.File(f.Shards()[0])
+	lone.Files = []manifest.File{shard}
+
+	var again atomic.Int64
+	for name, s := range map[string]providers.Store{
+		"plain":     b.Open(t, prefix, nil),
+		"reinvoked": reinvoker{b.Open(t, prefix, nil), &again},
+		"slow":      &readLog{Store: b.Open(t, prefix, nil), slow: true},
+	} {
+		r := verify.Deep(testbed.Ctx(t), &lone, s, testbed.VerifyOptions())
+		if r.Status != verify.ReplicaOK || r.BytesRead != shard.Size {
+			t.Errorf("%s: %s", name, testbed.Dump(r))
+		}
+	}
+	if again.Load() == 0 {
+		t.Error("the callback was never called again")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	o := testbed.VerifyOptions()
+	var once sync.Once
+	o.Progress = func(int64) { once.Do(cancel) }
+	r := verify.Deep(ctx, &lone, b.Open(t, prefix, nil), o)
+	if r.ErrorKind != verify.ErrorCanceled || r.Status == verify.ReplicaOK {
+		t.Errorf("cancelled: kind %q, %s", r.ErrorKind, testbed.Dump(r))
+	}
+
+	// A copy of the shard with one byte changed in its last chunk is CORRUPT.
+	bad := b.Open(t, testbed.FreshPrefix("lonebad"), nil)
+	testbed.Put(t, bad, shard.Path, testbed.FlipBit(f.Data(t, shard.Path), int(shard.Size)-10), providers.Checksums{})
+	if r := verify.Deep(testbed.Ctx(t), &lone, bad, testbed.VerifyOptions()); testbed.ByPath(r)[shard.Path].Status != verify.StatusCorrupt {
+		t.Errorf("flipped bit: %s", testbed.Dump(r))
 	}
 }

@@ -34,9 +34,16 @@ build:
 ## the differential tests against Hugging Face's JavaScript tokenizers and Jinja (npm, ./.tools).
 ## The race detector is on: callbacks such as Progress and OnFile run on many goroutines, and a
 ## race there is a bug (RACE=0 turns it off for a quick local run).
+##
+## NORACE names the tests that run once more without the race detector instead of with it: the
+## family × failure-class table parses every family's real-size tokenizer for each of its ~110
+## cases on one goroutine, where instrumentation makes it ten times slower (30–40 s a case) and
+## has nothing to find. They still run in every `make test`, only without -race.
 RACE ?= 1
+NORACE ?= ^TestFamilyBrokenVariants$$
 test: fmt-check vet emulators oracles routers chromium
-	$(GO) test $(if $(filter 1,$(RACE)),-race) -timeout 30m -count=1 ./...
+	$(GO) test $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
+	$(if $(filter 1,$(RACE)),$(GO) test -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
 
 vet:
 	$(GO) vet ./...

@@ -238,6 +238,7 @@ func TestFamilyBrokenVariants(t *testing.T) {
 	classes := brokenClasses()
 	for _, fam := range sample.Families {
 		t.Run(fam, func(t *testing.T) {
+			t.Parallel() // each case parses a real-size tokenizer twice: use every core
 			base := familyDir(t, fam)
 			for _, bc := range classes {
 				t.Run(bc.class, func(t *testing.T) {

@@ -56,26 +56,9 @@ func (it *interp) filter(name string, v any, args []any, kwargs *Dict, sc *scope
 	}
 	switch name {
 	case "trim":
-		s, ok := v.(string)
-		if !ok {
-			s = str(v)
-		}
-		if chars, ok := arg(args, kwargs, 0, "chars", nil).(string); ok {
-			return strings.Trim(s, chars), nil
-		}
-		return strings.TrimSpace(s), nil
+		return it.filterTrim(name, v, args, kwargs)
 	case "length", "count":
-		switch x := v.(type) {
-		case string:
-			return runeLen(x), nil
-		case []any:
-			return int64(len(x)), nil
-		case *Dict:
-			return int64(x.Len()), nil
-		case undefined:
-			return int64(0), nil
-		}
-		return nil, fmt.Errorf("object of type '%s' has no len()", typeName(v))
+		return it.filterLength(name, v, args, kwargs)
 	case "string":
 		return str(v), nil
 	case "upper":
@@ -83,244 +66,43 @@ func (it *interp) filter(name string, v any, args []any, kwargs *Dict, sc *scope
 	case "lower":
 		return strings.ToLower(str(v)), nil
 	case "capitalize":
-		s := str(v)
-		if s == "" {
-			return s, nil
-		}
-		r := []rune(strings.ToLower(s))
-		r[0] = unicode.ToUpper(r[0])
-		return string(r), nil
+		return it.filterCapitalize(name, v, args, kwargs)
 	case "title":
 		return pyTitle(str(v)), nil
 	case "default", "d":
-		def := arg(args, kwargs, 0, "default_value", "")
-		boolean := truthy(arg(args, kwargs, 1, "boolean", false))
-		if _, isU := v.(undefined); isU || boolean && !truthy(v) {
-			return def, nil
-		}
-		return v, nil
+		return it.filterDefault(name, v, args, kwargs)
 	case "first", "last":
-		items, err := it.iterate(v)
-		if err != nil {
-			return nil, err
-		}
-		if len(items) == 0 {
-			return undefined{name: name}, nil
-		}
-		if name == "first" {
-			return items[0], nil
-		}
-		return items[len(items)-1], nil
+		return it.filterFirst(name, v, args, kwargs)
 	case "join":
-		items, err := it.iterate(v)
-		if err != nil {
-			return nil, err
-		}
-		sep := str(arg(args, kwargs, 0, "d", ""))
-		attr, hasAttr := arg(args, kwargs, 1, "attribute", nil).(string)
-		parts := make([]string, len(items))
-		n := 0
-		for i, e := range items {
-			if hasAttr {
-				var err error
-				if e, err = it.getItem(e, attr, 0); err != nil {
-					return nil, err
-				}
-			}
-			parts[i] = str(e)
-			n += len(parts[i]) + len(sep)
-		}
-		if err := it.checkSize(n); err != nil {
-			return nil, err
-		}
-		return strings.Join(parts, sep), nil
+		return it.filterJoin(name, v, args, kwargs)
 	case "list":
 		return it.iterate(v)
 	case "items":
-		d, ok := v.(*Dict)
-		if !ok {
-			return nil, fmt.Errorf("items of a %s", typeName(v))
-		}
-		return dictItems(d), nil
+		return it.filterItems(name, v, args, kwargs)
 	case "dictsort":
-		d, ok := v.(*Dict)
-		if !ok {
-			return nil, fmt.Errorf("dictsort of a %s", typeName(v))
-		}
-		keys := append([]string(nil), d.keys...)
-		sort.Strings(keys)
-		out := make([]any, len(keys))
-		for i, k := range keys {
-			out[i] = []any{k, d.m[k]}
-		}
-		return out, nil
+		return it.filterDictsort(name, v, args, kwargs)
 	case "tojson":
-		indent := ""
-		switch n := arg(args, kwargs, 0, "indent", nil).(type) {
-		case int64:
-			indent = strings.Repeat(" ", int(min(max(n, 0), 64)))
-		case string:
-			indent = n
-		}
-		var b strings.Builder
-		if err := toJSON(&b, v, indent, 0, truthy(arg(args, kwargs, 99, "sort_keys", false))); err != nil {
-			return nil, err
-		}
-		return b.String(), it.checkSize(b.Len())
+		return it.filterTojson(name, v, args, kwargs)
 	case "replace":
-		s := str(v)
-		old, nw := str(arg(args, kwargs, 0, "old", "")), str(arg(args, kwargs, 1, "new", ""))
-		cnt := int64(-1)
-		if c, ok := arg(args, kwargs, 2, "count", nil).(int64); ok {
-			cnt = c
-		}
-		if old == "" && int64(len(s)+1)*int64(len(nw)) > int64(it.lim.MaxOutput) {
-			return nil, fmt.Errorf("replace result exceeds the output budget: %w", ErrLimit)
-		}
-		out := strings.Replace(s, old, nw, int(max(cnt, -1)))
-		return out, it.checkSize(len(out))
+		return it.filterReplace(name, v, args, kwargs)
 	case "safe", "e", "escape", "forceescape":
-		if name == "safe" {
-			return v, nil
-		}
-		s := str(v)
-		r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\"", "&#34;", "'", "&#39;")
-		return r.Replace(s), nil
+		return it.filterSafe(name, v, args, kwargs)
 	case "int":
-		switch x := v.(type) {
-		case int64:
-			return x, nil
-		case float64:
-			return int64(x), nil
-		case bool:
-			return boolInt(x), nil
-		case string:
-			if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
-				return n, nil
-			}
-			if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
-				return int64(f), nil
-			}
-		}
-		return arg(args, kwargs, 0, "default", int64(0)), nil
+		return it.filterInt(name, v, args, kwargs)
 	case "float":
-		if f, _, ok := number(v); ok {
-			return f, nil
-		}
-		if s, ok := v.(string); ok {
-			if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
-				return f, nil
-			}
-		}
-		return arg(args, kwargs, 0, "default", 0.0), nil
+		return it.filterFloat(name, v, args, kwargs)
 	case "abs":
-		switch x := v.(type) {
-		case int64:
-			if x < 0 {
-				return -x, nil
-			}
-			return x, nil
-		case float64:
-			return math.Abs(x), nil
-		}
-		return nil, fmt.Errorf("bad operand type for abs(): '%s'", typeName(v))
+		return it.filterAbs(name, v, args, kwargs)
 	case "round":
-		f, _, ok := number(v)
-		if !ok {
-			return nil, fmt.Errorf("round of a %s", typeName(v))
-		}
-		prec, _ := arg(args, kwargs, 0, "precision", int64(0)).(int64)
-		p := math.Pow(10, float64(prec))
-		switch arg(args, kwargs, 1, "method", "common") {
-		case "ceil":
-			return math.Ceil(f*p) / p, nil
-		case "floor":
-			return math.Floor(f*p) / p, nil
-		}
-		return math.Round(f*p) / p, nil
+		return it.filterRound(name, v, args, kwargs)
 	case "reverse":
-		if s, ok := v.(string); ok {
-			r := []rune(s)
-			for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
-				r[i], r[j] = r[j], r[i]
-			}
-			return string(r), nil
-		}
-		items, err := it.iterate(v)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]any, len(items))
-		for i, e := range items {
-			out[len(items)-1-i] = e
-		}
-		return out, nil
+		return it.filterReverse(name, v, args, kwargs)
 	case "sort":
-		items, err := it.iterate(v)
-		if err != nil {
-			return nil, err
-		}
-		out := append([]any(nil), items...)
-		attr, _ := arg(args, kwargs, 2, "attribute", nil).(string)
-		rev := truthy(arg(args, kwargs, 0, "reverse", false))
-		var serr error
-		key := func(e any) any {
-			if attr == "" {
-				return e
-			}
-			k, err := it.getItem(e, attr, 0)
-			if err != nil {
-				serr = err
-			}
-			return k
-		}
-		sort.SliceStable(out, func(i, j int) bool {
-			c, err := compare(key(out[i]), key(out[j]))
-			if err != nil {
-				serr = err
-			}
-			if rev {
-				return c > 0
-			}
-			return c < 0
-		})
-		return out, serr
+		return it.filterSort(name, v, args, kwargs)
 	case "unique":
-		items, err := it.iterate(v)
-		if err != nil {
-			return nil, err
-		}
-		var out []any
-		for _, e := range items {
-			dup := false
-			for _, o := range out {
-				dup = dup || equal(o, e)
-			}
-			if !dup {
-				out = append(out, e)
-			}
-		}
-		return out, nil
+		return it.filterUnique(name, v, args, kwargs)
 	case "indent":
-		s := str(v)
-		width := arg(args, kwargs, 0, "width", int64(4))
-		pad := ""
-		switch w := width.(type) {
-		case int64:
-			pad = strings.Repeat(" ", int(min(max(w, 0), 1024)))
-		case string:
-			pad = w
-		}
-		first, blank := truthy(arg(args, kwargs, 1, "first", false)), truthy(arg(args, kwargs, 2, "blank", false))
-		lines := strings.Split(s, "\n")
-		for i := range lines {
-			if i == 0 && !first || !blank && strings.TrimSpace(lines[i]) == "" && i > 0 {
-				continue
-			}
-			lines[i] = pad + lines[i]
-		}
-		out := strings.Join(lines, "\n")
-		return out, it.checkSize(len(out))
+		return it.filterIndent(name, v, args, kwargs)
 	case "wordcount":
 		return int64(len(strings.Fields(str(v)))), nil
 	case "center":
@@ -334,38 +116,361 @@ func (it *interp) filter(name string, v any, args []any, kwargs *Dict, sc *scope
 	case "attr":
 		return it.getAttr(v, str(arg(args, kwargs, 0, "name", "")), 0)
 	case "min", "max":
-		items, err := it.iterate(v)
-		if err != nil {
-			return nil, err
-		}
-		if len(items) == 0 {
-			return undefined{name: name}, nil
-		}
-		best := items[0]
-		for _, e := range items[1:] {
-			c, err := compare(e, best)
-			if err != nil {
-				return nil, err
-			}
-			if name == "min" && c < 0 || name == "max" && c > 0 {
-				best = e
-			}
-		}
-		return best, nil
+		return it.filterMin(name, v, args, kwargs)
 	case "sum":
-		items, err := it.iterate(v)
-		if err != nil {
-			return nil, err
-		}
-		var acc any = int64(0)
-		for _, e := range items {
-			if acc, err = arith("+", acc, e); err != nil {
-				return nil, err
-			}
-		}
-		return acc, nil
+		return it.filterSum(name, v, args, kwargs)
 	}
 	return nil, fmt.Errorf("no filter named %q", name)
+}
+
+// filterTrim is the trim filter.
+func (it *interp) filterTrim(name string, v any, args []any, kwargs *Dict) (any, error) {
+	s, ok := v.(string)
+	if !ok {
+		s = str(v)
+	}
+	if chars, ok := arg(args, kwargs, 0, "chars", nil).(string); ok {
+		return strings.Trim(s, chars), nil
+	}
+	return strings.TrimSpace(s), nil
+}
+
+// filterLength is the length / count filter.
+func (it *interp) filterLength(name string, v any, args []any, kwargs *Dict) (any, error) {
+	switch x := v.(type) {
+	case string:
+		return runeLen(x), nil
+	case []any:
+		return int64(len(x)), nil
+	case *Dict:
+		return int64(x.Len()), nil
+	case undefined:
+		return int64(0), nil
+	}
+	return nil, fmt.Errorf("object of type '%s' has no len()", typeName(v))
+}
+
+// filterCapitalize is the capitalize filter.
+func (it *interp) filterCapitalize(name string, v any, args []any, kwargs *Dict) (any, error) {
+	s := str(v)
+	if s == "" {
+		return s, nil
+	}
+	r := []rune(strings.ToLower(s))
+	r[0] = unicode.ToUpper(r[0])
+	return string(r), nil
+}
+
+// filterDefault is the default / d filter.
+func (it *interp) filterDefault(name string, v any, args []any, kwargs *Dict) (any, error) {
+	def := arg(args, kwargs, 0, "default_value", "")
+	boolean := truthy(arg(args, kwargs, 1, "boolean", false))
+	if _, isU := v.(undefined); isU || boolean && !truthy(v) {
+		return def, nil
+	}
+	return v, nil
+}
+
+// filterFirst is the first / last filter.
+func (it *interp) filterFirst(name string, v any, args []any, kwargs *Dict) (any, error) {
+	items, err := it.iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return undefined{name: name}, nil
+	}
+	if name == "first" {
+		return items[0], nil
+	}
+	return items[len(items)-1], nil
+}
+
+// filterJoin is the join filter.
+func (it *interp) filterJoin(name string, v any, args []any, kwargs *Dict) (any, error) {
+	items, err := it.iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	sep := str(arg(args, kwargs, 0, "d", ""))
+	attr, hasAttr := arg(args, kwargs, 1, "attribute", nil).(string)
+	parts := make([]string, len(items))
+	n := 0
+	for i, e := range items {
+		if hasAttr {
+			var err error
+			if e, err = it.getItem(e, attr, 0); err != nil {
+				return nil, err
+			}
+		}
+		parts[i] = str(e)
+		n += len(parts[i]) + len(sep)
+	}
+	if err := it.checkSize(n); err != nil {
+		return nil, err
+	}
+	return strings.Join(parts, sep), nil
+}
+
+// filterItems is the items filter.
+func (it *interp) filterItems(name string, v any, args []any, kwargs *Dict) (any, error) {
+	d, ok := v.(*Dict)
+	if !ok {
+		return nil, fmt.Errorf("items of a %s", typeName(v))
+	}
+	return dictItems(d), nil
+}
+
+// filterDictsort is the dictsort filter.
+func (it *interp) filterDictsort(name string, v any, args []any, kwargs *Dict) (any, error) {
+	d, ok := v.(*Dict)
+	if !ok {
+		return nil, fmt.Errorf("dictsort of a %s", typeName(v))
+	}
+	keys := append([]string(nil), d.keys...)
+	sort.Strings(keys)
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = []any{k, d.m[k]}
+	}
+	return out, nil
+}
+
+// filterTojson is the tojson filter.
+func (it *interp) filterTojson(name string, v any, args []any, kwargs *Dict) (any, error) {
+	indent := ""
+	switch n := arg(args, kwargs, 0, "indent", nil).(type) {
+	case int64:
+		indent = strings.Repeat(" ", int(min(max(n, 0), 64)))
+	case string:
+		indent = n
+	}
+	var b strings.Builder
+	if err := toJSON(&b, v, indent, 0, truthy(arg(args, kwargs, 99, "sort_keys", false))); err != nil {
+		return nil, err
+	}
+	return b.String(), it.checkSize(b.Len())
+}
+
+// filterReplace is the replace filter.
+func (it *interp) filterReplace(name string, v any, args []any, kwargs *Dict) (any, error) {
+	s := str(v)
+	old, nw := str(arg(args, kwargs, 0, "old", "")), str(arg(args, kwargs, 1, "new", ""))
+	cnt := int64(-1)
+	if c, ok := arg(args, kwargs, 2, "count", nil).(int64); ok {
+		cnt = c
+	}
+	if old == "" && int64(len(s)+1)*int64(len(nw)) > int64(it.lim.MaxOutput) {
+		return nil, fmt.Errorf("replace result exceeds the output budget: %w", ErrLimit)
+	}
+	out := strings.Replace(s, old, nw, int(max(cnt, -1)))
+	return out, it.checkSize(len(out))
+}
+
+// filterSafe is the safe / e / escape / forceescape filter.
+func (it *interp) filterSafe(name string, v any, args []any, kwargs *Dict) (any, error) {
+	if name == "safe" {
+		return v, nil
+	}
+	s := str(v)
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\"", "&#34;", "'", "&#39;")
+	return r.Replace(s), nil
+}
+
+// filterInt is the int filter.
+func (it *interp) filterInt(name string, v any, args []any, kwargs *Dict) (any, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case float64:
+		return int64(x), nil
+	case bool:
+		return boolInt(x), nil
+	case string:
+		if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+			return n, nil
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+			return int64(f), nil
+		}
+	}
+	return arg(args, kwargs, 0, "default", int64(0)), nil
+}
+
+// filterFloat is the float filter.
+func (it *interp) filterFloat(name string, v any, args []any, kwargs *Dict) (any, error) {
+	if f, _, ok := number(v); ok {
+		return f, nil
+	}
+	if s, ok := v.(string); ok {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			return f, nil
+		}
+	}
+	return arg(args, kwargs, 0, "default", 0.0), nil
+}
+
+// filterAbs is the abs filter.
+func (it *interp) filterAbs(name string, v any, args []any, kwargs *Dict) (any, error) {
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return -x, nil
+		}
+		return x, nil
+	case float64:
+		return math.Abs(x), nil
+	}
+	return nil, fmt.Errorf("bad operand type for abs(): '%s'", typeName(v))
+}
+
+// filterRound is the round filter.
+func (it *interp) filterRound(name string, v any, args []any, kwargs *Dict) (any, error) {
+	f, _, ok := number(v)
+	if !ok {
+		return nil, fmt.Errorf("round of a %s", typeName(v))
+	}
+	prec, _ := arg(args, kwargs, 0, "precision", int64(0)).(int64)
+	p := math.Pow(10, float64(prec))
+	switch arg(args, kwargs, 1, "method", "common") {
+	case "ceil":
+		return math.Ceil(f*p) / p, nil
+	case "floor":
+		return math.Floor(f*p) / p, nil
+	}
+	return math.Round(f*p) / p, nil
+}
+
+// filterReverse is the reverse filter.
+func (it *interp) filterReverse(name string, v any, args []any, kwargs *Dict) (any, error) {
+	if s, ok := v.(string); ok {
+		r := []rune(s)
+		for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+			r[i], r[j] = r[j], r[i]
+		}
+		return string(r), nil
+	}
+	items, err := it.iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(items))
+	for i, e := range items {
+		out[len(items)-1-i] = e
+	}
+	return out, nil
+}
+
+// filterSort is the sort filter.
+func (it *interp) filterSort(name string, v any, args []any, kwargs *Dict) (any, error) {
+	items, err := it.iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]any(nil), items...)
+	attr, _ := arg(args, kwargs, 2, "attribute", nil).(string)
+	rev := truthy(arg(args, kwargs, 0, "reverse", false))
+	var serr error
+	key := func(e any) any {
+		if attr == "" {
+			return e
+		}
+		k, err := it.getItem(e, attr, 0)
+		if err != nil {
+			serr = err
+		}
+		return k
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		c, err := compare(key(out[i]), key(out[j]))
+		if err != nil {
+			serr = err
+		}
+		if rev {
+			return c > 0
+		}
+		return c < 0
+	})
+	return out, serr
+}
+
+// filterUnique is the unique filter.
+func (it *interp) filterUnique(name string, v any, args []any, kwargs *Dict) (any, error) {
+	items, err := it.iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	for _, e := range items {
+		dup := false
+		for _, o := range out {
+			dup = dup || equal(o, e)
+		}
+		if !dup {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// filterIndent is the indent filter.
+func (it *interp) filterIndent(name string, v any, args []any, kwargs *Dict) (any, error) {
+	s := str(v)
+	width := arg(args, kwargs, 0, "width", int64(4))
+	pad := ""
+	switch w := width.(type) {
+	case int64:
+		pad = strings.Repeat(" ", int(min(max(w, 0), 1024)))
+	case string:
+		pad = w
+	}
+	first, blank := truthy(arg(args, kwargs, 1, "first", false)), truthy(arg(args, kwargs, 2, "blank", false))
+	lines := strings.Split(s, "\n")
+	for i := range lines {
+		if i == 0 && !first || !blank && strings.TrimSpace(lines[i]) == "" && i > 0 {
+			continue
+		}
+		lines[i] = pad + lines[i]
+	}
+	out := strings.Join(lines, "\n")
+	return out, it.checkSize(len(out))
+}
+
+// filterMin is the min / max filter.
+func (it *interp) filterMin(name string, v any, args []any, kwargs *Dict) (any, error) {
+	items, err := it.iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return undefined{name: name}, nil
+	}
+	best := items[0]
+	for _, e := range items[1:] {
+		c, err := compare(e, best)
+		if err != nil {
+			return nil, err
+		}
+		if name == "min" && c < 0 || name == "max" && c > 0 {
+			best = e
+		}
+	}
+	return best, nil
+}
+
+// filterSum is the sum filter.
+func (it *interp) filterSum(name string, v any, args []any, kwargs *Dict) (any, error) {
+	items, err := it.iterate(v)
+	if err != nil {
+		return nil, err
+	}
+	var acc any = int64(0)
+	for _, e := range items {
+		if acc, err = arith("+", acc, e); err != nil {
+			return nil, err
+		}
+	}
+	return acc, nil
 }
 
 func dictItems(d *Dict) []any {

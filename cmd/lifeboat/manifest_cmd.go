@@ -54,7 +54,9 @@ special files (devices, sockets, pipes), paths that are not valid UTF-8. The .gi
 directories at the model root are tool metadata and are skipped.
 
 Engine and deployment files up to 1 MiB are embedded in the manifest, so 'manifest lint'
-can check them from the manifest alone.
+can check them from the manifest alone. So are the model's small configuration files (up to
+256 KiB: config.json, generation_config.json, tokenizer_config.json, chat templates…), so that
+'manifest diff' shows what changed inside them; weights and tokenizer vocabularies never are.
 
 --model may also be a store URL whose prefix holds the model repository (the same files a local
 directory would hold, config.json at the top):

@@ -28,6 +28,7 @@ type PrecisionShare struct {
 //   - MXFP4 (gpt-oss): a U8 "*_blocks" tensor packs two FP4 values per byte; its U8 "*_scales"
 //     are E8M0 exponents, one per block of 32 values, not parameters.
 //   - AWQ/GPTQ: an I32 ".qweight" packs 32/bits values.
+//   - FP8 (DeepSeek V3): the F32 ".weight_scale_inv" of each 128×128 block scales the weight.
 func tensorParams(t modelrepo.Tensor, bits int) (int64, string) {
 	switch {
 	case modelrepo.IsMXFP4Blocks(t.Name, t.DType):
@@ -37,7 +38,7 @@ func tensorParams(t modelrepo.Tensor, bits int) (int64, string) {
 	case strings.HasSuffix(t.Name, ".qweight") && bits > 0 && t.DType == "I32":
 		return t.Elements() * int64(32/bits), fmt.Sprintf("int%d", bits)
 	case strings.HasSuffix(t.Name, ".qzeros"), strings.HasSuffix(t.Name, ".scales"),
-		strings.HasSuffix(t.Name, ".g_idx"), strings.HasSuffix(t.Name, "_scale"):
+		strings.HasSuffix(t.Name, ".g_idx"), strings.HasSuffix(t.Name, "_scale"), strings.HasSuffix(t.Name, "_scale_inv"):
 		return 0, ""
 	}
 	return t.Elements(), dtypePrecision(t.DType)

@@ -15,12 +15,17 @@ import (
 // placeholder tokenizer files: the build reads only config.json and the safetensors headers.
 func gptossRepo(t *testing.T) string {
 	t.Helper()
+	return familyRepo(t, "gptoss")
+}
+
+func familyRepo(t *testing.T, family string) string {
+	t.Helper()
 	tok := t.TempDir()
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
 		must(t, os.WriteFile(filepath.Join(tok, f), []byte("{}"), 0o644))
 	}
-	dir := filepath.Join(t.TempDir(), "gptoss")
-	must(t, sample.FamilyRepo(context.Background(), dir, "gptoss", tok))
+	dir := filepath.Join(t.TempDir(), family)
+	must(t, sample.FamilyRepo(context.Background(), dir, family, tok))
 	return dir
 }
 
@@ -86,5 +91,23 @@ func TestParseRefusesMalformedPrecisionShares(t *testing.T) {
 	data, _ := m.Marshal()
 	if _, err := manifest.Parse(data, "m.json"); err != nil {
 		t.Fatalf("the built value %q is refused: %v", good, err)
+	}
+}
+
+// FP8 block scales (weight_scale_inv, F32) are not parameters: DeepSeek V3's split is FP8 and
+// BF16 only.
+func TestBuildFP8ScalesAreNotParams(t *testing.T) {
+	m, err := manifest.Build(context.Background(), manifest.BuildOptions{ModelDir: familyRepo(t, "deepseek_v3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, p := range m.Summarize().Precisions {
+		got[p.Precision] = p.Params
+	}
+	// 2 layers of q_a 32×64, q_b 96×32, kv_a 24×64, kv_b 128×16, o 64×64, gate/up 128×64, down 64×128.
+	const fp8 = 2 * (32*64 + 96*32 + 24*64 + 128*16 + 64*64 + 3*128*64)
+	if len(got) != 2 || got["fp8"] != fp8 || got["bf16"] == 0 {
+		t.Fatalf("precisions %v, want fp8 %d and bf16 only", got, fp8)
 	}
 }

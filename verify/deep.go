@@ -431,10 +431,13 @@ func (e *lengthError) Error() string {
 	return fmt.Sprintf("read returned more than the %d bytes asked for", e.want)
 }
 
-// retry runs one read or listing (which takes a request token for its duration) up to ReadAttempts times
-// while it fails in a way another attempt may fix: a broken or short body, an unreachable store, a
-// checksum failure in transit. Not found, permission, a changed revision and cancellation are
-// final.
+// retry runs one read or listing (which takes a request token for its duration) and tries a read
+// again, up to ReadAttempts times, only when it failed in the one way the layers below cannot
+// see: the body ended cleanly with another number of bytes than the object has (a proxy that
+// shortened it). Everything else already had its retries, once, where they belong (see
+// providers/retry.go): a request with no usable answer by the SDK, a body that broke or stalled
+// by providers.WithRetry. Retrying those here too would multiply the attempts (3 × 3), and delay
+// an UNREACHABLE verdict that the store already earned.
 func (r *runner) retry(ctx context.Context, read func() error) error {
 	backoff := r.o.RetryBackoff
 	for attempt := 1; ; attempt++ {
@@ -444,7 +447,7 @@ func (r *runner) retry(ctx context.Context, read func() error) error {
 		}
 		err = read()
 		r.release()
-		if err == nil || attempt >= r.o.ReadAttempts || !retryable(ctx, err) {
+		if err == nil || attempt >= r.o.ReadAttempts || !cleanLengthError(ctx, err) {
 			if err != nil && attempt > 1 {
 				err = fmt.Errorf("%w (after %d attempts)", err, attempt)
 			}
@@ -465,6 +468,13 @@ func (r *runner) retry(ctx context.Context, read func() error) error {
 // race and an ended context are final; a broken body, an unreachable store, bytes that changed
 // in transit and the unknown may succeed on another attempt.
 func retryable(ctx context.Context, err error) bool { return providers.Retryable(ctx, err) }
+
+// cleanLengthError reports a read whose body ended without an error of its own but short or long:
+// no store or wrapper saw a failure, so only this caller, knowing the size, can try again.
+func cleanLengthError(ctx context.Context, err error) bool {
+	var le *lengthError
+	return ctx.Err() == nil && errors.As(err, &le) && le.cause == nil
+}
 
 // pipeline reads [from, size) of key as ranges of RangeSize in parallel — each into its own buffer
 // from the shared pool, pinned to rev — and feeds them to h strictly in order. At most

@@ -287,9 +287,9 @@ var errForeign = errors.New("the prefix holds much besides the bundle")
 // of the whole prefix — one page per 1,000 objects — keeping what lies under model/, engine/ and
 // deploy/. Only when the prefix also holds more than maxForeign other objects (a bundle at a
 // bucket's root, next to much else) is that listing abandoned for one listing per directory,
-// concurrently, so that the others are not paged through. A listing that fails in a way another
-// attempt may fix (a burst of 503s outlasting the SDK's retries) is started over, ReadAttempts
-// times in all, as a deep read is: one request must not be a single point of failure.
+// concurrently, so that the others are not paged through. A listing is retried by the SDK, per
+// request, and by no one else: a burst of 503s that outlasts those attempts is an UNREACHABLE
+// store, said after one layer's retries, not after their product.
 func (r *runner) list(ctx context.Context, s providers.Store) (map[string]providers.Object, []string, error) {
 	out := map[string]providers.Object{}
 	crowded := false

@@ -15,6 +15,9 @@ type Change struct {
 	// ChatTemplates are the chat templates that changed in the file: a .jinja file's own, or the
 	// chat_template key of tokenizer_config.json or chat_template.json (one per named template).
 	ChatTemplates []TemplateChange `json:"chat_templates,omitempty"`
+	// Lines are the lines removed ("- …") and added ("+ …") in an embedded text file that is not
+	// YAML or JSON of keys (a Dockerfile, a lock file), at most MaxDiffLines of them.
+	Lines []string `json:"lines,omitempty"`
 	// Note says why settings are not compared although they could be: the file is not embedded
 	// in one of the manifests (built by an older Lifeboat, or too large).
 	Note string `json:"note,omitempty"`

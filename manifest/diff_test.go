@@ -232,3 +232,25 @@ func TestDiffSettingsArePrintable(t *testing.T) {
 		t.Errorf("%d settings, want served-model-name and the new key: %+v", n, d.Changes)
 	}
 }
+
+// A deployment file that is not YAML of keys (a Dockerfile) shows the lines removed and added,
+// in order, at most MaxDiffLines of them.
+func TestDiffTextFileLines(t *testing.T) {
+	l := genSample(t, sample.Options{})
+	p := filepath.Join(l.DeployDir, "Dockerfile")
+	orig, err := os.ReadFile(p)
+	must(t, err)
+	old, _ := build(t, l)
+	must(t, os.WriteFile(p, []byte(strings.Replace(string(orig), "EXPOSE 8000", "EXPOSE 8001\nUSER 1000", 1)), 0o644))
+	cur, _ := build(t, l)
+	d := manifest.Diff(old, cur)
+	if len(d.Changes) != 1 || strings.Join(d.Changes[0].Lines, "|") != "- EXPOSE 8000|+ EXPOSE 8001|+ USER 1000" || d.Changes[0].Settings != nil {
+		t.Fatalf("changes %+v", d.Changes)
+	}
+	must(t, os.WriteFile(p, []byte(strings.Repeat("RUN true\n", 100)), 0o644))
+	cur, _ = build(t, l)
+	lines := manifest.Diff(old, cur).Changes[0].Lines
+	if len(lines) != manifest.MaxDiffLines+1 || !strings.HasPrefix(lines[manifest.MaxDiffLines], "(… ") {
+		t.Fatalf("%d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+}

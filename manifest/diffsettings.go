@@ -28,7 +28,12 @@ func contentDiff(c Change, a, b File) Change {
 		}
 		return c
 	}
-	c.Settings, c.ChatTemplates = settingsDiff(a.Data, b.Data)
+	var structured bool
+	c.Settings, c.ChatTemplates, structured = settingsDiff(a.Data, b.Data)
+	if !structured {
+		// Not YAML or JSON of keys (a Dockerfile, a lock file): the lines that changed.
+		c.Lines = textDiff(string(a.Data), string(b.Data))
+	}
 	return c
 }
 
@@ -62,15 +67,19 @@ func embedNote(a, b File) string {
 	return fmt.Sprintf("%s not embedded in %s; rebuild it to see settings", what, strings.Join(missing, " and "))
 }
 
-// settingsDiff compares two embedded YAML or JSON files key by key, chat templates apart; nil
-// when either does not parse.
-func settingsDiff(a, b []byte) ([]Setting, []TemplateChange) {
+// settingsDiff compares two embedded YAML or JSON files key by key, chat templates apart.
+// structured is false when either is not a YAML stream of maps and lists.
+func settingsDiff(a, b []byte) (settings []Setting, tpls []TemplateChange, structured bool) {
 	da, oka := parseDocs(a)
 	db, okb := parseDocs(b)
 	if !oka || !okb {
-		return nil, nil
+		return nil, nil, false
 	}
-	var tpls []TemplateChange
+	for _, n := range append(append([]*yaml.Node{}, da...), db...) {
+		if n.Kind != yaml.MappingNode && n.Kind != yaml.SequenceNode {
+			return nil, nil, false
+		}
+	}
 	if len(da) > 0 && len(db) > 0 {
 		tpls = templatesDiff(takeTemplates(da[0]), takeTemplates(db[0]))
 	}
@@ -89,7 +98,7 @@ func settingsDiff(a, b []byte) ([]Setting, []TemplateChange) {
 		}
 		diffNodes(prefix, x, y, &out)
 	}
-	return out, tpls
+	return out, tpls, true
 }
 
 // parseDocs decodes every document of a YAML (or JSON) file to its root node.

@@ -281,7 +281,8 @@ role), and changes to the model config (precision, quantization, parameter count
 files a manifest embeds — the engine config, deployment files and the model's small configs
 (config.json, generation_config.json, tokenizer_config.json, chat templates…) — it shows what
 changed key by key (max-model-len: 8192 → 32768, rope_scaling: {…} → (removed), eos_token_id),
-and for a chat template its digests and the lines added and removed.
+for a chat template its digests and the lines added and removed, and for other text (a
+Dockerfile) the lines removed and added.
 Exit status is 0 whether or not they differ, unless --exit-code is given (then 1 if they differ).`,
 		Example: `  lifeboat manifest diff dr/manifest-v1.json dr/manifest-v2.json`,
 		Args:    cobra.ExactArgs(2),
@@ -356,6 +357,9 @@ func writeContentDiff(w io.Writer, c manifest.Change) {
 		default:
 			fmt.Fprintf(w, "    %s: changed (sha256 %s→%s, +%d/-%d lines)\n", name, short(t.OldSHA256), short(t.NewSHA256), t.AddedLines, t.RemovedLines)
 		}
+	}
+	for _, l := range c.Lines {
+		fmt.Fprintf(w, "    %s\n", l)
 	}
 	if c.Note != "" {
 		fmt.Fprintf(w, "    (%s)\n", c.Note)

@@ -3,8 +3,8 @@ package enginesim
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
-	"strings"
+
+	"lifeboat/manifest/modelrepo"
 )
 
 // checkServingFiles fails where vLLM's start-up fails on files the model's config needs besides
@@ -13,33 +13,14 @@ import (
 // loaded, which needs preprocessor_config.json (or processor_config.json).
 func (m *Model) checkServingFiles() error {
 	if m.Engine.TrustRemoteCode {
-		if am, ok := m.Config.Raw["auto_map"].(map[string]any); ok {
-			var refs []string
-			for _, v := range am {
-				switch x := v.(type) {
-				case string:
-					refs = append(refs, x)
-				case []any:
-					for _, e := range x {
-						if s, ok := e.(string); ok && s != "" {
-							refs = append(refs, s)
-						}
-					}
-				}
+		am, _ := m.Config.Raw["auto_map"].(map[string]any)
+		for _, ref := range modelrepo.AutoMapRefs(am) {
+			mod, otherRepo := modelrepo.AutoMapModule(ref)
+			if otherRepo || mod == "" {
+				continue // another Hub repository is fetched online, not from the model directory
 			}
-			sort.Strings(refs)
-			for _, ref := range refs {
-				if strings.Contains(ref, "--") {
-					continue // another Hub repository: fetched online, not from the model directory
-				}
-				i := strings.LastIndex(ref, ".")
-				if i <= 0 {
-					continue
-				}
-				mod := ref[:i]
-				if !fileExists(filepath.Join(m.Dir, mod+".py")) {
-					return loadErr("config", "OSError: %s does not appear to have a file named %s.py (auto_map %s in config.json, loaded because of --trust-remote-code)", m.Dir, mod, ref)
-				}
+			if !fileExists(filepath.Join(m.Dir, filepath.FromSlash(mod)+".py")) {
+				return loadErr("config", "OSError: %s does not appear to have a file named %s.py (auto_map %s in config.json, loaded because of --trust-remote-code)", m.Dir, mod, ref)
 			}
 		}
 	}

@@ -2,7 +2,7 @@ package lint
 
 import (
 	"encoding/json"
-	"sort"
+	"lifeboat/manifest/modelrepo"
 	"strings"
 )
 
@@ -28,44 +28,17 @@ func checkRemoteCodeMissing(c *Context) {
 		if json.Unmarshal(data, &doc) != nil {
 			continue // config-invalid / tokenizer-invalid report it
 		}
-		for _, ref := range autoMapRefs(doc.AutoMap) {
-			if repo, rest, cross := strings.Cut(ref, "--"); cross {
-				c.Errorf("model/"+f, "", "model/%s: auto_map names %s from another Hub repository (%s): an offline replica cannot fetch it; vendor %s.py into the repository", f, ref, repo, moduleOf(rest))
+		for _, ref := range modelrepo.AutoMapRefs(doc.AutoMap) {
+			mod, cross := modelrepo.AutoMapModule(ref)
+			if cross {
+				repo, _, _ := strings.Cut(ref, "--")
+				c.Errorf("model/"+f, "", "model/%s: auto_map names %s from another Hub repository (%s): an offline replica cannot fetch it; vendor %s.py into the repository", f, ref, repo, mod)
 				continue
 			}
-			mod := moduleOf(ref)
 			if mod == "" || c.HasModelFile(mod+".py") {
 				continue
 			}
 			c.Errorf("model/"+f, "", "model/%s: auto_map names %s, but model/%s.py is not in the manifest: with trust-remote-code vLLM imports it at start-up and fails", f, ref, mod)
 		}
 	}
-}
-
-// autoMapRefs lists an auto_map's class references ("module.Class"; lists hold [slow, fast]).
-func autoMapRefs(m map[string]any) []string {
-	var out []string
-	for _, v := range m {
-		switch x := v.(type) {
-		case string:
-			out = append(out, x)
-		case []any:
-			for _, e := range x {
-				if s, ok := e.(string); ok && s != "" {
-					out = append(out, s)
-				}
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// moduleOf is the module part of "module.Class" (dots inside a module path become slashes).
-func moduleOf(ref string) string {
-	i := strings.LastIndexByte(ref, '.')
-	if i <= 0 {
-		return ""
-	}
-	return strings.ReplaceAll(ref[:i], ".", "/")
 }

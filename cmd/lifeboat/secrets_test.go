@@ -111,27 +111,10 @@ tenants: {eu-only: [local]}
 		[]string{"boot", "--fleet", fleet, "--region", "local", "--workdir", t.TempDir(), "--timeout", "20s"},
 		[]string{"probe", "http://user:" + secrets["url password"] + "@127.0.0.1:1/?token=" + secrets["url query"], "--served-model-name", "x", "--timeout", "200ms"},
 	)
-	for _, args := range runs {
-		for _, o := range []string{"text", "json", "-v"} {
-			a := append([]string{}, args...)
-			if o == "-v" {
-				a = append(a, "-v")
-			} else {
-				a = append(a, "-o", o)
-			}
-			r := cli(t, env, a...)
-			if r.code == 0 {
-				t.Errorf("%v: exit 0 against a hostile or missing store", a)
-			}
-			for what, s := range secrets {
-				if strings.Contains(r.stdout+r.stderr, s) {
-					t.Errorf("%v: the %s reached the output:\n%s%s", a, what, r.stdout, r.stderr)
-				}
-			}
-			for _, line := range strings.Split(r.stderr, "\n") {
-				if len(line) > 4000 {
-					t.Errorf("%v: a %d-byte line: a server body was shown verbatim", a, len(line))
-				}
+	for _, r := range runEachOutput(t, env, runs, "a hostile or missing store", secrets) {
+		for _, line := range strings.Split(r.stderr, "\n") {
+			if len(line) > 4000 {
+				t.Errorf("%v: a %d-byte line: a server body was shown verbatim", r.args, len(line))
 			}
 		}
 	}
@@ -195,25 +178,7 @@ sla: {rto: 30m}
 			[]string{"drill", "history", "--fleet", fleet},
 		)
 	}
-	for _, args := range runs {
-		for _, o := range []string{"text", "json", "-v"} {
-			a := append([]string{}, args...)
-			if o == "-v" {
-				a = append(a, "-v")
-			} else {
-				a = append(a, "-o", o)
-			}
-			r := cli(t, env, a...)
-			if r.code == 0 {
-				t.Errorf("%v: exit 0 against hostile stores and router", a)
-			}
-			for what, s := range secrets {
-				if strings.Contains(r.stdout+r.stderr, s) {
-					t.Errorf("%v: the %s reached the output:\n%s%s", a, what, r.stdout, r.stderr)
-				}
-			}
-		}
-	}
+	runEachOutput(t, env, runs, "hostile stores and router", secrets)
 	filepath.WalkDir(filepath.Join(dir, "report"), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
@@ -226,4 +191,38 @@ sla: {rto: 30m}
 		}
 		return nil
 	})
+}
+
+// ranOutput is one run of runEachOutput: the arguments with the output option added.
+type ranOutput struct {
+	result
+	args []string
+}
+
+// runEachOutput runs each command line with -o text, -o json and -v, and fails the test where
+// one exits 0 (against what) or a secret reaches its stdout or stderr.
+func runEachOutput(t *testing.T, env []string, runs [][]string, against string, secrets map[string]string) []ranOutput {
+	t.Helper()
+	var out []ranOutput
+	for _, args := range runs {
+		for _, o := range []string{"text", "json", "-v"} {
+			a := append([]string{}, args...)
+			if o == "-v" {
+				a = append(a, "-v")
+			} else {
+				a = append(a, "-o", o)
+			}
+			r := cli(t, env, a...)
+			if r.code == 0 {
+				t.Errorf("%v: exit 0 against %s", a, against)
+			}
+			for what, s := range secrets {
+				if strings.Contains(r.stdout+r.stderr, s) {
+					t.Errorf("%v: the %s reached the output:\n%s%s", a, what, r.stdout, r.stderr)
+				}
+			}
+			out = append(out, ranOutput{r, a})
+		}
+	}
+	return out
 }

@@ -34,6 +34,19 @@ type Setting struct {
 	New  string `json:"new,omitempty"`
 }
 
+// Transition renders the change as "old → new", "(absent)" and "(removed)" standing for the
+// missing side.
+func (s Setting) Transition() string {
+	old, new := s.Old, s.New
+	switch s.Kind {
+	case "added":
+		old = "(absent)"
+	case "removed":
+		new = "(removed)"
+	}
+	return old + " → " + new
+}
+
 // TemplateChange is a chat template that was added, removed or changed: its SHA-256 on each side
 // and how many lines were added and removed.
 type TemplateChange struct {

@@ -30,14 +30,7 @@ func editJSON(t *testing.T, path string, f func(d map[string]any)) {
 func settingsOf(c manifest.Change) map[string]string {
 	out := map[string]string{}
 	for _, s := range c.Settings {
-		old, new := s.Old, s.New
-		switch s.Kind {
-		case "added":
-			old = "(absent)"
-		case "removed":
-			new = "(removed)"
-		}
-		out[s.Key] = old + " → " + new
+		out[s.Key] = s.Transition()
 	}
 	return out
 }

@@ -335,14 +335,7 @@ Exit status is 0 whether or not they differ, unless --exit-code is given (then 1
 // writeContentDiff prints what changed inside a file, one line per setting and chat template.
 func writeContentDiff(w io.Writer, c manifest.Change) {
 	for _, st := range c.Settings {
-		old, new := st.Old, st.New
-		switch st.Kind {
-		case "added":
-			old = "(absent)"
-		case "removed":
-			new = "(removed)"
-		}
-		fmt.Fprintf(w, "    %s: %s → %s\n", st.Key, old, new)
+		fmt.Fprintf(w, "    %s: %s\n", st.Key, st.Transition())
 	}
 	for _, t := range c.ChatTemplates {
 		name := "chat template"

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"lifeboat/internal/editdistance"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )
@@ -124,7 +125,7 @@ func flagError(c *cobra.Command, err error) error {
 func suggestFlag(c *cobra.Command, name string) string {
 	best, bestD := "", 3
 	visit := func(n string) {
-		d := levenshtein(strings.ToLower(name), n)
+		d := editdistance.Levenshtein(strings.ToLower(name), n)
 		if strings.HasPrefix(n, name) && len(name) >= 3 {
 			d = min(d, 1)
 		}
@@ -135,27 +136,6 @@ func suggestFlag(c *cobra.Command, name string) string {
 	c.Flags().VisitAll(func(f *pflag.Flag) { visit(f.Name) })
 	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { visit(f.Name) })
 	return best
-}
-
-// levenshtein is the edit distance between a and b.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // withCode gives err an explicit exit code unless it already has one.

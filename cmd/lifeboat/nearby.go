@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"lifeboat/internal/editdistance"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )
@@ -79,7 +80,7 @@ func closest(want string, names []string, n int) []string {
 	}
 	var cs []cand
 	for _, name := range names {
-		d := levenshtein(strings.ToLower(want), strings.ToLower(name))
+		d := editdistance.Levenshtein(strings.ToLower(want), strings.ToLower(name))
 		if name == want || d > max(2, len(want)/2) {
 			continue
 		}

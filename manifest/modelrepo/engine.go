@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"lifeboat/internal/editdistance"
 )
 
 // EngineConfig is a parsed `vllm serve --config` YAML file.
@@ -418,7 +420,7 @@ func suggestFlag(k string) string {
 	}
 	best, bestD := "", 1<<30
 	for f := range engineFlags {
-		d := levenshtein(k, f)
+		d := editdistance.Levenshtein(k, f)
 		if strings.HasPrefix(f, k) || strings.HasPrefix(k, f) {
 			d = min(d, abs(len(f)-len(k)))
 		}
@@ -437,26 +439,6 @@ func abs(x int) int {
 		return -x
 	}
 	return x
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // value type-checks one value and fills the typed fields.

@@ -1,0 +1,27 @@
+// Package editdistance measures how far apart two names are, for the "did you mean" suggestions
+// of the CLI (flags, subcommands, store prefixes) and of the engine config (vLLM flags): one
+// implementation, so that every suggestion ranks names the same way.
+package editdistance
+
+// Levenshtein is the number of single-byte insertions, deletions and substitutions that turn a
+// into b. It takes O(len(a)·len(b)) time and O(len(b)) memory: callers bound what they compare
+// (names, not file contents).
+func Levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -240,4 +243,52 @@ traffic: {requests: 8, max_tokens: 2, timeout: 10s}
 		t.Fatalf("a miswired frontend passed the traffic check:\n%s", dumpSteps(rep))
 	}
 	checkNothingLeft(t, rig, rep)
+}
+
+// A hostile frontend — one that answers with an error body holding newlines and a forged line,
+// with an endless X-Served-By header, or with one that names no region — is a failed request
+// whose error is one bounded line, not text the report repeats verbatim (nor a crash of the drill).
+func TestDrillTrafficFromHostileFrontend(t *testing.T) {
+	regions := fileRegions(t)
+	h := startHAProxy(t, regions, baseline)
+	body := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, "busy\nOK forged line\n"+strings.Repeat("x", 400))
+	}))
+	t.Cleanup(body.Close)
+	var calls atomic.Int32
+	header := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The first answer's header is endless; the others name no region (and the drill has no
+		// boot step, so only the fleet file's endpoints can match it).
+		served := strings.Repeat("y", 300)
+		if calls.Add(1) == 1 {
+			served = strings.Repeat("y", 200<<10)
+		}
+		w.Header().Set(failover.FrontendServedBy, served)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(header.Close)
+	h.frontends["eu-only"], h.frontends["global"] = body.URL, header.URL
+	rig := newDrillRig(t, regions, fileOpen, h.options())
+	d := rig.drill(t, `name: hostile
+fleet: fleet.yaml
+lose: eu-west-1
+steps: [traffic]
+traffic: {requests: 2, max_tokens: 2, timeout: 10s}
+`)
+	rep, err := rig.runner(d).Run(drillCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rep.Requests {
+		seen[r.Class] = true
+		if r.OK || r.Error == "" || strings.ContainsAny(r.Error, "\n\r") || len(r.Error) > 400 {
+			t.Errorf("%s request from a hostile frontend: ok=%v, error (%d bytes) %q", r.Class, r.OK, len(r.Error), r.Error)
+		}
+	}
+	if !seen["eu-only"] || !seen["global"] || rep.OK {
+		t.Fatalf("want failed requests of both classes:\n%s", dumpSteps(rep))
+	}
 }

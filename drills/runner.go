@@ -654,6 +654,14 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 
 // executorFleet is the fleet with each candidate's endpoint set to where the drill booted it
 // (and none for a candidate that did not come up warm: it can take no traffic).
+// ensureExecutorFleet sets exFl when no boot step has (a drill of steps [traffic] or
+// [evacuate] alone): the fleet file's endpoints then stand. Called before any goroutine reads it.
+func (x *run) ensureExecutorFleet() {
+	if x.exFl == nil {
+		x.exFl = x.executorFleet()
+	}
+}
+
 func (x *run) executorFleet() *failover.Fleet {
 	fc := *x.Fleet
 	fc.Regions = map[string]*failover.Region{}
@@ -688,9 +696,7 @@ func (x *run) executor(p *process) *failover.Executor {
 // evacuate moves the lost region's traffic away through the executor: ramped, journaled,
 // resumed after a killed orchestrator or an unreachable router.
 func (x *run) evacuate() (string, error) {
-	if x.exFl == nil {
-		x.exFl = x.executorFleet()
-	}
+	x.ensureExecutorFleet()
 	rs, err := x.base.Read(x.ctx)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", x.base, err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/providers"
 )
 
 // maxSamples bounds the requests the background sampler sends in one drill.
@@ -29,7 +30,8 @@ func (x *run) client() *http.Client {
 	if x.HTTPClient != nil {
 		return x.HTTPClient
 	}
-	return &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4}}
+	// A router or replica is a peer, not a friend: its headers are bounded as its bodies are.
+	return &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4, MaxResponseHeaderBytes: 64 << 10}}
 }
 
 // pick chooses where a class's next request lands, as the router's weights say (smooth
@@ -83,7 +85,7 @@ func (x *run) send(ctx context.Context, p *picker, class, phase string) Request 
 		case err != nil:
 			req.Error = err.Error()
 		case req.Region == "":
-			req.Error = fmt.Sprintf("the router's %s header %q names no region of the fleet (want a region, or a candidate's host:port)", failover.FrontendServedBy, servedBy)
+			req.Error = fmt.Sprintf("the router's %s header %q names no region of the fleet (want a region, or a candidate's host:port)", failover.FrontendServedBy, providers.Sanitize(servedBy, 200))
 		default:
 			req.OK, req.TTFTMS = true, float64(ttft.Microseconds())/1000
 		}
@@ -161,7 +163,7 @@ func (x *run) complete(ctx context.Context, endpoint string) (time.Duration, str
 	servedBy := strings.TrimSpace(resp.Header.Get(failover.FrontendServedBy))
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, servedBy, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return 0, servedBy, fmt.Errorf("HTTP %d: %s", resp.StatusCode, providers.Sanitize(string(b), 200))
 	}
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, maxResponseBytes))
 	var ttft time.Duration
@@ -190,7 +192,7 @@ func (x *run) complete(ctx context.Context, endpoint string) (time.Duration, str
 			return 0, servedBy, fmt.Errorf("not a completion chunk: %v", err)
 		}
 		if chunk.Error != nil {
-			return 0, servedBy, fmt.Errorf("error frame: %s", chunk.Error.Message)
+			return 0, servedBy, fmt.Errorf("error frame: %s", providers.Sanitize(chunk.Error.Message, 200))
 		}
 		if ttft == 0 && len(chunk.Choices) > 0 && chunk.Choices[0].Text != "" {
 			ttft = time.Since(t0)
@@ -303,6 +305,7 @@ func (x *run) traffic() (string, error) {
 
 // sendTraffic sends traffic.requests requests per class, 4 in flight, and returns them all.
 func (x *run) sendTraffic(classes []string) []Request {
+	x.ensureExecutorFleet()
 	p := &picker{}
 	var all []Request
 	var mu sync.Mutex

@@ -152,30 +152,136 @@ func Deep(ctx context.Context, m *manifest.Manifest, s providers.Store, o Option
 // Replicas verifies several replicas concurrently, sharing one bound of Options.Jobs requests in
 // flight (and one pool of deep-read buffers). Results are in the order of stores.
 func Replicas(ctx context.Context, m *manifest.Manifest, stores []providers.Store, mode Mode, o Options) *Report {
-	r := newRunner(o)
-	rep := &Report{Mode: string(mode), Replicas: make([]ReplicaResult, len(stores))}
-	var wg sync.WaitGroup
+	run := NewRun(ctx, len(stores), mode, o)
 	for i, s := range stores {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rep.Replicas[i] = r.replica(ctx, m, s, mode)
-		}()
+		run.Start(i, s)
 	}
-	wg.Wait()
-	return rep
+	return run.Finish(m)
+}
+
+// Run is a verification of several replicas (as Replicas) that starts before the manifest is at
+// hand. A replica's listing does not depend on the manifest and is most of a quick verification
+// — one round trip per 1,000 objects, 20 to 100 ms or more over a WAN — so a caller starts each
+// listing as soon as its store is open (Start), overlapping it with reading and parsing the
+// manifest and opening the other stores, and hands over the manifest when it has one (Finish).
+// If the manifest or another store turns out to be bad input, Cancel stops the listings.
+//
+// A Run has one goroutine per started replica: it lists, then waits for Finish or Cancel.
+type Run struct {
+	r      *runner
+	mode   Mode
+	ctx    context.Context
+	cancel context.CancelFunc
+	// manifest is closed by Finish once m is set; stop by Cancel. A replica's goroutine waits for
+	// either after its listing: not for ctx, which may end (--timeout, Ctrl-C) with results
+	// still to report.
+	manifest, stop chan struct{}
+	m              *manifest.Manifest
+	results        []ReplicaResult
+	wg             sync.WaitGroup
+
+	mu      sync.Mutex
+	started []bool
+	ended   bool // Finish or Cancel was called: Start does nothing more
+}
+
+// NewRun prepares the verification of n replicas, numbered 0 to n-1 in the order of the Report.
+func NewRun(ctx context.Context, n int, mode Mode, o Options) *Run {
+	ctx, cancel := context.WithCancel(ctx)
+	return &Run{
+		r: newRunner(o), mode: mode, ctx: ctx, cancel: cancel,
+		manifest: make(chan struct{}), stop: make(chan struct{}),
+		results: make([]ReplicaResult, n), started: make([]bool, n),
+	}
+}
+
+// Start begins verifying replica i on s: its listing starts at once. Replicas may be started
+// from several goroutines at once, each once; Start after Finish or Cancel does nothing.
+func (v *Run) Start(i int, s providers.Store) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ended || v.started[i] {
+		return
+	}
+	v.started[i] = true
+	v.wg.Add(1)
+	go func() {
+		defer v.wg.Done()
+		if v.r.o.StallTimeout > 0 {
+			s = providers.WithStallGuard(s, v.r.o.StallTimeout)
+		}
+		l := v.r.listReplica(v.ctx, s)
+		select {
+		case <-v.manifest:
+			v.results[i] = v.r.judge(v.ctx, v.m, s, v.mode, l)
+		case <-v.stop:
+		}
+	}()
+}
+
+// Finish verifies every replica against m and returns the report. Every replica must have been
+// started (Start returned) before: Finish panics otherwise, since a replica left out would
+// silently pass.
+func (v *Run) Finish(m *manifest.Manifest) *Report {
+	v.mu.Lock()
+	v.ended = true
+	for i, ok := range v.started {
+		if !ok {
+			v.mu.Unlock()
+			panic(fmt.Sprintf("verify: Run.Finish with replica %d of %d never started", i, len(v.started)))
+		}
+	}
+	v.mu.Unlock()
+	v.m = m
+	close(v.manifest)
+	v.wg.Wait()
+	v.cancel()
+	return &Report{Mode: string(v.mode), Replicas: v.results}
+}
+
+// Cancel abandons the verification (the manifest or a replica URL was bad input): it stops the
+// listings under way and returns when they have ended. Once is enough; not after Finish.
+func (v *Run) Cancel() {
+	v.mu.Lock()
+	if !v.ended {
+		close(v.stop)
+	}
+	v.ended = true
+	v.mu.Unlock()
+	v.cancel()
+	v.wg.Wait()
+}
+
+// listed is one replica's listing, taken before the manifest is needed.
+type listed struct {
+	start    time.Time
+	objs     map[string]providers.Object
+	warnings []string
+	err      error
+}
+
+// listReplica lists one store for a verification (see list).
+func (r *runner) listReplica(ctx context.Context, s providers.Store) listed {
+	l := listed{start: time.Now()}
+	l.objs, l.warnings, l.err = r.list(ctx, s)
+	return l
 }
 
 // replica verifies one store.
 func (r *runner) replica(ctx context.Context, m *manifest.Manifest, s providers.Store, mode Mode) ReplicaResult {
-	start := time.Now()
 	if r.o.StallTimeout > 0 {
 		s = providers.WithStallGuard(s, r.o.StallTimeout)
 	}
+	return r.judge(ctx, m, s, mode, r.listReplica(ctx, s))
+}
+
+// judge compares a replica's listing with the manifest, reading (deep) or stat'ing (quick) the
+// files the listing cannot settle.
+func (r *runner) judge(ctx context.Context, m *manifest.Manifest, s providers.Store, mode Mode, l listed) ReplicaResult {
+	start, listing := l.start, l.objs
 	res := ReplicaResult{URL: s.String()}
-	listing, warnings, err := r.list(ctx, s)
-	res.Warnings = warnings
-	if err != nil {
+	res.Warnings = l.warnings
+	if err := l.err; err != nil {
 		res.Files = make([]FileResult, 0, len(m.Files))
 		for _, f := range m.Files {
 			res.Files = append(res.Files, FileResult{

@@ -6,13 +6,13 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )
@@ -85,17 +85,23 @@ they are never printed.`,
 			case jobs < 0:
 				return usageErr("-j %d: want a positive number of requests in flight", jobs)
 			}
-			m, err := a.readManifest(manifestFile)
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			if timeout > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			stores, err := a.openStores(ctx, args)
+			// The listings do not need the manifest: each starts as soon as its store is open,
+			// while the manifest is read and parsed. Errors are still reported as before — the
+			// manifest's first, then the first bad URL's — and cancel the listings.
+			run, done := a.startVerify(ctx, len(args), deep, jobs)
+			defer done()
+			opened := a.openStoresThen(ctx, args, run.Start)
+			m, err := a.readManifest(manifestFile)
+			if err != nil {
+				run.Cancel() // at once: no listing outlives a bad manifest by the other stores' set-up
+			}
+			stores, openErr := opened()
 			defer func() {
 				for _, s := range stores {
 					s.Close()
@@ -104,7 +110,11 @@ they are never printed.`,
 			if err != nil {
 				return err
 			}
-			rep := a.runVerify(ctx, m, stores, deep, jobs)
+			if openErr != nil {
+				run.Cancel()
+				return openErr
+			}
+			rep := run.Finish(m)
 			a.addNearby(ctx, rep)
 			rep.Manifest = manifestFile
 			if err := a.reportVerify(rep, strict); err != nil {
@@ -125,32 +135,68 @@ they are never printed.`,
 
 // openStores opens every replica URL; any bad one is bad input before anything is read.
 func (a *app) openStores(ctx context.Context, urls []string) ([]providers.Store, error) {
-	stores := make([]providers.Store, 0, len(urls))
-	for _, u := range urls {
-		s, err := a.openStore(ctx, u)
-		if err != nil {
-			return stores, err
-		}
-		stores = append(stores, s)
-	}
-	return stores, nil
+	return a.openStoresThen(ctx, urls, nil)()
 }
 
-// runVerify verifies every store, with a progress bar for a deep run.
-func (a *app) runVerify(ctx context.Context, m *manifest.Manifest, stores []providers.Store, deep bool, jobs int) *verify.Report {
+// openStoresThen opens every replica URL concurrently — an S3 client's set-up alone reads the
+// shared config files and parses the CA bundle — and calls opened(i, store) as each is ready,
+// unless a URL is malformed (then nothing is read before the usage error). The returned wait
+// gives every store opened, to be closed, and the error of the first URL that failed, in the
+// order given, as opening them one by one would.
+func (a *app) openStoresThen(ctx context.Context, urls []string, opened func(int, providers.Store)) (wait func() ([]providers.Store, error)) {
+	for _, u := range urls {
+		if _, err := providers.ParseURL(u); err != nil {
+			opened = nil
+			break
+		}
+	}
+	stores := make([]providers.Store, len(urls))
+	errs := make([]error, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stores[i], errs[i] = a.openStore(ctx, u)
+			if errs[i] == nil && opened != nil {
+				opened(i, stores[i])
+			}
+		}()
+	}
+	return func() ([]providers.Store, error) {
+		wg.Wait()
+		var out []providers.Store
+		for _, s := range stores {
+			if s != nil {
+				out = append(out, s)
+			}
+		}
+		for _, err := range errs {
+			if err != nil {
+				return out, err
+			}
+		}
+		return out, nil
+	}
+}
+
+// startVerify prepares the verification of n replicas, with a progress bar for a deep run; done
+// ends the bar.
+func (a *app) startVerify(ctx context.Context, n int, deep bool, jobs int) (run *verify.Run, done func()) {
 	mode := verify.ModeQuick
 	if deep {
 		mode = verify.ModeDeep
 	}
 	o := verify.Options{Jobs: jobs}
+	done = func() {}
 	if deep {
 		bar := a.newProgress("verifying")
-		defer bar.Done()
+		done = bar.Done
 		var total atomic.Int64
 		o.Planned = func(n int64) { bar.SetTotal(0, total.Add(n)) }
 		o.Progress = bar.Add
 	}
-	return verify.Replicas(ctx, m, stores, mode, o)
+	return verify.NewRun(ctx, n, mode, o), done
 }
 
 // reportVerify renders the report in the -o format; outside text, replica errors also go to stderr.

@@ -219,6 +219,39 @@ func TestVerifyUsageErrors(t *testing.T) {
 	}
 }
 
+// The replicas' listings start while the manifest is read, yet the errors come in the order of
+// a run that reads the manifest first and then opens the stores one by one: a bad manifest wins
+// over a bad URL and stops a listing under way (here one that would never end), and of two bad
+// URLs the first one given is reported.
+func TestVerifyErrorOrderWithListingsUnderWay(t *testing.T) {
+	_, m := fixture(t, sample.Options{})
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{}`), 0o644)
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(hung.Close)
+	never := fmt.Sprintf("s3://bucket/llama?region=us-east-1&endpoint=%s", url.QueryEscape(hung.URL))
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "hunter2secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_REGION", "")
+	for _, c := range []struct {
+		args     []string
+		msg, not string
+		code     int
+	}{
+		{[]string{"--manifest", bad, never}, "bad.json", "", 2},
+		{[]string{"--manifest", bad, never, "ftp://host/x"}, "bad.json", "ftp", 2},
+		{[]string{"--manifest", m, never, "s3://bucket/x", "ftp://host/x"}, "region", "ftp", 2},
+		{[]string{"--manifest", m, never, "ftp://host/x", "s3://bucket/x"}, `unknown scheme "ftp"`, "region", 2},
+	} {
+		r := lifeboat(t, append([]string{"verify"}, c.args...)...)
+		out := r.stdout + r.stderr
+		if r.code != c.code || !strings.Contains(out, c.msg) || (c.not != "" && strings.Contains(out, c.not)) {
+			t.Errorf("lifeboat verify %v: exit %d, want %d mentioning %q and not %q:\n%s", c.args, r.code, c.code, c.msg, c.not, out)
+		}
+	}
+}
+
 // A replica behind a server that only ever answers 503 is UNREACHABLE: exit 4, never OK; one that
 // answers 403 is a credentials problem: exit 2. Both say so, and print no credential.
 func TestVerifyUnreachableAndDenied(t *testing.T) {

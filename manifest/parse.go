@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -41,13 +42,17 @@ func Parse(data []byte, name string) (*Manifest, error) {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %s", name, field, fmt.Sprintf(format, args...))
 	}
-	if err := checkDuplicateKeys(data); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
 	var oci ocispec.Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&oci); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON OCI manifest: %w", name, err)
+	decErr := dec.Decode(&oci)
+	// What the decoder consumed is one value whose syntax it checked, even when the value does
+	// not unmarshal (a string for a number): a repeated key there is reported first, as the
+	// more telling fault. On a syntax error it consumed nothing.
+	if err := checkDuplicateKeys(data[:dec.InputOffset()]); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if decErr != nil {
+		return nil, fmt.Errorf("%s: not a JSON OCI manifest: %w", name, decErr)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%s: trailing data after the manifest object", name)
@@ -129,45 +134,102 @@ func foldPath(p string) string {
 }
 
 // checkDuplicateKeys refuses a JSON document in which an object repeats a key: encoding/json
-// keeps the last one silently, so two readers of the same manifest could disagree about it.
+// keeps the last one silently, so two readers of the same manifest could disagree about it. Keys
+// are compared as the decoder reads them (escapes resolved, invalid UTF-8 as U+FFFD).
+//
+// data must be syntactically valid JSON (Parse checks it first with the decoder); anything else
+// may be judged either way, but never panics. It is one pass over the bytes with no allocation per
+// value: the decoder's Token API, which it replaces, cost as much as the whole decode of a
+// manifest (a verify reads one on its critical path).
 func checkDuplicateKeys(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var walk func(path string) error
-	walk = func(path string) error {
-		t, err := dec.Token()
-		if err != nil {
-			return nil // the decoder proper reports syntax errors
-		}
-		switch t {
-		case json.Delim('{'):
-			keys := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil
-				}
-				k, _ := kt.(string)
-				if keys[k] {
-					return fmt.Errorf("%s: key %q appears twice", joinField(path, k), k)
-				}
-				keys[k] = true
-				if err := walk(joinField(path, k)); err != nil {
-					return err
-				}
-			}
-			_, _ = dec.Token()
-		case json.Delim('['):
-			for i := 0; dec.More(); i++ {
-				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
-					return err
-				}
-			}
-			_, _ = dec.Token()
-		}
-		return nil
+	type frame struct {
+		object  bool
+		wantKey bool     // object: the next string is a key
+		key     []byte   // object: the member being read (for the error's path)
+		index   int      // array: the element being read
+		keys    [][]byte // object: the keys so far, while few
+		set     map[string]struct{}
 	}
-	return walk("")
+	// Objects with more keys than this are checked with a map; below, a linear scan of a few keys
+	// beats hashing them.
+	const fewKeys = 16
+	var stack []frame
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '{', '[':
+			if n := len(stack); n < cap(stack) {
+				stack = stack[:n+1] // reuse the keys slice of a frame popped before
+			} else {
+				stack = append(stack, frame{})
+			}
+			f := &stack[len(stack)-1]
+			f.object, f.wantKey, f.key, f.index, f.keys, f.set = data[i] == '{', data[i] == '{', nil, 0, f.keys[:0], nil
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			if n := len(stack); n > 0 {
+				if f := &stack[n-1]; f.object {
+					f.wantKey = true
+				} else {
+					f.index++
+				}
+			}
+		case '"':
+			start := i
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+			n := len(stack)
+			if n == 0 || !stack[n-1].wantKey || i >= len(data) {
+				continue // a string value
+			}
+			f := &stack[n-1]
+			f.wantKey = false
+			k := data[start+1 : i]
+			if bytes.IndexByte(k, '\\') >= 0 || !utf8.Valid(k) {
+				var dec string
+				if json.Unmarshal(data[start:i+1], &dec) != nil {
+					continue // not valid JSON: the decoder has said so
+				}
+				k = []byte(dec)
+			}
+			f.key = k
+			dup := false
+			if f.set != nil {
+				_, dup = f.set[string(k)]
+				f.set[string(k)] = struct{}{}
+			} else {
+				for _, seen := range f.keys {
+					if bytes.Equal(seen, k) {
+						dup = true
+						break
+					}
+				}
+				if f.keys = append(f.keys, k); len(f.keys) > fewKeys {
+					f.set = make(map[string]struct{}, 2*len(f.keys))
+					for _, seen := range f.keys {
+						f.set[string(seen)] = struct{}{}
+					}
+				}
+			}
+			if dup {
+				path := ""
+				for _, g := range stack[:n-1] {
+					if g.object {
+						path = joinField(path, string(g.key))
+					} else {
+						path = fmt.Sprintf("%s[%d]", path, g.index)
+					}
+				}
+				return fmt.Errorf("%s: key %q appears twice", joinField(path, string(k)), k)
+			}
+		}
+	}
+	return nil
 }
 
 func joinField(path, key string) string {
@@ -239,14 +301,33 @@ func layerFile(l ocispec.Descriptor) (File, error) {
 	return f, nil
 }
 
+// isSHA256Digest reports whether d is "sha256:" and 64 lowercase hex digits: exactly the sha256
+// digests go-digest's Validate accepts.
+func isSHA256Digest(d digest.Digest) bool {
+	hexPart, ok := strings.CutPrefix(string(d), "sha256:")
+	if !ok || len(hexPart) != 64 {
+		return false
+	}
+	for i := 0; i < len(hexPart); i++ {
+		if c := hexPart[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // checkDescriptorData validates digest, size and, when present, embedded data.
 func checkDescriptorData(d ocispec.Descriptor) error {
-	// Validate before Algorithm: go-digest's Algorithm panics on a digest without a ':'.
-	if err := d.Digest.Validate(); err != nil {
-		return fmt.Errorf("digest %q is not sha256:<64 hex>: %v", d.Digest, err)
-	}
-	if d.Digest.Algorithm() != digest.SHA256 {
-		return fmt.Errorf("digest %q is not sha256:<64 hex>", d.Digest)
+	// The usual case is told at once; go-digest's Validate (two regular expressions, a tenth of
+	// the parse of a manifest) then only runs to say what is wrong with another.
+	if !isSHA256Digest(d.Digest) {
+		// Validate before Algorithm: go-digest's Algorithm panics on a digest without a ':'.
+		if err := d.Digest.Validate(); err != nil {
+			return fmt.Errorf("digest %q is not sha256:<64 hex>: %v", d.Digest, err)
+		}
+		if d.Digest.Algorithm() != digest.SHA256 {
+			return fmt.Errorf("digest %q is not sha256:<64 hex>", d.Digest)
+		}
 	}
 	if d.Size < 0 {
 		return fmt.Errorf("size %d is negative", d.Size)

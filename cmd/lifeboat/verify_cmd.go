@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -84,6 +86,9 @@ they are never printed.`,
 				return usageErr("verify needs at least one replica URL (see --help)")
 			case jobs < 0:
 				return usageErr("-j %d: want a positive number of requests in flight", jobs)
+			}
+			if !deep {
+				defer quickGC(manifestFile)()
 			}
 			ctx := cmd.Context()
 			if timeout > 0 {
@@ -178,6 +183,31 @@ func (a *app) openStoresThen(ctx context.Context, urls []string, opened func(int
 		}
 		return out, nil
 	}
+}
+
+// quickGCPercent is the GOGC of a quick verification of a manifest up to quickGCMaxManifest.
+// Its heap is small (the manifest and the listings: a few MB for hundreds of files) and
+// short-lived, and with the default 100 the run spends about a sixth of its CPU collecting it
+// as it grows from the runtime's 4 MB first goal; at 400 a 200-file verification is not
+// collected at all after the packages' initialisation, and its peak heap stays under 10 MB. A
+// bigger manifest keeps the default, since 5× its live heap would be real memory; so does a deep
+// verification, whose heap is the range buffers, allocated once.
+const (
+	quickGCPercent     = 400
+	quickGCMaxManifest = 8 << 20
+)
+
+// quickGC sets quickGCPercent for a quick verification against the manifest file, unless the
+// user chose GOGC or GOMEMLIMIT, and returns what restores the previous setting.
+func quickGC(manifestFile string) (restore func()) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	if fi, err := os.Stat(manifestFile); err != nil || fi.Size() > quickGCMaxManifest {
+		return func() {} // reading it will say what is wrong
+	}
+	old := debug.SetGCPercent(quickGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }
 
 // startVerify prepares the verification of n replicas, with a progress bar for a deep run; done

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -370,5 +371,37 @@ func TestVerifyGCSThroughCLI(t *testing.T) {
 	r = lifeboat(t, "verify", "--manifest", mpath, "gs://verify-cli/llama")
 	if r.code != 1 || !strings.Contains(r.stdout, "CHECKSUM_MISMATCH  model/config.json") || !strings.Contains(r.stdout, "crc32c expected") {
 		t.Fatalf("quick gs:// with a bit flip: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A quick verification of a small manifest raises GOGC for its run and puts it back after; a big
+// manifest, or a GOGC or GOMEMLIMIT of the user's, leaves the collector alone.
+func TestQuickGC(t *testing.T) {
+	gcPercent := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	before := gcPercent()
+	small := filepath.Join(t.TempDir(), "small.json")
+	big := filepath.Join(t.TempDir(), "big.json")
+	os.WriteFile(small, []byte(`{}`), 0o644)
+	os.WriteFile(big, make([]byte, quickGCMaxManifest+1), 0o644)
+	for _, c := range []struct {
+		file, gogc, memlimit string
+		want                 int
+	}{
+		{small, "", "", quickGCPercent},
+		{big, "", "", before},
+		{small, "50", "", before},
+		{small, "", "1GiB", before},
+		{absent(t), "", "", before},
+	} {
+		t.Setenv("GOGC", c.gogc)
+		t.Setenv("GOMEMLIMIT", c.memlimit)
+		restore := quickGC(c.file)
+		if got := gcPercent(); got != c.want {
+			t.Errorf("%+v: GOGC %d during the run, want %d", c, got, c.want)
+		}
+		restore()
+		if got := gcPercent(); got != before {
+			t.Errorf("%+v: GOGC %d after the run, want %d again", c, got, before)
+		}
 	}
 }

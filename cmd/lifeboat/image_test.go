@@ -50,7 +50,8 @@ func TestMakeImageWithoutDocker(t *testing.T) {
 }
 
 // The image's binary is built as `make build` builds the CLI: static (CGO_ENABLED=0), -trimpath,
-// and the version stamped with -X main.version (the variable versionInfo reads), which
+// without GCS's unused gRPC DirectPath modules (-tags disable_grpc_modules), and the version
+// stamped with -X main.version (the variable versionInfo reads), which
 // `make image` passes in as the build argument VERSION.
 func TestImageBuildMatchesMakeBuild(t *testing.T) {
 	out, code := makeIn(t, os.Getenv("PATH"), nil, "-n", "build", "image", "VERSION=v9.9.9-test")
@@ -71,7 +72,7 @@ func TestImageBuildMatchesMakeBuild(t *testing.T) {
 	if build == "" || run == nil {
 		t.Fatalf("no go build in `make -n build` (%q) or in the Dockerfile", out)
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X main.version="} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-tags disable_grpc_modules", "-X main.version="} {
 		if !strings.Contains(build, want) || !strings.Contains(run[1], want) {
 			t.Errorf("%s: make build: %s\nDockerfile: %s", want, build, run[1])
 		}

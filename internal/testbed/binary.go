@@ -18,7 +18,7 @@ var lifeboat struct {
 }
 
 // LifeboatBinary builds cmd/lifeboat once per test binary, as `make build` does (CGO_ENABLED=0,
-// -trimpath, the VCS stamp where the checkout has one), into a temp dir that Main removes. The
+// -trimpath, -tags disable_grpc_modules, the VCS stamp where the checkout has one), into a temp dir that Main removes. The
 // CLI tests run it as a user does, and the launcher tests and drills boot engine-sim candidates
 // with it; one build serves them all.
 func LifeboatBinary(t testing.TB) string {
@@ -30,7 +30,7 @@ func LifeboatBinary(t testing.TB) string {
 			return
 		}
 		lifeboat.dir, lifeboat.path = dir, filepath.Join(dir, "lifeboat")
-		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-o", lifeboat.path, "lifeboat/cmd/lifeboat")
+		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-tags", "disable_grpc_modules", "-o", lifeboat.path, "lifeboat/cmd/lifeboat")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			lifeboat.err = fmt.Errorf("go build lifeboat/cmd/lifeboat: %v\n%s", err, out)

@@ -28,6 +28,7 @@ require (
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.43.0
 	google.golang.org/api v0.307.0
+	lukechampine.com/blake3 v1.4.1
 )
 
 require (

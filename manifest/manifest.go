@@ -37,6 +37,10 @@ const (
 	AnnotationCRC64NVME = "dev.lifeboat.checksum.crc64nvme" // base64 of big-endian uint64, as S3 reports it
 	AnnotationCRC32     = "dev.lifeboat.checksum.crc32"     // base64 of big-endian uint32 (IEEE), the S3 SDK's default
 	AnnotationMD5       = "dev.lifeboat.checksum.md5"       // base64 of the 16 bytes, as Azure Content-MD5 and GCS md5Hash
+	// AnnotationBLAKE3 is the BLAKE3-256 of the file in lower-case hex, as b3sum prints it. No
+	// store reports it; deep verification re-hashes with it, ~1.7× faster per core than
+	// SHA-256 and as collision-resistant (SHA-256 stays the layer digest and the OCI identity).
+	AnnotationBLAKE3 = "dev.lifeboat.checksum.blake3"
 	// AnnotationName is the manifest-level name given with --name.
 	AnnotationName = "org.opencontainers.image.title"
 	// AnnotationCreated is set only when the builder is asked for a timestamp.
@@ -217,6 +221,9 @@ func assemble(ann map[string]string, mc ModelConfig, files []File) (*Manifest, e
 			AnnotationCRC32C:    f.Sums.CRC32C,
 			AnnotationCRC64NVME: f.Sums.CRC64NVME,
 			AnnotationCRC32:     f.Sums.CRC32,
+		}
+		if f.Sums.BLAKE3 != "" {
+			ann[AnnotationBLAKE3] = f.Sums.BLAKE3
 		}
 		layers = append(layers, ocispec.Descriptor{
 			MediaType:   f.MediaType,

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/image-spec/schema"
+	"lukechampine.com/blake3"
 
 	"lifeboat/internal/sample"
 	"lifeboat/manifest"
@@ -142,6 +143,9 @@ func TestBuildDigestsMatchIndependentHashes(t *testing.T) {
 		}
 		if f.Sums.CRC32C != crc32c || f.Sums.CRC32 != crc || f.Sums.CRC64NVME != c64 {
 			t.Errorf("%s: crc mismatch: %s/%s %s/%s %s/%s", f.Path, f.Sums.CRC32C, crc32c, f.Sums.CRC32, crc, f.Sums.CRC64NVME, c64)
+		}
+		if b3 := blake3.Sum256(data); f.Sums.BLAKE3 != hex.EncodeToString(b3[:]) {
+			t.Errorf("%s: blake3 mismatch", f.Path)
 		}
 		if f.Size != int64(len(data)) {
 			t.Errorf("%s: size %d, want %d", f.Path, f.Size, len(data))
@@ -326,6 +330,8 @@ func TestParseRejectsMalformed(t *testing.T) {
 		"config media":    {mutate(func(d map[string]any) { d["config"].(map[string]any)["mediaType"] = "x" }), "config.mediaType"},
 		"bad digest":      {mutate(func(d map[string]any) { layer(d, 0)["digest"] = "sha256:zz" }), "layers[0]"},
 		"md5 length":      {mutate(func(d map[string]any) { ann(d, 0)[manifest.AnnotationMD5] = "AAAA" }), manifest.AnnotationMD5},
+		"blake3 length":   {mutate(func(d map[string]any) { ann(d, 0)[manifest.AnnotationBLAKE3] = "abcd" }), manifest.AnnotationBLAKE3},
+		"blake3 upper":    {mutate(func(d map[string]any) { ann(d, 0)[manifest.AnnotationBLAKE3] = strings.Repeat("AB", 32) }), manifest.AnnotationBLAKE3},
 		"dotdot path":     {mutate(func(d map[string]any) { ann(d, 1)[manifest.AnnotationFilepath] = "model/../etc/passwd" }), `contains ".."`},
 		"absolute path":   {mutate(func(d map[string]any) { ann(d, 1)[manifest.AnnotationFilepath] = "/etc/passwd" }), "absolute"},
 		"outside parts":   {mutate(func(d map[string]any) { ann(d, 1)[manifest.AnnotationFilepath] = "other/x" }), "not under model/"},

@@ -298,6 +298,13 @@ func layerFile(l ocispec.Descriptor) (File, error) {
 		}
 		*c.dst = v
 	}
+	if v, ok := a[AnnotationBLAKE3]; ok {
+		// Lower-case only: the value is compared as written, and a manifest is canonical.
+		if b, err := hex.DecodeString(v); err != nil || len(b) != 32 || strings.ToLower(v) != v {
+			return File{}, fmt.Errorf("%s: annotations[%q] is %q, want 64 lower-case hex digits", p, AnnotationBLAKE3, v)
+		}
+		f.Sums.BLAKE3 = v
+	}
 	return f, nil
 }
 

@@ -9,8 +9,11 @@ import (
 	"lifeboat/providers/checksum"
 )
 
-// emptySHA256 is the SHA-256 of no bytes.
-const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+// emptySHA256 and emptyBLAKE3 are the digests of no bytes.
+const (
+	emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	emptyBLAKE3 = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
+)
 
 // want returns the manifest's value of one algorithm ("" if it records none).
 func want(f manifest.File, alg providers.Algorithm) string { return f.Sums.Get(alg) }
@@ -20,7 +23,7 @@ func want(f manifest.File, alg providers.Algorithm) string { return f.Sums.Get(a
 func expectedFacts(f manifest.File, actual Facts) Facts {
 	size := f.Size
 	e := Facts{Size: &size, Sums: checksum.Sums{SHA256: f.Sums.SHA256}}
-	for _, alg := range checksum.Recorded {
+	for _, alg := range append(checksum.Recorded, checksum.BLAKE3) {
 		if actual.Get(alg) != "" {
 			e.Set(alg, want(f, alg))
 		}

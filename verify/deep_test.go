@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"lifeboat/internal/testbed"
 	"lifeboat/manifest"
 	"lifeboat/providers"
+	"lifeboat/providers/checksum"
 	"lifeboat/verify"
 )
 
@@ -182,5 +184,71 @@ func TestDeepLoneFileReadAhead(t *testing.T) {
 	testbed.Put(t, bad, shard.Path, testbed.FlipBit(f.Data(t, shard.Path), int(shard.Size)-10), providers.Checksums{})
 	if r := verify.Deep(testbed.Ctx(t), &lone, bad, testbed.VerifyOptions()); testbed.ByPath(r)[shard.Path].Status != verify.StatusCorrupt {
 		t.Errorf("flipped bit: %s", testbed.Dump(r))
+	}
+}
+
+// Deep verification proves bytes by the manifest's BLAKE3 when it records one, by SHA-256 when
+// it does not (a manifest from before BLAKE3) or when asked (Options.Digest): each hash alone
+// decides, so a manifest whose BLAKE3 of one file is wrong fails that file by default and passes
+// it by SHA-256, and intact bytes are OK either way.
+func TestDeepDigestChoice(t *testing.T) {
+	t.Parallel()
+	f := testbed.Sample(t, "small")
+	b := testbed.FileBackend(t)
+	prefix := testbed.FreshPrefix("digest")
+	s := b.Open(t, prefix, nil)
+	testbed.Seed(t, s, f)
+	shard := f.Shards()[0]
+
+	withFiles := func(edit func(*manifest.File)) *manifest.Manifest {
+		m := *f.M
+		m.Files = append([]manifest.File(nil), f.M.Files...)
+		for i := range m.Files {
+			edit(&m.Files[i])
+		}
+		return &m
+	}
+	noBLAKE3 := withFiles(func(file *manifest.File) { file.Sums.BLAKE3 = "" })
+	wrongBLAKE3 := withFiles(func(file *manifest.File) {
+		if file.Path == shard {
+			file.Sums.BLAKE3 = strings.Repeat("0", 64)
+		}
+	})
+	sha := testbed.VerifyOptions()
+	sha.Digest = checksum.SHA256
+	for _, c := range []struct {
+		name  string
+		m     *manifest.Manifest
+		o     verify.Options
+		proof checksum.Algorithm
+		shard verify.Status
+	}{
+		{"default", f.M, testbed.VerifyOptions(), checksum.BLAKE3, verify.StatusOK},
+		{"sha256 asked", f.M, sha, checksum.SHA256, verify.StatusOK},
+		{"manifest without blake3", noBLAKE3, testbed.VerifyOptions(), checksum.SHA256, verify.StatusOK},
+		{"wrong blake3", wrongBLAKE3, testbed.VerifyOptions(), checksum.BLAKE3, verify.StatusCorrupt},
+		{"wrong blake3, sha256 asked", wrongBLAKE3, sha, checksum.SHA256, verify.StatusOK},
+	} {
+		r := verify.Deep(testbed.Ctx(t), c.m, s, c.o)
+		for _, fr := range r.Files {
+			want := verify.StatusOK
+			if fr.Path == shard {
+				want = c.shard
+			}
+			if fr.Status != want {
+				t.Errorf("%s: %s is %s (%s), want %s", c.name, fr.Path, fr.Status, fr.Detail, want)
+				continue
+			}
+			if fr.Actual.Get(c.proof) == "" || fr.Expected.Get(c.proof) == "" || !strings.HasPrefix(fr.Detail, string(c.proof)+" of ") {
+				t.Errorf("%s: %s not judged by %s: %s; actual %+v", c.name, fr.Path, c.proof, fr.Detail, fr.Actual.Sums)
+			}
+			other := checksum.SHA256
+			if c.proof == checksum.SHA256 {
+				other = checksum.BLAKE3
+			}
+			if fr.Actual.Get(other) != "" {
+				t.Errorf("%s: %s computed %s too (the point is to hash once): %+v", c.name, fr.Path, other, fr.Actual.Sums)
+			}
+		}
 	}
 }

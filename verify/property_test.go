@@ -10,6 +10,7 @@ import (
 
 	"lifeboat/internal/faultproxy"
 	"lifeboat/providers"
+	"lifeboat/providers/checksum"
 	"lifeboat/verify"
 )
 
@@ -140,6 +141,9 @@ func propertyOnce(t *testing.T, b *testbed.Backend, f *testbed.Fixture, seedN ui
 
 	o := testbed.VerifyOptions()
 	o.RangeSize = 64 << 10 // the shards are read in ranges too
+	if rng.IntN(2) == 0 {
+		o.Digest = checksum.SHA256 // deep proves by SHA-256 instead of the manifest's BLAKE3
+	}
 	q := verify.Quick(testbed.Ctx(t), f.M, s, o)
 	d := verify.Deep(testbed.Ctx(t), f.M, s, o)
 	qs, ds := testbed.ByPath(q), testbed.ByPath(d)

@@ -79,7 +79,7 @@ func TestCleanReplica(t *testing.T) {
 				t.Errorf("deep read %d bytes, want %d", d.BytesRead, total)
 			}
 			for _, fr := range d.Files {
-				if fr.Actual.Source != "read" || fr.Actual.SHA256 != fr.Expected.SHA256 {
+				if !testbed.ProvenByRead(fr) {
 					t.Errorf("deep %s: actual %+v, expected %+v", fr.Path, fr.Actual, fr.Expected)
 				}
 			}
@@ -169,7 +169,7 @@ func checkMismatchFacts(t *testing.T, files map[string]verify.FileResult) {
 		case verify.StatusChecksumMismatch:
 			differs := false
 			for _, pair := range [][2]string{{f.Expected.MD5, f.Actual.MD5}, {f.Expected.CRC32C, f.Actual.CRC32C},
-				{f.Expected.CRC64NVME, f.Actual.CRC64NVME}, {f.Expected.CRC32, f.Actual.CRC32}, {f.Expected.SHA256, f.Actual.SHA256}} {
+				{f.Expected.CRC64NVME, f.Actual.CRC64NVME}, {f.Expected.CRC32, f.Actual.CRC32}, {f.Expected.SHA256, f.Actual.SHA256}, {f.Expected.BLAKE3, f.Actual.BLAKE3}} {
 				differs = differs || (pair[1] != "" && pair[0] != pair[1])
 			}
 			if !differs || f.Actual.Source == "" {

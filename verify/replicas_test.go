@@ -122,7 +122,7 @@ func TestDeepCancelled(t *testing.T) {
 		t.Errorf("cancelled deep: kind %q err %v", r.ErrorKind, r.Err)
 	}
 	for _, fr := range r.Files {
-		if fr.Status == verify.StatusOK && fr.Actual.SHA256 != fr.Expected.SHA256 {
+		if fr.Status == verify.StatusOK && !testbed.ProvenByRead(fr) {
 			t.Errorf("%s OK without a matching hash", fr.Path)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/providers"
+	"lifeboat/providers/checksum"
 	"lifeboat/verify"
 )
 
@@ -25,6 +26,7 @@ func (a *app) verifyCmd() *cobra.Command {
 		deep, strict bool
 		jobs         int
 		timeout      time.Duration
+		digest       string
 	)
 	c := &cobra.Command{
 		Use:   "verify --manifest FILE URL... [--deep] [-j N] [-o text|json|junit]",
@@ -36,7 +38,11 @@ Quick (default) reads metadata only: one listing of each bundle directory, plus 
 just the objects a listing cannot prove (S3 objects uploaded in parts). A file is OK only
 when its size and a full-object native checksum (S3 CRC64NVME/CRC32C/CRC32/SHA-256 or a
 plain-MD5 ETag, GCS CRC32C/MD5, Azure Content-MD5) equal the manifest's. --deep streams every
-byte and compares its SHA-256 (large files as parallel ranged reads, constant memory).
+byte and re-hashes it (several files at once, the last big ones as parallel ranged reads,
+constant memory). The hash is the manifest's BLAKE3, which every manifest Lifeboat builds
+records: as collision-resistant as SHA-256 and about 1.7× faster per core. --digest sha256
+re-derives the SHA-256 layer digests instead (the OCI identity itself, for an audit); a
+manifest without BLAKE3 values is always checked by SHA-256.
 
 File statuses:
   OK                 size and a checksum (quick) or every byte (deep) match
@@ -86,6 +92,10 @@ they are never printed.`,
 				return usageErr("verify needs at least one replica URL (see --help)")
 			case jobs < 0:
 				return usageErr("-j %d: want a positive number of requests in flight", jobs)
+			case digest != "auto" && digest != string(checksum.SHA256):
+				return usageErr("--digest %q: want auto (BLAKE3 where the manifest records it) or sha256", digest)
+			case digest != "auto" && !deep:
+				return usageErr("--digest applies to --deep only: quick verification compares the stores' own checksums")
 			}
 			if !deep {
 				defer quickGC(manifestFile)()
@@ -99,7 +109,11 @@ they are never printed.`,
 			// The listings do not need the manifest: each starts as soon as its store is open,
 			// while the manifest is read and parsed. Errors are still reported as before — the
 			// manifest's first, then the first bad URL's — and cancel the listings.
-			run, done := a.startVerify(ctx, len(args), deep, jobs)
+			o := verify.Options{Jobs: jobs}
+			if digest == string(checksum.SHA256) {
+				o.Digest = checksum.SHA256
+			}
+			run, done := a.startVerify(ctx, len(args), deep, o)
 			defer done()
 			opened := a.openStoresThen(ctx, args, run.Start)
 			m, err := a.readManifest(manifestFile)
@@ -130,7 +144,8 @@ they are never printed.`,
 	}
 	f := c.Flags()
 	f.StringVar(&manifestFile, "manifest", "", "the DR manifest to verify against (required)")
-	f.BoolVar(&deep, "deep", false, "read every byte and compare SHA-256 (default: metadata only)")
+	f.BoolVar(&deep, "deep", false, "read every byte and re-hash it (default: metadata only)")
+	f.StringVar(&digest, "digest", "auto", "with --deep, the hash that proves the bytes: auto (BLAKE3 where the manifest records it, else SHA-256) or sha256")
 	f.IntVarP(&jobs, "jobs", "j", 0, fmt.Sprintf("requests and reads in flight, across all replicas (default %d)", verify.DefaultJobs))
 	f.BoolVar(&strict, "strict", false, "exit 1 when a file is UNVERIFIED too")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long; unfinished replicas are UNREACHABLE (default: no limit)")
@@ -212,12 +227,11 @@ func quickGC(manifestFile string) (restore func()) {
 
 // startVerify prepares the verification of n replicas, with a progress bar for a deep run; done
 // ends the bar.
-func (a *app) startVerify(ctx context.Context, n int, deep bool, jobs int) (run *verify.Run, done func()) {
+func (a *app) startVerify(ctx context.Context, n int, deep bool, o verify.Options) (run *verify.Run, done func()) {
 	mode := verify.ModeQuick
 	if deep {
 		mode = verify.ModeDeep
 	}
-	o := verify.Options{Jobs: jobs}
 	done = func() {}
 	if deep {
 		bar := a.newProgress("verifying")
@@ -349,11 +363,11 @@ func how(f verify.FileResult) string {
 	case verify.StatusChecksumMismatch, verify.StatusCorrupt:
 		var diffs []string
 		for _, p := range []struct{ alg, exp, act string }{
-			{"sha256", e.SHA256, a.SHA256}, {"crc64nvme", e.CRC64NVME, a.CRC64NVME}, {"crc32c", e.CRC32C, a.CRC32C},
+			{"blake3", e.BLAKE3, a.BLAKE3}, {"sha256", e.SHA256, a.SHA256}, {"crc64nvme", e.CRC64NVME, a.CRC64NVME}, {"crc32c", e.CRC32C, a.CRC32C},
 			{"crc32", e.CRC32, a.CRC32}, {"md5", e.MD5, a.MD5},
 		} {
 			if p.act != "" && p.exp != "" && !strings.EqualFold(p.act, p.exp) {
-				if p.alg == "sha256" {
+				if p.alg == "sha256" || p.alg == "blake3" {
 					p.exp, p.act = shortHex(p.exp), shortHex(p.act)
 				}
 				diffs = append(diffs, fmt.Sprintf("%s expected %s, actual %s", p.alg, p.exp, p.act))

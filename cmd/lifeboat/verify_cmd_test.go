@@ -104,12 +104,24 @@ func TestVerifyLocalReplicas(t *testing.T) {
 		"MISSING        model/tokenizer.json",
 		"SIZE_MISMATCH  model/config.json",
 		"actual 100 B (listing)",
-		"CORRUPT        model/model-00001-of-00002.safetensors  sha256 expected ",
+		"CORRUPT        model/model-00001-of-00002.safetensors  blake3 expected ",
 		"EXTRA          model/notes.txt",
 		"2 replica(s), deep verification: 1 OK, 1 FAILED",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("deep output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// --digest sha256: the same verdicts, proven by the layer digests.
+	r = lifeboat(t, "verify", "--manifest", m, l.Root, broken, "--deep", "--digest", "sha256")
+	if r.code != 1 || !strings.Contains(r.stdout, "CORRUPT        model/model-00001-of-00002.safetensors  sha256 expected ") ||
+		!strings.Contains(r.stdout, "1 MISSING, 1 SIZE_MISMATCH, 1 CORRUPT; 1 EXTRA") {
+		t.Errorf("deep --digest sha256: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"--deep", "--digest", "md5"}, {"--digest", "sha256"}} {
+		r = lifeboat(t, append([]string{"verify", "--manifest", m, l.Root}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--digest") {
+			t.Errorf("verify %v: exit %d, want 2 naming --digest\n%s", args, r.code, r.stderr)
 		}
 	}
 

@@ -66,7 +66,7 @@ type buildResult struct {
 func buildSection(ctx context.Context, c config, r *repo) (*buildResult, error) {
 	out := filepath.Join(c.dir, "manifest.json")
 	all := []*contender{
-		{name: "lifeboat manifest build (sha256+md5+crc32c+crc64nvme+crc32)", cmds: []command{{argv: []string{c.lifeboat, "manifest", "build", "--model", r.model, "--out", out}}}},
+		{name: "lifeboat manifest build (sha256+md5+crc32c+crc64nvme+crc32+blake3)", cmds: []command{{argv: []string{c.lifeboat, "manifest", "build", "--model", r.model, "--out", out}}}},
 		{name: "sha256sum (one process)", cmds: []command{{argv: append([]string{"sha256sum"}, r.paths...)}}},
 		{name: "openssl dgst -sha256 (one process)", cmds: []command{{argv: append([]string{"openssl", "dgst", "-sha256"}, r.paths...)}}},
 		{name: "md5sum (one process)", cmds: []command{{argv: append([]string{"md5sum"}, r.paths...)}}},
@@ -116,14 +116,18 @@ func buildSection(ctx context.Context, c config, r *repo) (*buildResult, error) 
 	if err := tw.Flush(); err != nil {
 		return nil, err
 	}
-	// The one-pass limit on two cores: MD5 on one core, SHA-256 and the CRCs on the other (the
-	// builder's split), so the slower of the two in-memory rates bounds the whole.
-	md5Rate, restRate := inMemoryRate(md5.New()), inMemoryRate(sha256.New(), crc32.New(checksum.Castagnoli), crc32.NewIEEE(), crc64nvme.New())
-	limit := min(md5Rate, restRate)
+	// The one-pass limit on two cores. MD5 is serial: one core at most. SHA-256 with the CRCs
+	// and BLAKE3 run beside it (the builder's three goroutines), and all three share two cores,
+	// so the limit is the lower of the MD5 rate and two cores over the summed per-byte costs.
+	md5Rate := inMemoryRate(md5.New())
+	restRate := inMemoryRate(sha256.New(), crc32.New(checksum.Castagnoli), crc32.NewIEEE(), crc64nvme.New())
+	b3Rate := blake3Rate()
+	limit := min(md5Rate, 2/(1/md5Rate+1/restRate+1/b3Rate))
 	for _, t := range tools {
 		if strings.HasPrefix(t.name, "lifeboat manifest build") {
-			fmt.Printf("   => the 2-core one-pass limit (in-memory MD5 %.2f GB/s on one core, SHA-256+CRCs %.2f GB/s on the other) is %.2f GB/s;\n"+
-				"      lifeboat reaches %.0f %% of it; goal ≥ 95 %%: %s\n", md5Rate/1e9, restRate/1e9, limit/1e9, 100*rate(t)/limit, verdict(rate(t) >= 0.95*limit))
+			fmt.Printf("   => the 2-core one-pass limit (in memory, one core each: MD5 %.2f GB/s, SHA-256+CRCs %.2f GB/s, BLAKE3 %.2f GB/s;\n"+
+				"      MD5 serial, the three sharing two cores) is %.2f GB/s; lifeboat reaches %.0f %% of it; goal ≥ 95 %%: %s\n",
+				md5Rate/1e9, restRate/1e9, b3Rate/1e9, limit/1e9, 100*rate(t)/limit, verdict(rate(t) >= 0.95*limit))
 		}
 	}
 	fmt.Println()

@@ -258,6 +258,19 @@ func VerifyOptions() verify.Options {
 	return verify.Options{Jobs: 8, RangeSize: 1 << 20, ReadAttempts: 3, RetryBackoff: time.Millisecond, StallTimeout: 2 * time.Second}
 }
 
+// ProvenByRead says whether a deep result rests on bytes read and hashed: the proving hash the
+// manifest records (BLAKE3 if it has one, else SHA-256) is in the actual facts and equals the
+// expected value.
+func ProvenByRead(fr verify.FileResult) bool {
+	if fr.Actual.Source != "read" {
+		return false
+	}
+	if fr.Expected.BLAKE3 != "" || fr.Actual.BLAKE3 != "" {
+		return fr.Actual.BLAKE3 != "" && fr.Actual.BLAKE3 == fr.Expected.BLAKE3
+	}
+	return fr.Actual.SHA256 != "" && fr.Actual.SHA256 == fr.Expected.SHA256
+}
+
 // ByPath indexes a replica's file results.
 func ByPath(r verify.ReplicaResult) map[string]verify.FileResult {
 	out := map[string]verify.FileResult{}

@@ -1,6 +1,7 @@
 // Package checksum is the one home of the digests Lifeboat records and compares: the algorithm
-// names, the five-value set a manifest keeps per file, hashers for each, and the manifest's
-// encodings (lower-case hex for SHA-256/SHA-1, base64 of the big-endian digest for the rest).
+// names, the set a manifest keeps per file (five the clouds can compare, plus BLAKE3 for deep
+// verification), hashers for each, and the manifest's encodings (lower-case hex for
+// SHA-256/SHA-1/BLAKE3, base64 of the big-endian digest for the rest).
 package checksum
 
 import (
@@ -16,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/minio/crc64nvme"
+	"lukechampine.com/blake3"
 )
 
 // Algorithm names a checksum algorithm, as the manifest does.
@@ -28,9 +30,14 @@ const (
 	CRC32C    Algorithm = "crc32c"
 	CRC32     Algorithm = "crc32" // IEEE polynomial
 	CRC64NVME Algorithm = "crc64nvme"
+	// BLAKE3 (256-bit) is what deep verification re-hashes with when the manifest records it:
+	// as collision-resistant as SHA-256 but faster per core, and no store reports it, so it is
+	// never compared with a store's metadata.
+	BLAKE3 Algorithm = "blake3"
 )
 
-// Recorded are the algorithms a Sums carries, in the order verdicts name them.
+// Recorded are the algorithms a Sums carries that stores can also report or check, in the
+// order verdicts name them. BLAKE3, which no store knows, is not among them.
 var Recorded = []Algorithm{SHA256, CRC64NVME, CRC32C, CRC32, MD5}
 
 // Castagnoli is the CRC32C table; building it once is what crc32.MakeTable asks of callers.
@@ -39,7 +46,7 @@ var Castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Len is the digest length in bytes of each algorithm.
 func Len(alg Algorithm) int {
 	switch alg {
-	case SHA256:
+	case SHA256, BLAKE3:
 		return sha256.Size
 	case SHA1:
 		return sha1.Size
@@ -68,6 +75,8 @@ func New(alg Algorithm) hash.Hash {
 		return crc32.NewIEEE()
 	case CRC64NVME:
 		return crc64nvme.New()
+	case BLAKE3:
+		return blake3.New(32, nil)
 	}
 	return nil
 }
@@ -80,6 +89,7 @@ type Sums struct {
 	CRC32C    string `json:"crc32c,omitempty"`    // base64, big-endian
 	CRC64NVME string `json:"crc64nvme,omitempty"` // base64, big-endian
 	CRC32     string `json:"crc32,omitempty"`     // base64, big-endian, IEEE polynomial
+	BLAKE3    string `json:"blake3,omitempty"`    // lower-case hex, 32 bytes (as b3sum prints it)
 }
 
 // Get returns the value of one algorithm, or "" when it is not set (or not one Sums carries).
@@ -109,13 +119,15 @@ func (s *Sums) field(alg Algorithm) *string {
 		return &s.CRC64NVME
 	case CRC32:
 		return &s.CRC32
+	case BLAKE3:
+		return &s.BLAKE3
 	}
 	return nil
 }
 
 // Validate checks that each value set is well formed, so that a typo is an error, not a mismatch.
 func (s Sums) Validate() error {
-	for _, alg := range Recorded {
+	for _, alg := range append(Recorded, BLAKE3) {
 		if v := s.Get(alg); v != "" {
 			if _, err := Decode(alg, v); err != nil {
 				return fmt.Errorf("checksum %s %q: %w", alg, v, err)
@@ -136,14 +148,16 @@ func Of(data []byte) Sums {
 	binary.BigEndian.PutUint32(c4[:], crc32.ChecksumIEEE(data))
 	crc := b64(c4[:])
 	binary.BigEndian.PutUint64(c8[:], crc64nvme.Checksum(data))
-	return Sums{SHA256: hex.EncodeToString(s[:]), MD5: b64(m[:]), CRC32C: crc32c, CRC64NVME: b64(c8[:]), CRC32: crc}
+	b3 := blake3.Sum256(data)
+	return Sums{SHA256: hex.EncodeToString(s[:]), MD5: b64(m[:]), CRC32C: crc32c, CRC64NVME: b64(c8[:]), CRC32: crc,
+		BLAKE3: hex.EncodeToString(b3[:])}
 }
 
 var b64 = base64.StdEncoding.EncodeToString
 
 // Encode renders a raw digest in the manifest's encoding.
 func Encode(alg Algorithm, raw []byte) string {
-	if alg == SHA256 || alg == SHA1 {
+	if isHex(alg) {
 		return hex.EncodeToString(raw)
 	}
 	return b64(raw)
@@ -156,7 +170,7 @@ func Sum(alg Algorithm, h hash.Hash) string { return Encode(alg, h.Sum(nil)) }
 func Decode(alg Algorithm, v string) ([]byte, error) {
 	var raw []byte
 	var err error
-	if alg == SHA256 || alg == SHA1 {
+	if isHex(alg) {
 		raw, err = hex.DecodeString(v)
 	} else {
 		raw, err = base64.StdEncoding.DecodeString(v)
@@ -172,8 +186,12 @@ func Decode(alg Algorithm, v string) ([]byte, error) {
 
 // Equal compares two values of one algorithm: hex case-insensitively, base64 exactly.
 func Equal(alg Algorithm, a, b string) bool {
-	if alg == SHA256 || alg == SHA1 {
+	if isHex(alg) {
 		return strings.EqualFold(a, b)
 	}
 	return a == b
 }
+
+// isHex says whether the manifest writes alg's digests in hex (the cryptographic hashes, as
+// sha256sum and b3sum print them) rather than base64 (as the clouds report their checksums).
+func isHex(alg Algorithm) bool { return alg == SHA256 || alg == SHA1 || alg == BLAKE3 }

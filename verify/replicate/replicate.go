@@ -32,7 +32,7 @@ import (
 //     copied. UNVERIFIED files (same size, no comparable native checksum) are copied again when
 //     the target records a native checksum on write (S3, GCS, Azure: the copy is then
 //     quick-verifiable forever after); on a target that records none (file://), copying would
-//     prove nothing new, so they are re-read and compared by SHA-256 instead, and copied only if
+//     prove nothing new, so they are re-read and re-hashed instead (verify.Deep), and copied only if
 //     they differ. With Deep, CORRUPT files (bytes that rotted under intact metadata) are copied
 //     too. EXTRA files are reported and left alone.
 //   - Source check. The planned files are verified quickly on the source too: a file the source

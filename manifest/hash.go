@@ -33,9 +33,7 @@ type chunk struct {
 // HashReader computes every digest of r in one read pass: SHA-256, MD5, CRC32C, CRC64NVME, CRC32
 // and BLAKE3. MD5 (~0.7 GB/s per core) is the slowest and cannot be split, so it runs in its own
 // goroutine; SHA-256 and the CRCs run in a second and BLAKE3 in a third, over the same buffers:
-// one pass, both cores busy (BLAKE3 is a tree hash, and the library spreads a big write over
-// the cores, which fills the gaps the other two leave). progress, if non-nil, is called with
-// each chunk's length.
+// one pass, both cores busy. progress, if non-nil, is called with each chunk's length.
 func HashReader(ctx context.Context, r io.Reader, progress func(int64)) (Checksums, int64, error) {
 	md := md5.New()
 	sha := sha256.New()

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/image-spec/schema"
-	"lukechampine.com/blake3"
+	"github.com/zeebo/blake3"
 
 	"lifeboat/internal/sample"
 	"lifeboat/manifest"

@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/minio/crc64nvme"
-	"lukechampine.com/blake3"
+	"github.com/zeebo/blake3"
 )
 
 // Algorithm names a checksum algorithm, as the manifest does.
@@ -76,7 +76,7 @@ func New(alg Algorithm) hash.Hash {
 	case CRC64NVME:
 		return crc64nvme.New()
 	case BLAKE3:
-		return blake3.New(32, nil)
+		return blake3.New()
 	}
 	return nil
 }

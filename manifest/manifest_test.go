@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/image-spec/schema"
-	"github.com/zeebo/blake3"
+	"lukechampine.com/blake3"
 
 	"lifeboat/internal/sample"
 	"lifeboat/manifest"

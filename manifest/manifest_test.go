@@ -348,10 +348,13 @@ func TestParseRejectsMalformed(t *testing.T) {
 			c["size"] = 3
 			c["digest"] = "sha256:" + hexSHA([]byte(`{"}`))
 		}), "config.data"},
-		"unsorted layers":  {mutate(func(d map[string]any) { ls := d["layers"].([]any); ls[0], ls[len(ls)-1] = ls[len(ls)-1], ls[0] }), "not sorted"},
-		"empty document":   {[]byte(""), "not a JSON OCI manifest"},
-		"json array":       {[]byte("[]"), "not a JSON OCI manifest"},
-		"layer media type": {mutate(func(d map[string]any) { delete(layer(d, 3), "mediaType") }), "mediaType"},
+		"unsorted layers": {mutate(func(d map[string]any) { ls := d["layers"].([]any); ls[0], ls[len(ls)-1] = ls[len(ls)-1], ls[0] }), "not sorted"},
+		"empty document":  {[]byte(""), "not a JSON OCI manifest"},
+		// A malformed token inside an object once made the duplicate-key check ask for the
+		// same token forever (found by FuzzParse; its input is in testdata/fuzz).
+		"unterminated nested string": {[]byte(`{"layers":[{"annotations":{"a":"b`), "not a JSON OCI manifest"},
+		"json array":                 {[]byte("[]"), "not a JSON OCI manifest"},
+		"layer media type":           {mutate(func(d map[string]any) { delete(layer(d, 3), "mediaType") }), "mediaType"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -30,8 +30,9 @@ listing every file a vLLM replica needs, in three parts of the DR bundle:
   engine/…  the vLLM engine config (vllm serve --config)
   deploy/…  deployment files (Kubernetes YAML, Dockerfile, lock files)
 
-Each file carries its sha256 digest, size, role, and the checksums object stores report
-natively (CRC32C, CRC64NVME, CRC32, MD5), so replicas can be verified without a download.`,
+Each file carries its sha256 digest, size, role, the checksums object stores report natively
+(CRC32C, CRC64NVME, CRC32, MD5), so replicas can be verified without a download, and its
+BLAKE3, which deep verification re-hashes with.`,
 	}
 	c.AddCommand(a.manifestBuildCmd(), a.manifestShowCmd(), a.manifestDiffCmd(), a.manifestLintCmd())
 	return c
@@ -45,7 +46,7 @@ func (a *app) manifestBuildCmd() *cobra.Command {
 		Use:   "build --model DIR|URL [--engine FILE] [--deploy PATH]... [--name NAME] --out FILE",
 		Short: "Hash a model repository, engine config and deployment files into a DR manifest",
 		Long: `Build walks the model directory, the engine config and the deployment paths, hashes every
-file once (sha256, MD5, CRC32C, CRC64NVME, CRC32 in one read pass, files in parallel across
+file once (sha256, MD5, CRC32C, CRC64NVME, CRC32, BLAKE3 in one read pass, files in parallel across
 cores, constant memory) and writes the manifest. The same inputs always give a byte-identical
 manifest: layers are sorted by path and no timestamp is written unless --timestamp is given.
 
@@ -381,7 +382,8 @@ deployment files are read from the manifest itself (they are embedded at build t
 --bundle, the bundle's own copies must be byte-identical to them.
 
 The repository must be the one the manifest describes: every file's size is compared, every
-non-weight file is hashed (SHA-256; they are small), and with --deep the weights too. A
+non-weight file is hashed (BLAKE3, or SHA-256 for a manifest without BLAKE3 values), and
+with --deep the weights too. A
 difference is manifest-stale, an error: rebuild the manifest first.
 
 Every finding has a stable rule id, a severity, the file and field, and a hint to fix it.

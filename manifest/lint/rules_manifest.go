@@ -1,14 +1,13 @@
 package lint
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 
 	"lifeboat/manifest"
+	"lifeboat/providers/checksum"
 )
 
 // manifestRules compare the manifest with the files it describes.
@@ -74,10 +73,15 @@ func checkManifestFiles(c *Context) {
 	}
 }
 
-// checkContent hashes a file of the source and reports manifest-stale when its SHA-256 is not
-// the manifest's.
+// checkContent hashes a file of the source and reports manifest-stale when its digest is not the
+// manifest's: BLAKE3 where the manifest records it (~3× faster per core than SHA-256, so that
+// --deep over the weights costs less in CI), else SHA-256.
 func checkContent(c *Context, f manifest.File, size int64) {
-	h := sha256.New()
+	alg := checksum.SHA256
+	if f.Sums.BLAKE3 != "" {
+		alg = checksum.BLAKE3
+	}
+	h := checksum.New(alg)
 	buf := make([]byte, 1<<20)
 	for off := int64(0); off < size; {
 		n, err := c.Src.ReadAt(c.Ctx, f.Path, buf[:min(int64(len(buf)), size-off)], off)
@@ -91,11 +95,11 @@ func checkContent(c *Context, f manifest.File, size int64) {
 			break
 		}
 	}
-	got := hex.EncodeToString(h.Sum(nil))
-	if got == f.Sums.SHA256 {
+	got, want := checksum.Sum(alg, h), f.Sums.Get(alg)
+	if checksum.Equal(alg, got, want) {
 		return
 	}
-	msg := fmt.Sprintf("%s: the content differs from the manifest (sha256 %.12s…, manifest %.12s…)", f.Path, got, f.Sums.SHA256)
+	msg := fmt.Sprintf("%s: the content differs from the manifest (%s %.12s…, manifest %.12s…)", f.Path, alg, got, want)
 	if f.Data != nil && f.Part != manifest.PartModel {
 		msg += "; the other findings check the manifest's embedded copy, not this file"
 	}

@@ -93,7 +93,7 @@ func deepSection(ctx context.Context, c config, cl *clouds, r *repo, d *deepRepl
 	ref("sha256sum, local disk, one core", b.sha256Rate, "(section 1)")
 	ref("openssl dgst -sha256, local disk, one core", b.opensslRate, "(section 1)")
 	ref("Go crypto/sha256, in memory, one core", goRate, "(reference: the hash of --digest sha256, no I/O)")
-	ref("Go BLAKE3 (github.com/zeebo/blake3), in memory, one core", b3Rate, "(reference: the hash lifeboat verify --deep uses, no I/O)")
+	ref("Go BLAKE3 (Lifeboat's, lukechampine.com/blake3 kernels), in memory, one core", b3Rate, "(reference: the hash lifeboat verify --deep uses, no I/O)")
 	for _, x := range contenders {
 		ratio := "-"
 		if b.sha256Rate > 0 {

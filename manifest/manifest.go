@@ -38,7 +38,7 @@ const (
 	AnnotationCRC32     = "dev.lifeboat.checksum.crc32"     // base64 of big-endian uint32 (IEEE), the S3 SDK's default
 	AnnotationMD5       = "dev.lifeboat.checksum.md5"       // base64 of the 16 bytes, as Azure Content-MD5 and GCS md5Hash
 	// AnnotationBLAKE3 is the BLAKE3-256 of the file in lower-case hex, as b3sum prints it. No
-	// store reports it; deep verification re-hashes with it, ~1.7× faster per core than
+	// store reports it; deep verification re-hashes with it, ~2.7× faster per core than
 	// SHA-256 and as collision-resistant (SHA-256 stays the layer digest and the OCI identity).
 	AnnotationBLAKE3 = "dev.lifeboat.checksum.blake3"
 	// AnnotationName is the manifest-level name given with --name.

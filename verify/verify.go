@@ -145,7 +145,7 @@ func Quick(ctx context.Context, m *manifest.Manifest, s providers.Store, o Optio
 }
 
 // Deep verifies one replica by reading every byte of every file whose size matches and comparing
-// its SHA-256 with the manifest's: OK or CORRUPT (MISSING and SIZE_MISMATCH as Quick, without a
+// its BLAKE3 or SHA-256 (Options.Digest) with the manifest's: OK or CORRUPT (MISSING and SIZE_MISMATCH as Quick, without a
 // read). Files are read whole, several at once (largest first, one request each), pinned to the
 // listed revision. In the tail — every file started, few still in flight — the rest of a big file
 // is read as parallel ranges of RangeSize hashed in order, so that the last shard does not crawl

@@ -40,7 +40,7 @@ when its size and a full-object native checksum (S3 CRC64NVME/CRC32C/CRC32/SHA-2
 plain-MD5 ETag, GCS CRC32C/MD5, Azure Content-MD5) equal the manifest's. --deep streams every
 byte and re-hashes it (several files at once, the last big ones as parallel ranged reads,
 constant memory). The hash is the manifest's BLAKE3, which every manifest Lifeboat builds
-records: as collision-resistant as SHA-256 and about 1.7× faster per core. --digest sha256
+records: as collision-resistant as SHA-256 and about 2.7× faster per core. --digest sha256
 re-derives the SHA-256 layer digests instead (the OCI identity itself, for an audit); a
 manifest without BLAKE3 values is always checked by SHA-256.
 

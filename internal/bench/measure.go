@@ -143,7 +143,9 @@ type contender struct {
 	name       string
 	concurrent bool // cmds all at once (else one after another)
 	cmds       []command
-	s          series
+	// before, if set, runs untimed at the start of each of its rounds (re-warming the page cache).
+	before func() error
+	s      series
 }
 
 // watched are processes whose CPU time each round records besides the commands': the
@@ -173,6 +175,11 @@ func interleave(ctx context.Context, runs, warmup int, cs ...*contender) error {
 
 func runRound(ctx context.Context, c *contender) (round, error) {
 	r := round{outs: make([]outcome, len(c.cmds)), others: map[string]time.Duration{}}
+	if c.before != nil {
+		if err := c.before(); err != nil {
+			return r, err
+		}
+	}
 	host0 := hostBusy()
 	others0 := map[string]time.Duration{}
 	for name, pid := range watched {

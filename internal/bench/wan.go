@@ -127,8 +127,8 @@ func wanSection(ctx context.Context, c config, cl *clouds, q *quickBundle, rc *r
 		for _, cld := range w.list {
 			cmds = append(cmds, command{argv: []string{rc.path, "check", q.root, cld.rclonePath(q.prefix)}, env: w.rcloneEnv})
 		}
-		rcl = &contender{name: "rclone check ×3, concurrently", concurrent: true, cmds: cmds}
-		rclDeep = &contender{name: "rclone check --download, S3",
+		rcl = &contender{name: "rclone check ×3, concurrently", concurrent: true, cmds: cmds, before: q.warm}
+		rclDeep = &contender{name: "rclone check --download, S3", before: q.warm,
 			cmds: []command{{argv: []string{rc.path, "check", "--download", q.root, s3.rclonePath(q.prefix)}, env: w.rcloneEnv}}}
 		contenders = append(contenders, rcl, rclDeep)
 	}

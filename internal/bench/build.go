@@ -116,18 +116,21 @@ func buildSection(ctx context.Context, c config, r *repo) (*buildResult, error) 
 	if err := tw.Flush(); err != nil {
 		return nil, err
 	}
-	// The one-pass limit on two cores. MD5 is serial: one core at most. SHA-256 with the CRCs
-	// and BLAKE3 run beside it (the builder's three goroutines), and all three share two cores,
-	// so the limit is the lower of the MD5 rate and two cores over the summed per-byte costs.
+	// The one-pass limit on two cores: every byte must go through each hash once, and the files
+	// are hashed two at a time, so two cores over the summed per-byte costs (measured in memory,
+	// one core each) bound the whole — the "≈ 0.86 GB/s" for five digests is this sum.
+	// (Until 2026-12 this took the slower of MD5 and the rest instead, as if one file were
+	// hashed at a time: a bound ~30 % too low, which the build "beat".)
 	md5Rate := inMemoryRate(md5.New())
 	restRate := inMemoryRate(sha256.New(), crc32.New(checksum.Castagnoli), crc32.NewIEEE(), crc64nvme.New())
 	b3Rate := blake3Rate()
-	limit := min(md5Rate, 2/(1/md5Rate+1/restRate+1/b3Rate))
+	limit := 2 / (1/md5Rate + 1/restRate + 1/b3Rate)
+	without := 2 / (1/md5Rate + 1/restRate) // the five digests before BLAKE3, for comparison
 	for _, t := range tools {
 		if strings.HasPrefix(t.name, "lifeboat manifest build") {
 			fmt.Printf("   => the 2-core one-pass limit (in memory, one core each: MD5 %.2f GB/s, SHA-256+CRCs %.2f GB/s, BLAKE3 %.2f GB/s;\n"+
-				"      MD5 serial, the three sharing two cores) is %.2f GB/s; lifeboat reaches %.0f %% of it; goal ≥ 95 %%: %s\n",
-				md5Rate/1e9, restRate/1e9, b3Rate/1e9, limit/1e9, 100*rate(t)/limit, verdict(rate(t) >= 0.95*limit))
+				"      two cores over their summed cost) is %.2f GB/s (%.2f GB/s without BLAKE3); lifeboat reaches %.0f %% of it; goal ≥ 95 %%: %s\n",
+				md5Rate/1e9, restRate/1e9, b3Rate/1e9, limit/1e9, without/1e9, 100*rate(t)/limit, verdict(rate(t) >= 0.95*limit))
 		}
 	}
 	fmt.Println()

@@ -172,10 +172,10 @@ func (h *fileHash) matches() bool {
 // proof is the hash that proves f's bytes: BLAKE3, ~2.7× faster per core than SHA-256 and as
 // collision-resistant, when the manifest records it and SHA-256 is not asked for.
 func (r *runner) proof(f manifest.File) providers.Algorithm {
-	if r.o.Digest != checksum.SHA256 && f.Sums.BLAKE3 != "" {
-		return checksum.BLAKE3
+	if r.o.Digest == checksum.SHA256 {
+		return checksum.SHA256
 	}
-	return checksum.SHA256
+	return f.Sums.Proof()
 }
 
 func newFileHash(f manifest.File, obj providers.Object, proof providers.Algorithm, extra ...providers.Algorithm) *fileHash {

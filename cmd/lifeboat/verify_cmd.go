@@ -29,7 +29,7 @@ func (a *app) verifyCmd() *cobra.Command {
 		digest       string
 	)
 	c := &cobra.Command{
-		Use:   "verify --manifest FILE URL... [--deep] [-j N] [-o text|json|junit]",
+		Use:   "verify --manifest FILE URL... [--deep [--digest sha256]] [-j N] [-o text|json|junit]",
 		Short: "Check that replicas hold exactly the manifest's files (quick: native checksums; --deep: every byte)",
 		Long: `Verify checks each replica — a URL naming the prefix that holds the DR bundle (model/,
 engine/, deploy/) — against the manifest, all replicas at once.

@@ -77,10 +77,7 @@ func checkManifestFiles(c *Context) {
 // manifest's: BLAKE3 where the manifest records it (~3× faster per core than SHA-256, so that
 // --deep over the weights costs less in CI), else SHA-256.
 func checkContent(c *Context, f manifest.File, size int64) {
-	alg := checksum.SHA256
-	if f.Sums.BLAKE3 != "" {
-		alg = checksum.BLAKE3
-	}
+	alg := f.Sums.Proof()
 	h := checksum.New(alg)
 	buf := make([]byte, 1<<20)
 	for off := int64(0); off < size; {

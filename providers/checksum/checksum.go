@@ -40,6 +40,9 @@ const (
 // order verdicts name them. BLAKE3, which no store knows, is not among them.
 var Recorded = []Algorithm{SHA256, CRC64NVME, CRC32C, CRC32, MD5}
 
+// All are every algorithm a Sums carries: Recorded, then BLAKE3.
+var All = []Algorithm{SHA256, CRC64NVME, CRC32C, CRC32, MD5, BLAKE3}
+
 // Castagnoli is the CRC32C table; building it once is what crc32.MakeTable asks of callers.
 var Castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -92,6 +95,15 @@ type Sums struct {
 	BLAKE3    string `json:"blake3,omitempty"`    // lower-case hex, 32 bytes (as b3sum prints it)
 }
 
+// Proof is the cryptographic digest that proves a file's bytes: BLAKE3 when the sums carry it
+// (about 2.7× faster per core than SHA-256, and as collision-resistant), else SHA-256.
+func (s Sums) Proof() Algorithm {
+	if s.BLAKE3 != "" {
+		return BLAKE3
+	}
+	return SHA256
+}
+
 // Get returns the value of one algorithm, or "" when it is not set (or not one Sums carries).
 func (s Sums) Get(alg Algorithm) string {
 	if p := s.field(alg); p != nil {
@@ -127,7 +139,7 @@ func (s *Sums) field(alg Algorithm) *string {
 
 // Validate checks that each value set is well formed, so that a typo is an error, not a mismatch.
 func (s Sums) Validate() error {
-	for _, alg := range append(Recorded, BLAKE3) {
+	for _, alg := range All {
 		if v := s.Get(alg); v != "" {
 			if _, err := Decode(alg, v); err != nil {
 				return fmt.Errorf("checksum %s %q: %w", alg, v, err)

@@ -85,6 +85,7 @@ type faultRouter struct {
 	mu        sync.Mutex
 	applies   int
 	downUntil time.Time
+	downAt    time.Time
 	triggered bool
 	refused   int // calls answered with unreachable
 }
@@ -117,9 +118,17 @@ func (fr *faultRouter) Apply(ctx context.Context, desired failover.RouterState) 
 	defer fr.mu.Unlock()
 	fr.applies++
 	if fr.duration > 0 && !fr.triggered && fr.applies >= fr.afterStep {
-		fr.triggered, fr.downUntil = true, fr.now().Add(fr.duration)
+		fr.downAt = fr.now()
+		fr.triggered, fr.downUntil = true, fr.downAt.Add(fr.duration)
 	}
 	return nil
+}
+
+// wentDown is when the outage started (zero: never).
+func (fr *faultRouter) wentDown() time.Time {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return fr.downAt
 }
 
 func (fr *faultRouter) refusals() int {

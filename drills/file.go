@@ -103,6 +103,8 @@ type Drill struct {
 	Faults    []Fault       `json:"faults"`
 	Expect    []Expectation `json:"expect"`
 	StepLines map[string]int
+	// Source is the digest of the bytes parsed (set by Read; the report's evidence).
+	Source FileDigest `json:"-"`
 }
 
 // Defaults of a drill file.
@@ -133,7 +135,12 @@ func Read(name string) (*Drill, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drill file: %w", err)
 	}
-	return Parse(data, name)
+	d, err := Parse(data, name)
+	if err != nil {
+		return nil, err
+	}
+	d.Source = DigestBytes(name, data)
+	return d, nil
 }
 
 // Parse decodes and checks a drill file. Every problem is reported at once, naming the file,

@@ -39,13 +39,22 @@ type HistoryEntry struct {
 	Detected        int       `json:"detected"`
 	StepsFailed     []string  `json:"steps_failed"`
 	ExpectFailed    []string  `json:"expectations_failed"`
+	Summary         string    `json:"summary,omitempty"`
+	// Evidence is the report's evidence block; Reports the SHA-256 of each report file written
+	// (none without --report) and ReportDir where they were written. drill history --verify
+	// checks a report directory against them.
+	Evidence  *Evidence    `json:"evidence,omitempty"`
+	Reports   []ReportFile `json:"reports,omitempty"`
+	ReportDir string       `json:"report_dir,omitempty"`
 }
 
 // Entry sums a report up for the history.
 func Entry(rep *Report) HistoryEntry {
 	e := HistoryEntry{Drill: rep.Drill, Started: rep.Started, Seconds: rep.Seconds, OK: rep.OK, Verdict: rep.Verdict, Lost: rep.Lost,
 		RecoverySeconds: rep.SLA.RecoverySeconds, RTOSeconds: rep.SLA.RTOSeconds, MissedBySeconds: rep.SLA.MissedBySeconds,
-		Faults: len(rep.Faults), StepsFailed: []string{}, ExpectFailed: []string{}}
+		Faults: len(rep.Faults), StepsFailed: []string{}, ExpectFailed: []string{}, Summary: rep.Summary}
+	ev := rep.Evidence
+	e.Evidence = &ev
 	for _, f := range rep.Faults {
 		if f.Detected {
 			e.Detected++
@@ -64,9 +73,11 @@ func Entry(rep *Report) HistoryEntry {
 	return e
 }
 
-// AppendHistory records a run in the state store.
-func AppendHistory(ctx context.Context, s providers.Store, rep *Report) error {
+// AppendHistory records a run in the state store, with the digests of the report files written
+// into dir (nil and "": no report was written).
+func AppendHistory(ctx context.Context, s providers.Store, rep *Report, dir string, reports ReportDigests) error {
 	e := Entry(rep)
+	e.Reports, e.ReportDir = reports.files(), dir
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"html"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -41,35 +42,139 @@ func (s scale) y(v float64) float64 {
 
 func esc(s string) string { return html.EscapeString(s) }
 
-// axes draws the frame, ticks and labels.
-func axes(b *strings.Builder, s scale, xLabel, yLabel string) {
+// Ticks are round values: steps of 1, 2 or 5 times a power of ten.
+
+// niceStep is the smallest 1-2-5 step that divides span into at most target intervals.
+func niceStep(span float64, target int) float64 {
+	if !(span > 0) || math.IsInf(span, 0) || target < 1 {
+		return 1
+	}
+	raw := span / float64(target)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5} {
+		if m*mag >= raw*(1-1e-9) {
+			return m * mag
+		}
+	}
+	return 10 * mag
+}
+
+// niceTicks are the multiples of a 1-2-5 step from 0 (or below lo) through the first at or
+// above hi: the axis runs from ticks[0] to the last tick. step is returned for the labels.
+func niceTicks(lo, hi float64, target int) (ticks []float64, step float64) {
+	if hi < lo {
+		lo, hi = hi, lo
+	}
+	step = niceStep(hi-lo, target)
+	first := math.Floor(lo/step+1e-9) * step
+	for i := 0; i <= 4*target+2; i++ {
+		v := first + float64(i)*step
+		// round to the step's decimals so 0.1*3 prints and compares as 0.3
+		v = roundTo(v, step)
+		ticks = append(ticks, v)
+		if v >= hi-step*1e-9 {
+			break
+		}
+	}
+	if len(ticks) == 1 {
+		ticks = append(ticks, roundTo(first+step, step))
+	}
+	return ticks, step
+}
+
+// decimals is how many decimals a 1-2-5 step needs.
+func decimals(step float64) int {
+	if step >= 1 {
+		return 0
+	}
+	return int(math.Ceil(-math.Log10(step) - 1e-9))
+}
+
+func roundTo(v, step float64) float64 {
+	p := math.Pow(10, float64(decimals(step)))
+	return math.Round(v*p) / p
+}
+
+// tickLabel prints a tick with the step's decimals (no "0.30000000000000004").
+func tickLabel(v, step float64) string {
+	return strconv.FormatFloat(v, 'f', decimals(step), 64)
+}
+
+// axes draws the frame, ticks and labels, and returns the scale widened to the outer ticks.
+func axes(b *strings.Builder, s scale, xLabel, yLabel string) scale {
+	xt, xs := niceTicks(s.x0, s.x1, 6)
+	yt, ys := niceTicks(s.y0, s.y1, 5)
+	s = scale{xt[0], xt[len(xt)-1], yt[0], yt[len(yt)-1]}
 	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`, marginL, marginT, plotW, plotH)
-	for i := 0; i <= 5; i++ {
-		xv := s.x0 + (s.x1-s.x0)*float64(i)/5
+	for _, xv := range xt {
 		x := s.x(xv)
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`,
-			x, marginT, x, marginT+plotH, x, marginT+plotH+14, tick(xv))
-		yv := s.y0 + (s.y1-s.y0)*float64(i)/5
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/><text class="tick-x" x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`,
+			x, marginT, x, marginT+plotH, x, marginT+plotH+14, tickLabel(xv, xs))
+	}
+	for _, yv := range yt {
 		y := s.y(yv)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, marginL-6, y+4, tick(yv))
+		fmt.Fprintf(b, `<text class="tick-y" x="%.1f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, marginL-6, y+4, tickLabel(yv, ys))
 	}
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle">%s</text>`, marginL+plotW/2, chartH-4, esc(xLabel))
 	fmt.Fprintf(b, `<text x="14" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 14 %.1f)">%s</text>`, marginT+plotH/2, marginT+plotH/2, esc(yLabel))
+	return s
 }
 
-func tick(v float64) string {
-	switch {
-	case v == math.Trunc(v):
-		return fmt.Sprintf("%.0f", v)
-	case math.Abs(v) >= 10:
-		return fmt.Sprintf("%.0f", v)
+// dashes and markers tell series apart where they overlap (and without colour).
+var dashes = []string{"", "7 4", "2 3", "10 3 2 3", "4 4", "1 5"}
+
+const faultColour = "#6a3d9a"
+
+// marker draws shape i at (x, y).
+func marker(b *strings.Builder, i int, x, y float64, fill, title string) {
+	t := ""
+	if title != "" {
+		t = "<title>" + esc(title) + "</title>"
 	}
-	return fmt.Sprintf("%.1f", v)
+	switch i % 4 {
+	case 0:
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3.2" fill="%s">%s</circle>`, x, y, fill, t)
+	case 1:
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="6" height="6" fill="%s">%s</rect>`, x-3, y-3, fill, t)
+	case 2:
+		fmt.Fprintf(b, `<path d="M%.1f %.1f l4 6 h-8 z" fill="%s">%s</path>`, x, y-4, fill, t)
+	default:
+		fmt.Fprintf(b, `<path d="M%.1f %.1f l4 4 l-4 4 l-4 -4 z" fill="%s">%s</path>`, x, y-4, fill, t)
+	}
 }
 
-func legend(b *strings.Builder, i int, colour, label string) {
+func legend(b *strings.Builder, i int, colour, dash string, shape int, label string) {
 	y := marginT + 8 + float64(i)*16
-	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="12" height="3" fill="%s"/><text x="%.1f" y="%.1f" font-size="11">%s</text>`, chartW-marginR+10, y, colour, chartW-marginR+26, y+5, esc(label))
+	x := chartW - marginR + 10
+	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5" stroke-dasharray="%s"/>`, x, y+2, x+18, y+2, colour, dash)
+	if shape >= 0 {
+		marker(b, shape, x+9, y+2, colour, "")
+	}
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11">%s</text>`, x+24, y+5, esc(label))
+}
+
+// faultMarks marks each injected fault on the time axis: a dashed line over the plot and a
+// numbered triangle under the axis (F1, F2 … as in the faults table); marks closer than a label
+// are stacked.
+func faultMarks(b *strings.Builder, rep *Report, s scale, top, bottom float64) {
+	lastX, row := -100.0, 0
+	for i, f := range rep.Faults {
+		if f.At == nil {
+			continue
+		}
+		x := s.x(*f.At)
+		if x-lastX < 22 {
+			row++
+		} else {
+			row = 0
+		}
+		lastX = x
+		label := fmt.Sprintf("F%d", i+1)
+		fmt.Fprintf(b, `<g class="fault-mark" data-fault="%s" data-at="%.3f"><title>fault %s injected at +%.2fs: %s</title>`, esc(f.Name), *f.At, label, *f.At, esc(f.Name))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.2" stroke-dasharray="3 3"/>`, x, top, x, bottom, faultColour)
+		fmt.Fprintf(b, `<path d="M%.1f %.1f l-4 -6 h8 z" fill="%s"/>`, x, bottom, faultColour)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="9" fill="%s" text-anchor="start">%s</text></g>`, x+3, top+9+float64(row)*10, faultColour, label)
+	}
 }
 
 func svgOpen(b *strings.Builder, id, title string, height float64, series int) {
@@ -77,7 +182,8 @@ func svgOpen(b *strings.Builder, id, title string, height float64, series int) {
 		esc(id), series, chartW, height, chartW, height, esc(title), esc(title))
 }
 
-// WeightsSVG draws one class's weight per region over time (from the journal).
+// WeightsSVG draws one class's weight per region over time (from the journal): each region its
+// colour, dash pattern and marker at every change, so lines that overlap stay apart.
 func WeightsSVG(rep *Report, class string, end float64) string {
 	var b strings.Builder
 	byRegion := map[string][]WeightPoint{}
@@ -89,9 +195,8 @@ func WeightsSVG(rep *Report, class string, end float64) string {
 		}
 	}
 	regions := slices.Sorted(mapsKeys(byRegion))
-	s := scale{0, end, 0, maxW * 1.05}
 	svgOpen(&b, "chart-weights-"+class, "router weight per region over time: class "+class, chartH, len(regions))
-	axes(&b, s, "seconds since the drill started", "weight")
+	s := axes(&b, scale{0, end, 0, maxW}, "seconds since the drill started", "weight")
 	for i, region := range regions {
 		pts := byRegion[region]
 		var path strings.Builder
@@ -103,16 +208,25 @@ func WeightsSVG(rep *Report, class string, end float64) string {
 			fmt.Fprintf(&path, " H%.1f V%.1f", s.x(p.Offset), s.y(float64(p.Weight)))
 		}
 		fmt.Fprintf(&path, " H%.1f", s.x(end))
-		c := palette[i%len(palette)]
-		fmt.Fprintf(&b, `<path class="series" d="%s" fill="none" stroke="%s" stroke-width="2.5"/>`, path.String(), c)
-		legend(&b, i, c, region)
+		c, dash := palette[i%len(palette)], dashes[i%len(dashes)]
+		fmt.Fprintf(&b, `<g class="series-group" data-region="%s"><path class="series" d="%s" fill="none" stroke="%s" stroke-width="2.5" stroke-dasharray="%s"/>`, esc(region), path.String(), c, dash)
+		prev := -1
+		for _, p := range pts {
+			if p.Weight != prev {
+				marker(&b, i, s.x(p.Offset), s.y(float64(p.Weight)), c, fmt.Sprintf("%s: weight %d at +%.2fs", region, p.Weight, p.Offset))
+				prev = p.Weight
+			}
+		}
+		b.WriteString(`</g>`)
+		legend(&b, i, c, dash, i, region)
 	}
+	faultMarks(&b, rep, s, marginT, marginT+plotH)
 	b.WriteString(`</svg>`)
 	return b.String()
 }
 
-// TTFTSVG draws every synthetic request's time to first token, per class; failed requests are
-// red crosses at the top.
+// TTFTSVG draws every synthetic request's time to first token, per class (each its colour and
+// marker shape); failed requests are red crosses at the top.
 func TTFTSVG(rep *Report, end float64) string {
 	var b strings.Builder
 	maxT := 1.0
@@ -125,9 +239,8 @@ func TTFTSVG(rep *Report, end float64) string {
 	for _, c := range rep.Classes {
 		classes = append(classes, c.Class)
 	}
-	s := scale{0, end, 0, maxT * 1.1}
 	svgOpen(&b, "chart-ttft", "time to first token per tenant class over time", chartH, len(classes))
-	axes(&b, s, "seconds since the drill started", "TTFT (ms)")
+	s := axes(&b, scale{0, end, 0, maxT}, "seconds since the drill started", "TTFT (ms)")
 	failed := 0
 	for i, c := range classes {
 		col := palette[i%len(palette)]
@@ -140,10 +253,10 @@ func TTFTSVG(rep *Report, end float64) string {
 				failed++
 				continue
 			}
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3"><title>%s %.1fs → %s: %.1f ms</title></circle>`, s.x(r.Offset), s.y(r.TTFTMS), esc(c), r.Offset, esc(r.Region), r.TTFTMS)
+			marker(&b, i, s.x(r.Offset), s.y(r.TTFTMS), col, fmt.Sprintf("%s %.1fs → %s: %.1f ms", c, r.Offset, r.Region, r.TTFTMS))
 		}
 		b.WriteString(`</g>`)
-		legend(&b, i, col, c)
+		legend(&b, i, col, "1 100", i, c)
 	}
 	if failed > 0 {
 		b.WriteString(`<g stroke="` + failColour + `" stroke-width="2">`)
@@ -154,14 +267,15 @@ func TTFTSVG(rep *Report, end float64) string {
 			}
 		}
 		b.WriteString(`</g>`)
-		legend(&b, len(classes), failColour, "failed request")
+		legend(&b, len(classes), failColour, "", -1, "failed request")
 	}
+	faultMarks(&b, rep, s, marginT, marginT+plotH)
 	b.WriteString(`</svg>`)
 	return b.String()
 }
 
 // TimelineSVG draws each step as a bar over time, with the failover decision, the recovery and
-// the RTO deadline as vertical lines.
+// the RTO deadline as vertical lines, and each injected fault marked on the time axis.
 func TimelineSVG(rep *Report) string {
 	var b strings.Builder
 	steps := []StepResult{}
@@ -183,13 +297,15 @@ func TimelineSVG(rep *Report) string {
 		recovered = rep.SLA.Recovered.Sub(rep.Started).Seconds()
 	}
 	height := timelineTop + float64(len(steps))*timelineRow + marginB + 10
-	s := scale{x0: 0, x1: end}
+	xt, xs := niceTicks(0, end, 6)
+	s := scale{x0: xt[0], x1: xt[len(xt)-1]}
+	end = s.x1
 	svgOpen(&b, "chart-timeline", "step timeline against the RTO", height, len(steps))
 	bottom := timelineTop + float64(len(steps))*timelineRow
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`, marginL, bottom, marginL+plotW, bottom)
-	for i := 0; i <= 5; i++ {
-		xv := end * float64(i) / 5
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`, s.x(xv), bottom+14, tick(xv))
+	for _, xv := range xt {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/><text class="tick-x" x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`,
+			s.x(xv), timelineTop-8, s.x(xv), bottom, s.x(xv), bottom+14, tickLabel(xv, xs))
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle">seconds since the drill started</text>`, marginL+plotW/2, bottom+30)
 	for i, st := range steps {
@@ -223,6 +339,7 @@ func TimelineSVG(rep *Report) string {
 	case deadline > end:
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end">RTO deadline at %.0fs: off the chart →</text>`, marginL+plotW, 12+2*13.0, deadline)
 	}
+	faultMarks(&b, rep, s, timelineTop-8, bottom)
 	b.WriteString(`</svg>`)
 	return b.String()
 }
@@ -271,7 +388,12 @@ th{background:#f5f5f5}.verdict{display:inline-block;padding:2px 10px;border-radi
 		rep.Started.Format("2006-01-02 15:04:05 MST"), rep.Finished.Format("15:04:05 MST"), rep.Seconds)
 	p(`<p>Recovery time (from the journal: failover decision → every class on warm receivers): <b>%s</b> against an RTO of %g s: <span class="%s">%s</span></p>`,
 		rec, rep.SLA.RTOSeconds, okClass(rep.SLA.Met), esc(rep.SLA.Detail))
-	p(`<p>%s</p>`, esc(rep.Summary))
+	p(`<p class="summary">%s</p>`, esc(rep.Summary))
+	p("<h2>Evidence</h2><table class=\"evidence\">\n")
+	for _, e := range rep.EvidenceRows() {
+		p("<tr><th>%s</th><td data-key=\"%s\">%s</td></tr>\n", esc(e.Label), esc(e.Key), esc(e.Value))
+	}
+	p("</table>\n")
 	end := math.Max(rep.Seconds, 0.001)
 	p("<h2>Step timeline against the RTO</h2>\n%s\n", TimelineSVG(rep))
 	if len(rep.Weights) > 0 {
@@ -289,9 +411,9 @@ th{background:#f5f5f5}.verdict{display:inline-block;padding:2px 10px;border-radi
 	}
 	p("</table>\n")
 	if len(rep.Faults) > 0 {
-		p("<h2>Injected faults</h2><table><tr><th>fault</th><th>injected</th><th>detected</th><th>evidence</th></tr>\n")
-		for _, f := range rep.Faults {
-			p("<tr><td>%s</td><td class=\"%s\">%v</td><td class=\"%s\">%v</td><td>%s</td></tr>\n", esc(f.Name), okClass(f.Injected), f.Injected, okClass(f.Detected), f.Detected, esc(f.Evidence))
+		p("<h2>Injected faults</h2><table><tr><th></th><th>fault</th><th>injected</th><th>at</th><th>detected</th><th>evidence</th></tr>\n")
+		for i, f := range rep.Faults {
+			p("<tr><td>F%d</td><td>%s</td><td class=\"%s\">%v</td><td>%s</td><td class=\"%s\">%v</td><td>%s</td></tr>\n", i+1, esc(f.Name), okClass(f.Injected), f.Injected, atOffset(f.At), okClass(f.Detected), f.Detected, esc(f.Evidence))
 		}
 		p("</table>\n")
 	}
@@ -321,11 +443,31 @@ th{background:#f5f5f5}.verdict{display:inline-block;padding:2px 10px;border-radi
 		}
 		p("</table>\n")
 	}
+	if failed := failedRequests(rep); len(failed) > 0 {
+		p("<h2>Failed requests</h2><table class=\"failed-requests\"><tr><th>at</th><th>phase</th><th>class</th><th>region</th><th>via</th><th>reason</th></tr>\n")
+		for i, r := range failed {
+			if i == maxFailedShown {
+				break
+			}
+			p("<tr><td>%+.2f s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"reason\">%s</td></tr>\n", r.Offset, esc(r.Phase), esc(r.Class), esc(orDash(r.Region)), esc(orDash(r.Via)), esc(r.Error))
+		}
+		p("</table>\n")
+		if len(failed) > maxFailedShown {
+			p("<p>… and %d more (every request is in report.json).</p>\n", len(failed)-maxFailedShown)
+		}
+	}
 	td := rep.Teardown
 	p("<h2>Teardown</h2><p>Stopped %d candidate(s); faults put back: %s; temp dir removed: %v; lock released: %v; left behind: %s.</p>\n",
 		len(td.Stopped), esc(orNone(td.FaultsUndone)), td.TempRemoved, td.LockReleased, esc(orNone(td.Left)))
 	p("<script>%s</script>\n</body></html>\n", htmlScript)
 	return nil
+}
+
+func atOffset(at *float64) string {
+	if at == nil {
+		return "—"
+	}
+	return fmt.Sprintf("+%.2f s", *at)
 }
 
 func okClass(ok bool) string {

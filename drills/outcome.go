@@ -31,6 +31,9 @@ func (x *run) finish() {
 		sla.Met, sla.Detail = true, "no evacuation ran: recovery time not measured"
 	case sla.RecoverySeconds == nil:
 		sla.Detail = fmt.Sprintf("never recovered: no moment in the journal had every class on warm receivers (RTO %s)", rto)
+		if sla.Blocked != "" {
+			sla.Detail = fmt.Sprintf("never recovered (RTO %s): %s", rto, sla.Blocked)
+		}
 	default:
 		rec := time.Duration(*sla.RecoverySeconds * float64(time.Second))
 		sla.Met = rec <= rto
@@ -68,6 +71,9 @@ func (x *run) finish() {
 		rep.Verdict = "FAIL"
 		rep.Summary = strings.Join(failures, "; ")
 	}
+	ev := &rep.Evidence
+	ev.Started, ev.Finished, ev.Verdict = rep.Started, rep.Finished, rep.Verdict
+	ev.RTOSeconds, ev.RecoverySeconds = sla.RTOSeconds, sla.RecoverySeconds
 }
 
 func round(d time.Duration) time.Duration {

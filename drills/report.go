@@ -48,6 +48,7 @@ type Report struct {
 	Requests []Request      `json:"requests"`
 	Classes  []ClassTraffic `json:"traffic"`
 	Teardown Teardown       `json:"teardown"`
+	Evidence Evidence       `json:"evidence"`
 }
 
 // SLAResult compares the recovery time computed from the journal with the RTO.
@@ -58,7 +59,10 @@ type SLAResult struct {
 	Recovered       *time.Time `json:"recovered,omitempty"` // the first result with every class on warm receivers
 	Met             bool       `json:"met"`
 	MissedBySeconds float64    `json:"missed_by_s"`
-	Detail          string     `json:"detail"`
+	// Blocked names, when recovery was not reached, the class, region and weight that kept it
+	// from being reached at the last journal result.
+	Blocked string `json:"blocked,omitempty"`
+	Detail  string `json:"detail"`
 }
 
 // StepResult is one step, timed.
@@ -74,9 +78,11 @@ type StepResult struct {
 // FaultResult is one injected fault and whether the drill detected it.
 type FaultResult struct {
 	Fault
-	Injected bool   `json:"injected"`
-	Detected bool   `json:"detected"`
-	Evidence string `json:"evidence"`
+	Injected bool `json:"injected"`
+	// At is when it was injected, in seconds since the drill started (absent: never injected).
+	At       *float64 `json:"injected_at_s,omitempty"`
+	Detected bool     `json:"detected"`
+	Evidence string   `json:"evidence"`
 }
 
 // ExpectResult is one expected outcome.

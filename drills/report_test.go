@@ -27,7 +27,7 @@ import (
 func checkReports(t *testing.T, rep *Report) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := WriteReports(dir, rep); err != nil {
+	if _, err := WriteReports(dir, rep); err != nil {
 		t.Fatal(err)
 	}
 	// JSON against the schema

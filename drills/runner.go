@@ -46,6 +46,15 @@ type Runner struct {
 	// HTTPClient carries the synthetic requests; nil: a client with per-request deadlines.
 	HTTPClient *http.Client
 	Now        func() time.Time
+
+	// Evidence: the Lifeboat version, the operator (""; Operator()), how approvals are given
+	// (ApproveVia*), and the fleet file's and manifest's digests as the caller read them (zero:
+	// the files are read again and digested).
+	Version        string
+	Operator       string
+	ApproveVia     string
+	FleetDigest    FileDigest
+	ManifestDigest FileDigest
 }
 
 // run is one drill's state.
@@ -62,14 +71,15 @@ type run struct {
 	signal *failover.LiveSignals
 	exFl   *failover.Fleet // the fleet as the executor sees it (endpoints of the booted candidates)
 
-	files    []*fileFault
-	faultIdx map[string]int // fault name → index in rep.Faults
-	boots    map[string]*warm.BootResult
-	insts    map[string]warm.Instance
-	models   []string
-	baseline failover.Weights
-	evacRun  string
-	failed   bool // a step failed: later steps that need it are skipped
+	files     []*fileFault
+	faultIdx  map[string]int // fault name → index in rep.Faults
+	boots     map[string]*warm.BootResult
+	insts     map[string]warm.Instance
+	models    []string
+	baseline  failover.Weights
+	evacRun   string
+	failed    bool      // a step failed: later steps that need it are skipped
+	stepStart time.Time // when the current step started
 
 	mu       sync.Mutex
 	requests []Request
@@ -169,6 +179,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		Boots: []BootSummary{}, Runs: []string{}, Weights: []WeightPoint{}, Requests: []Request{}, Classes: []ClassTraffic{},
 		Teardown: Teardown{Stopped: []string{}, FaultsUndone: []string{}, Left: []string{}}}
 	x.rep.SLA.RTOSeconds = r.rto().Seconds()
+	x.rep.Evidence = x.evidence()
 	x.router = &faultRouter{Driver: router, now: r.now}
 	for i, f := range r.Drill.Faults {
 		x.rep.Faults = append(x.rep.Faults, FaultResult{Fault: f})
@@ -238,7 +249,7 @@ func (x *run) plantFileFaults() error {
 		if err := ff.plant(x.ctx); err != nil {
 			return err
 		}
-		x.rep.Faults[i].Injected = true
+		x.rep.Faults[i].Injected, x.rep.Faults[i].At = true, x.offset(x.now())
 		x.log().Info("fault planted", "fault", f.Name)
 	}
 	return nil
@@ -259,6 +270,7 @@ func (x *run) faultsOf(kind string) []*FaultResult {
 // step runs one step, timed, asking for approval first when the drill says so.
 func (x *run) step(name string) {
 	t0 := x.now()
+	x.stepStart = t0
 	res := StepResult{Name: name, Started: t0.UTC(), Offset: t0.Sub(x.start).Seconds()}
 	if x.OnStep != nil {
 		x.OnStep(res)
@@ -299,11 +311,19 @@ func (x *run) step(name string) {
 
 var errSkip = errors.New("skipped")
 
+// offset is t in seconds since the drill started.
+func (x *run) offset(t time.Time) *float64 {
+	v := t.Sub(x.start).Seconds()
+	return &v
+}
+
 func (x *run) approved(name string, errp *error) bool {
 	if x.Approve == nil {
+		x.recordApproval(name, false, nil)
 		return false
 	}
 	ok, err := x.Approve(x.ctx, name)
+	x.recordApproval(name, ok, err)
 	*errp = err
 	return ok && err == nil
 }
@@ -605,7 +625,7 @@ func (x *run) detectBoot(region string, bs BootSummary) {
 	for i := range x.rep.Faults {
 		fr := &x.rep.Faults[i]
 		if (fr.Kind == FaultBootFails || fr.Kind == FaultSaturate) && fr.Region == region {
-			fr.Injected = true
+			fr.Injected, fr.At = true, x.offset(x.stepStart)
 			if !bs.OK {
 				fr.Detected = true
 				fr.Evidence = fmt.Sprintf("the candidate in %s was judged %s: %s; it receives no traffic", region, bs.Verdict, bs.Reason)
@@ -724,7 +744,7 @@ func (x *run) evacuate() (string, error) {
 		detail += fmt.Sprintf(", resumed %d time(s)", ev.resumes)
 	}
 	if x.rep.SLA.RecoverySeconds == nil {
-		why := "the journal shows no moment where every class was on warm receivers"
+		why := "the journal shows no moment where every class was on warm receivers: " + x.rep.SLA.Blocked
 		if x.rep.Plan != nil && x.rep.Plan.Hold != "" {
 			why += "; the plan stopped short: " + x.rep.Plan.Hold
 		}
@@ -740,6 +760,7 @@ type evacuation struct {
 	opts      failover.RunOptions
 	killAfter int  // kill-mid-ramp: the process dies after applying this step (1-based); 0 never
 	killFired bool // it did
+	killedAt  time.Time
 	resumes   int
 	lockWait  time.Duration // spent waiting for a dead process's lock to expire
 }
@@ -765,7 +786,7 @@ func (ev *evacuation) attempt(resume bool) (out *failover.Outcome, killed bool, 
 	if ev.killAfter > 0 {
 		ex.AfterApply = func(step int) {
 			if !ev.killFired && step == ev.killAfter-1 {
-				ev.killFired, killed = true, true
+				ev.killFired, killed, ev.killedAt = true, true, x.now()
 				p.dead.Store(true)
 				cancel()
 			}
@@ -823,6 +844,9 @@ func (ev *evacuation) run() error {
 func (x *run) judgeKills(ev *evacuation, recs []failover.Record, v failover.RunView) {
 	for _, k := range x.faultsOf(FaultKillMidRamp) {
 		k.Injected = ev.killFired
+		if ev.killFired {
+			k.At = x.offset(ev.killedAt)
+		}
 		counts := v.ResultCounts()
 		once := true
 		for _, c := range counts {
@@ -850,6 +874,9 @@ func (x *run) judgeKills(ev *evacuation, recs []failover.Record, v failover.RunV
 func (x *run) judgeRouterUnreachable(resumes int) {
 	for _, f := range x.faultsOf(FaultRouterUnreachable) {
 		f.Injected = x.router.refusals() > 0
+		if at := x.router.wentDown(); !at.IsZero() {
+			f.At = x.offset(at)
+		}
 		if f.Injected && resumes > 0 {
 			f.Detected = true
 			f.Evidence = fmt.Sprintf("the router refused %d call(s) for %s; the executor stopped and the run was resumed from the journal", x.router.refusals(), f.Duration)
@@ -883,7 +910,8 @@ func (x *run) lastSignals() map[string]failover.RegionSignal {
 func (x *run) recovery(recs []failover.Record) {
 	sla := &x.rep.SLA
 	var start *time.Time
-	for _, rec := range recs {
+	var last *failover.Record
+	for i, rec := range recs {
 		if rec.Kind == failover.RecStart && start == nil {
 			t := rec.Time
 			start = &t
@@ -891,14 +919,71 @@ func (x *run) recovery(recs []failover.Record) {
 		if start == nil || rec.After == nil || (rec.Kind != failover.RecResult && rec.Kind != failover.RecReassert) {
 			continue
 		}
+		last = &recs[i]
 		if x.onWarmReceivers(*rec.After) {
 			t := rec.Time
 			sla.Decision, sla.Recovered = start, &t
 			sla.RecoverySeconds = secondsPtr(t.Sub(*start))
+			sla.Blocked = ""
 			return
 		}
 	}
 	sla.Decision = start
+	switch {
+	case start == nil:
+		sla.Blocked = "the journal has no decision: the evacuation never started"
+	case last == nil:
+		sla.Blocked = "the journal has no result after the decision: no weight was ever moved"
+	default:
+		sla.Blocked = fmt.Sprintf("at the last journal result (+%.2fs): %s", last.Time.Sub(x.start).Seconds(), strings.Join(x.blockers(*last.After), "; "))
+	}
+}
+
+// blockers name each class, region and weight that keeps rs from having every class on warm
+// receivers (at most three, then how many more).
+func (x *run) blockers(rs failover.RouterState) []string {
+	var out []string
+	for _, c := range slices.Sorted(mapsKeys(x.Fleet.Tenants)) {
+		total := 0
+		for _, region := range slices.Sorted(mapsKeys(rs.Weights[c])) {
+			w := rs.Weights[c][region]
+			if w == 0 {
+				continue
+			}
+			total += w
+			switch {
+			case region == x.Drill.Lose:
+				out = append(out, fmt.Sprintf("class %s still had weight %d on %s, the lost region", c, w, region))
+			case !x.receives(region):
+				out = append(out, fmt.Sprintf("class %s had weight %d on %s, which is not a warm receiver (%s)", c, w, region, x.whyNotReceiver(region)))
+			}
+		}
+		if total == 0 && x.baseline.Total(c) > 0 {
+			out = append(out, fmt.Sprintf("class %s had weight 0 on every region (its baseline is %d)", c, x.baseline.Total(c)))
+		}
+	}
+	if len(out) > 3 {
+		out = append(out[:3], fmt.Sprintf("and %d more", len(out)-3))
+	}
+	if len(out) == 0 {
+		out = []string{"every class on warm receivers, yet not recognised (a bug: please report it)"}
+	}
+	return out
+}
+
+// whyNotReceiver says why a region cannot take traffic in the drill.
+func (x *run) whyNotReceiver(region string) string {
+	r := x.Fleet.Regions[region]
+	switch {
+	case r == nil:
+		return "not in the fleet"
+	case r.Launcher != nil && r.Launcher.Kind == failover.LauncherExec:
+		if b := x.boots[region]; b != nil {
+			return fmt.Sprintf("its candidate was judged %s", b.Verdict)
+		}
+		return "no candidate was booted for it"
+	}
+	return "no endpoint"
 }
 
 func (x *run) onWarmReceivers(rs failover.RouterState) bool {

@@ -99,7 +99,7 @@ func TestDrillFaultsFileStores(t *testing.T) {
 		t.Fatalf("drill failed:\n%s", dumpSteps(rep))
 	}
 	for _, f := range rep.Faults {
-		if !f.Injected || !f.Detected || f.Evidence == "" {
+		if !f.Injected || !f.Detected || f.Evidence == "" || f.At == nil || *f.At < 0 || *f.At > rep.Seconds {
 			t.Errorf("fault %s: %+v", f.Name, f)
 		}
 	}
@@ -115,7 +115,7 @@ func TestDrillFaultsFileStores(t *testing.T) {
 	checkReports(t, rep)
 	// history: appended in the state store, read back
 	st := mustOpen(t, rig.fleet.State)
-	if err := AppendHistory(drillCtx(t), st, rep); err != nil {
+	if err := AppendHistory(drillCtx(t), st, rep, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	h, err := History(drillCtx(t), st)

@@ -23,30 +23,44 @@ const (
 )
 
 // WriteReports writes report.json, report.md, report.html and junit.xml into dir (created if
-// missing), each replaced atomically.
-func WriteReports(dir string, rep *Report) error {
+// missing), each replaced atomically, then SHA256SUMS listing their digests. It returns the
+// digests (for the history: see AppendHistory and VerifyReports).
+func WriteReports(dir string, rep *Report) (ReportDigests, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("report directory: %w", err)
+		return nil, fmt.Errorf("report directory: %w", err)
 	}
 	js, err := MarshalJSON(rep)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var md, html, ju bytes.Buffer
 	if err := WriteMarkdown(&md, rep); err != nil {
-		return err
+		return nil, err
 	}
 	if err := WriteHTML(&html, rep); err != nil {
-		return err
+		return nil, err
 	}
 	if err := junit.Write(&ju, JUnit(rep)); err != nil {
-		return err
+		return nil, err
 	}
-	for name, data := range map[string][]byte{ReportJSON: js, ReportMD: md.Bytes(), ReportHTML: html.Bytes(), ReportJUnit: ju.Bytes()} {
-		clean := []byte(providers.Redact(string(data)))
-		if err := providers.WriteFileAtomic(filepath.Join(dir, name), 0o644, func(w io.Writer) error { _, err := w.Write(clean); return err }); err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
+	files := map[string][]byte{ReportJSON: js, ReportMD: md.Bytes(), ReportHTML: html.Bytes(), ReportJUnit: ju.Bytes()}
+	digests := ReportDigests{}
+	for _, name := range reportFiles {
+		clean := []byte(providers.Redact(string(files[name])))
+		if err := writeFile(filepath.Join(dir, name), clean); err != nil {
+			return nil, err
 		}
+		digests[name] = DigestBytes(name, clean).Digest
+	}
+	if err := writeFile(filepath.Join(dir, SumsFile), digests.sums()); err != nil {
+		return nil, err
+	}
+	return digests, nil
+}
+
+func writeFile(path string, data []byte) error {
+	if err := providers.WriteFileAtomic(path, 0o644, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
 }
@@ -98,6 +112,11 @@ func JUnit(rep *Report) junit.Suites {
 		exp.Cases = append(exp.Cases, c)
 		exp.Tests++
 	}
+	var props []junit.Property
+	for _, e := range rep.EvidenceRows() {
+		props = append(props, junit.Property{Name: e.Key, Value: e.Value})
+	}
+	steps.Properties, exp.Properties = props, props
 	return junit.Suites{Name: "lifeboat drill " + rep.Drill, Time: fmt.Sprintf("%.3f", rep.Seconds), Suites: []junit.Suite{steps, exp}}
 }
 
@@ -125,15 +144,20 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 		rec = fmt.Sprintf("%.2f s", *rep.SLA.RecoverySeconds)
 	}
 	p("- **Recovery time** (journal: failover decision → every class on warm receivers): **%s** against an RTO of %g s — %s %s\n", rec, rep.SLA.RTOSeconds, mark(rep.SLA.Met), rep.SLA.Detail)
-	p("- **Summary:** %s\n\n", rep.Summary)
+	p("- **Summary:** %s\n\n", mdEscape(rep.Summary))
+	p("## Evidence\n\n| | |\n|---|---|\n")
+	for _, e := range rep.EvidenceRows() {
+		p("| %s | %s |\n", e.Label, mdEscape(e.Value))
+	}
+	p("\n")
 	p("## Steps\n\n| step | status | started at | took | detail |\n|---|---|---|---|---|\n")
 	for _, s := range rep.Steps {
 		p("| %s | %s | %+.2f s | %.2f s | %s |\n", s.Name, s.Status, s.Offset, s.Seconds, mdEscape(s.Detail))
 	}
 	if len(rep.Faults) > 0 {
-		p("\n## Injected faults\n\n| fault | injected | detected | evidence |\n|---|---|---|---|\n")
-		for _, f := range rep.Faults {
-			p("| %s | %s | %s | %s |\n", mdEscape(f.Name), mark(f.Injected), mark(f.Detected), mdEscape(f.Evidence))
+		p("\n## Injected faults\n\n| | fault | injected | at | detected | evidence |\n|---|---|---|---|---|---|\n")
+		for i, f := range rep.Faults {
+			p("| F%d | %s | %s | %s | %s | %s |\n", i+1, mdEscape(f.Name), mark(f.Injected), atOffset(f.At), mark(f.Detected), mdEscape(f.Evidence))
 		}
 	}
 	p("\n## Expected outcomes\n\n| expectation | met | evidence |\n|---|---|---|\n")
@@ -165,6 +189,16 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 			p("| %s | %s | %d | %d | %d | %s | %.1f ms | %.1f ms |\n", c.Class, strings.Join(c.Eligible, ", "), c.Requests, c.Failed, c.Outside, regionCounts(c.ByRegion), c.TTFTP50MS, c.TTFTMaxMS)
 		}
 	}
+	if failed := failedRequests(rep); len(failed) > 0 {
+		p("\n## Failed requests\n\n| at | phase | class | region | via | reason |\n|---|---|---|---|---|---|\n")
+		for i, r := range failed {
+			if i == maxFailedShown {
+				p("\n… and %d more (every request is in report.json).\n", len(failed)-maxFailedShown)
+				break
+			}
+			p("| %+.2f s | %s | %s | %s | %s | %s |\n", r.Offset, r.Phase, mdEscape(r.Class), mdEscape(orDash(r.Region)), mdEscape(orDash(r.Via)), mdEscape(r.Error))
+		}
+	}
 	td := rep.Teardown
 	left := "nothing"
 	if len(td.Left) > 0 {
@@ -176,6 +210,26 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 		p("\nFailover journal runs: %s.\n", "`"+strings.Join(rep.Runs, "`, `")+"`")
 	}
 	return nil
+}
+
+// maxFailedShown bounds the failed requests listed in report.md and report.html.
+const maxFailedShown = 100
+
+func failedRequests(rep *Report) []Request {
+	var out []Request
+	for _, r := range rep.Requests {
+		if !r.OK {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
 }
 
 func orNone(xs []string) string {

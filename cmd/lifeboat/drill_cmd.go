@@ -12,12 +12,16 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"lifeboat/drills"
 	"lifeboat/failover"
+	"lifeboat/manifest"
 	"lifeboat/providers"
+	"lifeboat/providers/localfile"
 )
 
 func (a *app) drillCmd() *cobra.Command {
@@ -82,7 +86,7 @@ what, and by how much the SLA was missed); 2 bad drill or fleet file; 4 a store 
 			if dryRun {
 				return a.drillDryRun(ctx, r)
 			}
-			r.Approve = a.approver(approveAll)
+			r.Approve, r.ApproveVia = a.approver(approveAll)
 			r.OnStep = func(s drills.StepResult) {
 				if s.Status == "" {
 					fmt.Fprintf(a.stderr, "▶ %s\n", s.Name)
@@ -97,16 +101,26 @@ what, and by how much the SLA was missed); 2 bad drill or fleet file; 4 a store 
 			} else if err != nil {
 				return err
 			}
+			// the reports first: the history records their digests (drill history --verify)
+			var digests drills.ReportDigests
+			var writeErr error
+			if reportDir != "" {
+				digests, writeErr = drills.WriteReports(reportDir, rep)
+			}
+			absDir := reportDir
+			if p, err := filepath.Abs(reportDir); err == nil && reportDir != "" {
+				absDir = p
+			}
 			if st, err := a.openStore(ctx, r.Fleet.State); err == nil {
-				if err := drills.AppendHistory(ctx, st, rep); err != nil {
+				if err := drills.AppendHistory(ctx, st, rep, absDir, digests); err != nil {
 					fmt.Fprintf(a.stderr, "lifeboat: %v\n", err)
 				}
 				st.Close()
+			} else {
+				fmt.Fprintf(a.stderr, "lifeboat: drill history not recorded: %v\n", err)
 			}
-			if reportDir != "" {
-				if err := drills.WriteReports(reportDir, rep); err != nil {
-					return err
-				}
+			if writeErr != nil {
+				return writeErr
 			}
 			switch a.output {
 			case "json":
@@ -147,15 +161,24 @@ func (a *app) drillRunner(file string) (*drills.Runner, error) {
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	fl, err := failover.ReadFleet(d.Fleet)
+	fleetBytes, err := localfile.ReadFile(d.Fleet, failover.MaxFleetBytes)
 	if err != nil {
 		return nil, usageErr("%s: fleet: %v", file, err)
 	}
-	m, err := a.readManifest(fl.Model.Manifest)
+	fl, err := failover.ParseFleet(fleetBytes, d.Fleet)
 	if err != nil {
-		return nil, err
+		return nil, usageErr("%s: fleet: %v", file, err)
 	}
-	r := &drills.Runner{Drill: d, Fleet: fl, Manifest: m, Log: a.log, Command: selfCommand, Open: a.openStore}
+	mBytes, err := localfile.ReadFile(fl.Model.Manifest, manifest.MaxManifestBytes)
+	if err != nil {
+		return nil, usageErr("%s: model.manifest: %v", fl.File, err)
+	}
+	m, err := manifest.Parse(mBytes, fl.Model.Manifest)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	r := &drills.Runner{Drill: d, Fleet: fl, Manifest: m, Log: a.log, Command: selfCommand, Open: a.openStore,
+		Version: versionString(), FleetDigest: drills.DigestBytes(d.Fleet, fleetBytes), ManifestDigest: drills.DigestBytes(fl.Model.Manifest, mBytes)}
 	if err := r.Check(); err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -163,16 +186,17 @@ func (a *app) drillRunner(file string) (*drills.Runner, error) {
 }
 
 // approver asks on the terminal, or approves everything with --approve-all. Without a terminal
-// and without --approve-all an approval step is refused (and the drill fails, saying so).
-func (a *app) approver(all bool) func(context.Context, string) (bool, error) {
+// and without --approve-all an approval step is refused (and the drill fails, saying so). The
+// second result says how approvals are given (the report's evidence records it with each).
+func (a *app) approver(all bool) (func(context.Context, string) (bool, error), string) {
 	if all {
-		return func(context.Context, string) (bool, error) { return true, nil }
+		return func(context.Context, string) (bool, error) { return true, nil }, drills.ApproveViaAll
 	}
 	f, ok := a.stdin.(*os.File)
 	if !ok || !isTTY(f.Fd()) {
 		return func(_ context.Context, step string) (bool, error) {
 			return false, fmt.Errorf("step %s needs approval and there is no terminal to ask: run with --approve-all", step)
-		}
+		}, drills.ApproveViaNone
 	}
 	rd := bufio.NewReader(a.stdin)
 	return func(_ context.Context, step string) (bool, error) {
@@ -183,7 +207,7 @@ func (a *app) approver(all bool) func(context.Context, string) (bool, error) {
 		}
 		ans := strings.ToLower(strings.TrimSpace(line))
 		return ans == "y" || ans == "yes", nil
-	}
+	}, drills.ApproveViaTerminal
 }
 
 // drillDryRun prints what the drill would do and the evacuation plan from the router's current
@@ -315,6 +339,13 @@ func renderDrill(w io.Writer, rep *drills.Report, reportDir string) {
 		rec = fmt.Sprintf("%.2fs", *rep.SLA.RecoverySeconds)
 	}
 	fmt.Fprintf(w, "Recovery time (from the journal): %s vs RTO %gs: %s\n", rec, rep.SLA.RTOSeconds, rep.SLA.Detail)
+	fmt.Fprintln(w, "Evidence:")
+	for _, e := range rep.EvidenceRows() {
+		if e.Key == "lifeboat.report_digests" && reportDir == "" {
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %s\n", e.Label, e.Value)
+	}
 	fmt.Fprintf(w, "Verdict: %s\n", rep.Verdict)
 	if reportDir != "" {
 		fmt.Fprintf(w, "Report: %s (and report.md, report.json, junit.xml)\n", filepath.Join(reportDir, drills.ReportHTML))
@@ -322,12 +353,21 @@ func renderDrill(w io.Writer, rep *drills.Report, reportDir string) {
 }
 
 func (a *app) drillHistoryCmd() *cobra.Command {
-	var fleetFile, state string
+	var fleetFile, state, verifyDir string
 	c := &cobra.Command{
-		Use:   "history (--fleet FILE | --state URL) [-o text|json]",
-		Short: "Show recovery time and failures across drill runs (a trend table)",
+		Use:   "history (--fleet FILE | --state URL) [--verify REPORT_DIR] [-o text|json]",
+		Short: "Show recovery time and failures across drill runs (a trend table), or check a report against the history",
+		Long: `Prints one row per recorded drill run: recovery time, RTO, margin (time to spare, or by how
+much the RTO was missed), faults detected, change in recovery against the previous run, and what
+failed (on a line of its own, wrapped to the terminal).
+
+--verify REPORT_DIR checks a report directory written by drill run --report against the SHA-256
+digests the history recorded for that run when it wrote it: exit 0 when every file matches, 1
+naming each file that differs or is missing. Only the state store's history is trusted (the
+directory's SHA256SUMS is for sha256sum -c, and is not read).`,
 		Example: `  lifeboat drill history --fleet fleet.yaml
-  lifeboat drill history --state s3://dr-state/lifeboat/ -o json`,
+  lifeboat drill history --state s3://dr-state/lifeboat/ -o json
+  lifeboat drill history --fleet fleet.yaml --verify reports/2026-q4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -347,6 +387,11 @@ func (a *app) drillHistoryCmd() *cobra.Command {
 				}
 				state = fl.State
 			}
+			if verifyDir != "" {
+				if fi, err := os.Stat(verifyDir); err != nil || !fi.IsDir() {
+					return usageErr("--verify %s: not a report directory", verifyDir)
+				}
+			}
 			st, err := a.openStore(ctx, state)
 			if err != nil {
 				return err
@@ -356,43 +401,177 @@ func (a *app) drillHistoryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if verifyDir != "" {
+				v := drills.VerifyReports(verifyDir, h)
+				if a.output == "json" {
+					if err := a.writeJSON(v); err != nil {
+						return err
+					}
+				} else {
+					renderVerification(a.stdout, v)
+				}
+				if err := v.Err(); err != nil {
+					return problem("%v", err)
+				}
+				return nil
+			}
 			if a.output == "json" {
 				return a.writeJSON(map[string]any{"state": providers.Redact(st.String()), "runs": h})
 			}
-			renderHistory(a.stdout, h)
+			renderHistory(a.stdout, h, a.termWidth())
 			return nil
 		},
 	}
 	c.Flags().StringVar(&fleetFile, "fleet", "", "the fleet file (its state store holds the history)")
 	c.Flags().StringVar(&state, "state", "", "the state store URL")
+	c.Flags().StringVar(&verifyDir, "verify", "", "check the report files in `REPORT_DIR` against the digests the history recorded")
+	_ = c.MarkFlagDirname("verify")
 	return c
 }
 
-func renderHistory(w io.Writer, h []drills.HistoryEntry) {
+// termWidth is stdout's terminal width, or 100 columns when it is not a terminal.
+func (a *app) termWidth() int {
+	if f, ok := a.stdout.(*os.File); ok && isTTY(f.Fd()) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w >= 40 {
+			return w
+		}
+	}
+	return 100
+}
+
+// peerText makes a string read back from the state store safe for one terminal line.
+func peerText(s string, max int) string { return providers.Sanitize(s, max) }
+
+func renderVerification(w io.Writer, v *drills.Verification) {
+	if v.Run == nil {
+		fmt.Fprintf(w, "Report %s: NOT FOUND in the drill history: %s\n", v.Dir, peerText(v.Reason, 400))
+		return
+	}
+	fmt.Fprintf(w, "Report %s: drill %s started %s (%s), as recorded in the drill history\n", v.Dir, peerText(v.Run.Drill, 80), v.Run.Started.UTC().Format(time.RFC3339), peerText(v.Run.Verdict, 10))
+	for _, f := range v.Files {
+		switch f.Status {
+		case drills.FileOK:
+			fmt.Fprintf(w, "  %s %-12s %s\n", check(true), f.Name, peerText(f.Recorded, 80))
+		default:
+			fmt.Fprintf(w, "  %s %-12s %s: %s (recorded %s", check(false), f.Name, strings.ToUpper(f.Status), f.Detail, peerText(f.Recorded, 80))
+			if f.Actual != "" {
+				fmt.Fprintf(w, ", now %s", f.Actual)
+			}
+			fmt.Fprintln(w, ")")
+		}
+	}
+	if v.OK {
+		fmt.Fprintln(w, "Verified: every report file is as the drill wrote it.")
+	} else {
+		fmt.Fprintf(w, "NOT VERIFIED: %s\n", peerText(v.Reason, 400))
+	}
+}
+
+// margin is the time to spare under the RTO, or by how much it was missed: never a negative
+// number for a pass.
+func margin(e drills.HistoryEntry) string {
+	if e.RecoverySeconds == nil {
+		return "—"
+	}
+	d := e.RTOSeconds - *e.RecoverySeconds
+	if d >= 0 {
+		return fmt.Sprintf("%.2fs spare", d)
+	}
+	return fmt.Sprintf("%.2fs over", -d)
+}
+
+// cut shortens s to n runes for a table cell, marking the cut.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// wrap breaks s into lines of at most width runes at spaces (a longer word is cut).
+func wrap(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		for len([]rune(word)) > width {
+			if line != "" {
+				lines, line = append(lines, line), ""
+			}
+			r := []rune(word)
+			lines, word = append(lines, string(r[:width])), string(r[width:])
+		}
+		switch {
+		case line == "":
+			line = word
+		case len([]rune(line))+1+len([]rune(word)) <= width:
+			line += " " + word
+		default:
+			lines, line = append(lines, line), word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// renderHistory is the trend table: the columns stay short (long names are cut); what failed is
+// on lines of its own under the run, wrapped to width.
+func renderHistory(w io.Writer, h []drills.HistoryEntry, width int) {
 	if len(h) == 0 {
 		fmt.Fprintln(w, "No drill has run yet.")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tDRILL\tLOST\tVERDICT\tRECOVERY\tRTO\tMARGIN\tFAULTS DETECTED\tTREND\tFAILED")
+	type row struct {
+		cells  []string
+		failed []string
+	}
+	rows := []row{{cells: []string{"STARTED", "DRILL", "LOST", "VERDICT", "RECOVERY", "RTO", "MARGIN", "FAULTS DETECTED", "TREND"}}}
 	var prev *float64
 	for _, e := range h {
-		rec, margin, trend := "—", "—", ""
+		rec, trend := "—", ""
 		if e.RecoverySeconds != nil {
 			rec = fmt.Sprintf("%.2fs", *e.RecoverySeconds)
-			margin = fmt.Sprintf("%+.2fs", *e.RecoverySeconds-e.RTOSeconds)
 			if prev != nil && *prev > 0 {
 				trend = fmt.Sprintf("%+.0f%%", (*e.RecoverySeconds-*prev) / *prev * 100)
 			}
 			prev = e.RecoverySeconds
 		}
-		failed := strings.Join(append(append([]string{}, e.StepsFailed...), e.ExpectFailed...), "; ")
-		if failed == "" {
-			failed = "-"
+		r := row{cells: []string{e.Started.Format("2006-01-02 15:04:05"), cut(peerText(e.Drill, 200), 32), cut(peerText(e.Lost, 80), 20),
+			cut(peerText(e.Verdict, 10), 7), rec, fmt.Sprintf("%gs", e.RTOSeconds), margin(e), fmt.Sprintf("%d/%d", e.Detected, e.Faults), trend}}
+		for _, s := range e.StepsFailed {
+			r.failed = append(r.failed, "step "+peerText(s, 80))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%gs\t%s\t%d/%d\t%s\t%s\n", e.Started.Format("2006-01-02 15:04:05"), e.Drill, e.Lost, e.Verdict, rec, e.RTOSeconds, margin, e.Detected, e.Faults, trend, failed)
+		for _, x := range e.ExpectFailed {
+			r.failed = append(r.failed, "expectation: "+peerText(x, 300))
+		}
+		rows = append(rows, r)
 	}
-	tw.Flush()
+	widths := make([]int, len(rows[0].cells))
+	for _, r := range rows {
+		for i, c := range r.cells {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	const indent = "    failed: "
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r.cells {
+			b.WriteString(c)
+			if i < len(r.cells)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		for i, l := range wrap(strings.Join(r.failed, "; "), max(width-len(indent), 30)) {
+			lead := indent
+			if i > 0 {
+				lead = strings.Repeat(" ", len(indent))
+			}
+			fmt.Fprintf(w, "%s%s\n", lead, l)
+		}
+	}
 	pass := 0
 	for _, e := range h {
 		if e.OK {

@@ -21,14 +21,22 @@ type Suites struct {
 
 // Suite is one <testsuite>.
 type Suite struct {
-	Name      string `xml:"name,attr"`
-	Tests     int    `xml:"tests,attr"`
-	Failures  int    `xml:"failures,attr"`
-	Errors    int    `xml:"errors,attr"`
-	Skipped   int    `xml:"skipped,attr"`
-	Time      string `xml:"time,attr,omitempty"`
-	Cases     []Case `xml:"testcase"`
-	SystemErr string `xml:"system-err,omitempty"`
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr,omitempty"`
+	// Properties come first, as the JUnit schema orders them.
+	Properties []Property `xml:"properties>property,omitempty"`
+	Cases      []Case     `xml:"testcase"`
+	SystemErr  string     `xml:"system-err,omitempty"`
+}
+
+// Property is one <property name=… value=…/> of a suite.
+type Property struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 // Case is one <testcase>.

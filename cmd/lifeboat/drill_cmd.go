@@ -348,7 +348,7 @@ func renderDrill(w io.Writer, rep *drills.Report, reportDir string) {
 	}
 	fmt.Fprintf(w, "Verdict: %s\n", rep.Verdict)
 	if reportDir != "" {
-		fmt.Fprintf(w, "Report: %s (and report.md, report.json, junit.xml)\n", filepath.Join(reportDir, drills.ReportHTML))
+		fmt.Fprintf(w, "Report: %s (and report.md, report.json, junit.xml, SHA256SUMS)\n", filepath.Join(reportDir, drills.ReportHTML))
 	}
 }
 

@@ -208,3 +208,28 @@ func (r processRouter) Apply(ctx context.Context, desired failover.RouterState) 
 	}
 	return r.Driver.Apply(ctx, desired)
 }
+
+// The wrapped driver's capabilities pass through: conditional writes and weight 0 as the drain.
+var (
+	_ failover.ConditionalDriver = processRouter{}
+	_ failover.ZeroDrainDriver   = processRouter{}
+)
+
+func (r processRouter) ReadVersion(ctx context.Context) (failover.RouterState, failover.RouterVersion, error) {
+	if r.p.dead.Load() {
+		return failover.RouterState{}, nil, errKilled
+	}
+	return failover.ReadVersion(ctx, r.Driver)
+}
+
+func (r processRouter) ApplyIf(ctx context.Context, desired failover.RouterState, since failover.RouterVersion, fence func() error) error {
+	if r.p.dead.Load() {
+		return errKilled
+	}
+	return failover.ApplyIf(ctx, r.Driver, desired, since, fence)
+}
+
+func (r processRouter) ZeroWeightIsDrain() bool {
+	z, ok := r.Driver.(failover.ZeroDrainDriver)
+	return ok && z.ZeroWeightIsDrain()
+}

@@ -97,7 +97,18 @@ func (e *Executor) holder() string {
 	return fmt.Sprintf("%s@%s pid %d", name, host, os.Getpid())
 }
 
-func (e *Executor) locker() *Locker { return &Locker{Store: e.Store, TTL: e.LockTTL, Now: e.Now} }
+// lockTTL is the executor's LockTTL, else the fleet's failover.lock_ttl.
+func (e *Executor) lockTTL() time.Duration {
+	if e.LockTTL > 0 {
+		return e.LockTTL
+	}
+	if e.Fleet != nil && e.Fleet.Failover.LockTTL > 0 {
+		return e.Fleet.Failover.LockTTL
+	}
+	return DefaultLockTTL
+}
+
+func (e *Executor) locker() *Locker { return &Locker{Store: e.Store, TTL: e.lockTTL(), Now: e.Now} }
 
 // session is one process's hold on the lock, renewed in the background.
 type session struct {
@@ -105,54 +116,120 @@ type session struct {
 	// mu guards lock and is held across a whole Renew (store write, then the update of lock) and
 	// a whole Check: a Check between Renew's write and its update would compare the store's new
 	// revision with the old one and wrongly conclude that the lock was lost.
-	mu     sync.Mutex
-	lock   *Lock
+	mu   sync.Mutex
+	lock *Lock
+	// leaseMu guards lease, the holder's own deadline on the monotonic clock (the start of the
+	// last successful acquire or renewal + TTL − TTL/4): fence reads it without waiting for a
+	// renewal's store write.
+	leaseMu sync.Mutex
+	lease   time.Time
+	// seen is the router's version as this run last read it back (or read it to plan): every
+	// router write is conditional on it. Only the run's goroutine touches it.
+	seen   RouterVersion
 	j      *Journal
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 }
 
-func (e *Executor) begin(ctx context.Context, operation, reason, run string, next int) (*session, error) {
-	lk, err := e.locker().Acquire(ctx, e.holder(), operation, reason)
+// begin takes the lock (wait: watch a held one until it may be taken over, as resume does) and
+// starts its renewal; run "" names a new run by the lock's fencing token. A take-over of a dead or
+// silent holder's lock is journaled first.
+func (e *Executor) begin(ctx context.Context, operation, reason, run string, next int, wait bool) (*session, error) {
+	l := e.locker()
+	l.Wait = wait
+	l.Watching = func(held Lock, d time.Duration) {
+		e.log().Info("the failover lock is held; watching its record before taking it over (any renewal means its holder is alive)",
+			"lock", held.ID, "holder", held.Holder, "token", held.Token, "for", d.String())
+	}
+	lk, err := l.Acquire(ctx, e.holder(), operation, reason)
 	if err != nil {
 		return nil, err
 	}
+	if run == "" {
+		run = NewRunID(lk.Token, e.now())
+	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &session{e: e, lock: lk, ctx: sctx, cancel: cancel, done: make(chan struct{})}
-	s.j = &Journal{Store: e.Store, Run: run, Holder: lk.Holder, Token: lk.Token, next: next, Now: e.Now, OnRecord: e.OnRecord}
-	ttl := e.locker().ttl()
+	s := &session{e: e, lock: lk, lease: lk.lease, ctx: sctx, cancel: cancel, done: make(chan struct{})}
+	s.j = &Journal{Store: e.Store, Run: run, Holder: lk.Holder, Token: lk.Token, next: next, Now: e.Now, OnRecord: e.OnRecord, fence: s.fence}
+	ttl := l.ttl()
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(ttl / 3)
+		t := time.NewTicker(ttl / 5)
 		defer t.Stop()
 		for {
 			select {
 			case <-sctx.Done():
 				return
 			case <-t.C:
+				if err := s.fence(); err != nil {
+					cancel(err) // the lease ran out on this host's clock: stop whatever the run does
+					return
+				}
 				s.mu.Lock()
-				err := e.locker().Renew(sctx, s.lock) // updates *s.lock only on success
+				err := l.Renew(sctx, s.lock) // updates *s.lock only on success
+				lease := s.lock.lease
 				s.mu.Unlock()
 				if err != nil {
 					if errors.Is(err, ErrLockLost) {
 						cancel(err)
 						return
 					}
-					e.log().Warn("lock renewal failed; retrying", "err", err)
+					e.log().Warn("lock renewal failed; retrying (the run goes on until its own lease runs out)", "err", err)
+					continue
 				}
+				s.leaseMu.Lock()
+				s.lease = lease
+				s.leaseMu.Unlock()
 			}
 		}
 	}()
+	if prev := lk.tookOver; prev != nil {
+		detail := fmt.Sprintf("took over lock %s of %s (token %d, %s) with token %d: %s", prev.ID, prev.Holder, prev.Token, prev.Operation, lk.Token, lk.why)
+		e.log().Warn("failover lock taken over", "detail", detail)
+		if _, err := s.j.Append(sctx, Record{Kind: RecTakeover, Reason: reason, Detail: detail}); err != nil {
+			s.end()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// checkLock verifies that the lock is still ours (fencing, before each router write), never in
-// the middle of a renewal.
+// fence is checked immediately before every router call: the lock was not found lost, and its
+// lease has not run out on this host's monotonic clock, whether or not the last renewal answered.
+func (s *session) fence() error {
+	if c := context.Cause(s.ctx); c != nil && errors.Is(c, ErrLockLost) {
+		return c
+	}
+	s.leaseMu.Lock()
+	lease := s.lease
+	s.leaseMu.Unlock()
+	if !time.Now().Before(lease) {
+		return fmt.Errorf("%w: token %d: its lease ran out on this host's clock (no renewal succeeded within lock_ttl minus the safety margin); nothing more is written", ErrLockLost, s.j.Token)
+	}
+	return nil
+}
+
+// checkLock verifies that the lock is still ours in the store and by its own lease (fencing,
+// before each step's intent), never in the middle of a renewal.
 func (s *session) checkLock(ctx context.Context) error {
+	if err := s.fence(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.e.locker().Check(ctx, s.lock)
+	cur := *s.lock
+	cur.lease = time.Now().Add(time.Hour) // the lease is the session's (fence, above)
+	return s.e.locker().Check(ctx, &cur)
+}
+
+// observe reads the router and remembers its version: the next write is conditional on it.
+func (s *session) observe(ctx context.Context) (RouterState, error) {
+	rs, v, err := s.e.readVersioned(ctx)
+	if err == nil {
+		s.seen = v
+	}
+	return rs, err
 }
 
 // end stops renewal and releases the lock (with a fresh context: release even when cancelled).
@@ -208,8 +285,8 @@ func (e *Executor) history(ctx context.Context) (failoverState, error) {
 			}
 		}
 		baselineKnown = baselineKnown || started
-		if baselineKnown && runs[i] < NewRunID(hourAgo) {
-			break
+		if baselineKnown && (len(recs) == 0 || recs[len(recs)-1].Time.Before(hourAgo)) {
+			break // runs are ordered by fencing token: older ones ended before this one began
 		}
 	}
 	return st, nil
@@ -270,15 +347,21 @@ func (e *Executor) Input(ctx context.Context, rs RouterState, sig map[string]Reg
 
 // readRouter reads the router and checks that its topology keeps every class in its regions.
 func (e *Executor) readRouter(ctx context.Context) (RouterState, error) {
-	rs, err := e.Router.Read(ctx)
+	rs, _, err := e.readVersioned(ctx)
+	return rs, err
+}
+
+// readVersioned is readRouter with the router's version of each class.
+func (e *Executor) readVersioned(ctx context.Context) (RouterState, RouterVersion, error) {
+	rs, v, err := ReadVersion(ctx, e.Router)
 	if err != nil {
-		return rs, fmt.Errorf("read %s: %w", e.Router, err)
+		return rs, nil, fmt.Errorf("read %s: %w", e.Router, err)
 	}
 	if rs.States == nil {
 		rs.States = States{}
 	}
 	if err := checkTopology(e.Fleet.Tenants, rs); err != nil {
-		return rs, fmt.Errorf("%s: %w", e.Router, err)
+		return rs, nil, fmt.Errorf("%s: %w", e.Router, err)
 	}
 	// Only the fleet's classes are planned; the router may hold others.
 	for c := range rs.Weights {
@@ -293,19 +376,18 @@ func (e *Executor) readRouter(ctx context.Context) (RouterState, error) {
 			}
 		}
 	}
-	return rs, nil
+	return rs, v, nil
 }
 
 // Run plans the event from the live router and signals (preflight: the warm prober on every
 // region), then carries it out under the lock.
 func (e *Executor) Run(ctx context.Context, o RunOptions) (*Outcome, error) {
-	run := NewRunID(e.now())
-	s, err := e.begin(ctx, "failover "+o.Event.String(), o.Reason, run, 0)
+	s, err := e.begin(ctx, "failover "+o.Event.String(), o.Reason, "", 0, false)
 	if err != nil {
 		return nil, err
 	}
 	defer s.end()
-	out, err := e.run(s, o, run)
+	out, err := e.run(s, o, s.j.Run)
 	return out, s.err(err)
 }
 
@@ -318,7 +400,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 	if (o.Event.Kind == Restore || o.Event.Kind == Abort) && h.baseline == nil {
 		return nil, fmt.Errorf("%w: no failover is open (the journal has no baseline to go back to)", ErrRefused)
 	}
-	rs, err := e.readRouter(ctx)
+	rs, err := s.observe(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -564,7 +646,7 @@ func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) erro
 		return err
 	}
 	e.log().Info("applying", "step", fmt.Sprintf("%d/%d", k+1, len(plan.Steps)), "weights", plan.Steps[k].Weights, "drain", plan.Steps[k].Drain, "withdraw", plan.Steps[k].Withdraw)
-	after, err := e.applyAndReadBack(ctx, target)
+	after, err := e.applyAndReadBack(s, target)
 	if err != nil {
 		_, _ = s.j.Append(ctx, Record{Kind: RecFailed, Step: &step, Detail: err.Error()})
 		return err
@@ -576,11 +658,25 @@ func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) erro
 	return err
 }
 
-func (e *Executor) applyAndReadBack(ctx context.Context, target RouterState) (RouterState, error) {
-	if err := e.Router.Apply(ctx, target); err != nil {
+// applyAndReadBack writes target conditionally on the router's version this run last saw, the
+// lease checked immediately before every router call, then reads back (the next write's version).
+func (e *Executor) applyAndReadBack(s *session, target RouterState) (RouterState, error) {
+	ctx := s.ctx
+	if s.seen == nil {
+		if err := s.fence(); err != nil {
+			return RouterState{}, err
+		}
+		if _, err := s.observe(ctx); err != nil {
+			return RouterState{}, err
+		}
+	}
+	if err := ApplyIf(ctx, e.Router, target, s.seen, s.fence); err != nil {
 		return RouterState{}, fmt.Errorf("apply to %s: %w", e.Router, err)
 	}
-	after, err := e.readRouter(ctx)
+	if err := s.fence(); err != nil {
+		return RouterState{}, err
+	}
+	after, err := s.observe(ctx)
 	if err != nil {
 		return after, err
 	}
@@ -593,7 +689,7 @@ func (e *Executor) applyAndReadBack(ctx context.Context, target RouterState) (Ro
 // diff compares as the driver routes: where weight 0 is the drain (Caddy), a ready region with
 // weight 0 and a drained one are the same.
 func (e *Executor) diff(want, got RouterState) []string {
-	if z, ok := e.Router.(interface{ ZeroWeightIsDrain() bool }); ok && z.ZeroWeightIsDrain() {
+	if z, ok := e.Router.(ZeroDrainDriver); ok && z.ZeroWeightIsDrain() {
 		return Diff(normalizeZeroDrain(want), normalizeZeroDrain(got))
 	}
 	return Diff(want, got)
@@ -616,7 +712,7 @@ func (e *Executor) Resume(ctx context.Context, o RunOptions) (*Outcome, error) {
 	if v.Expired {
 		return nil, fmt.Errorf("%w: run %s expired at %s; fail back with `lifeboat failover restore` or abort", ErrExpired, run, v.Start.Expires.Format(time.RFC3339))
 	}
-	s, err := e.begin(ctx, "failover resume "+run, o.Reason, run, len(recs))
+	s, err := e.begin(ctx, "failover resume "+run, o.Reason, run, len(recs), true)
 	if err != nil {
 		return nil, err
 	}
@@ -638,7 +734,7 @@ func (e *Executor) resume(s *session, o RunOptions, v RunView) (*Outcome, error)
 		return nil, err
 	}
 	out := &Outcome{Run: v.Run, Plan: plan, Steps: v.Applied}
-	cur, err := e.readRouter(ctx)
+	cur, err := s.observe(ctx)
 	if err != nil {
 		return out, err
 	}
@@ -653,7 +749,7 @@ func (e *Executor) resume(s *session, o RunOptions, v RunView) (*Outcome, error)
 		target := plan.After(v.LastApplied)
 		if len(e.diff(target, cur)) > 0 {
 			step := v.LastApplied
-			after, err := e.applyAndReadBack(ctx, target)
+			after, err := e.applyAndReadBack(s, target)
 			if err != nil {
 				return out, err
 			}

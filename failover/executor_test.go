@@ -222,9 +222,7 @@ func TestLockAndJournalOnEveryStore(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := testbed.Ctx(t)
 			store := b.Open(t, testbed.FreshPrefix("failover"), nil)
-			now := time.Now()
-			clock := func() time.Time { return now }
-			l := &Locker{Store: store, TTL: time.Minute, Now: clock}
+			l := &Locker{Store: store, TTL: 300 * time.Millisecond}
 			a, err := l.Acquire(ctx, "a", "op", "r")
 			if err != nil {
 				t.Fatal(err)
@@ -235,8 +233,8 @@ func TestLockAndJournalOnEveryStore(t *testing.T) {
 			if err := l.Renew(ctx, a); err != nil {
 				t.Fatal(err)
 			}
-			now = now.Add(2 * time.Minute) // a's lock expires
-			c, err := l.Acquire(ctx, "c", "op", "r")
+			// a stops renewing: a taker that watches its record unchanged for the TTL takes over
+			c, err := (&Locker{Store: store, TTL: 300 * time.Millisecond, Wait: true}).Acquire(ctx, "c", "op", "r")
 			if err != nil || c.Token != a.Token+1 {
 				t.Fatalf("take-over of an expired lock: %v %+v", err, c)
 			}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,6 +125,9 @@ type Router struct {
 	Frontends map[string]string `json:"frontends,omitempty"`
 	// Timeout bounds one exchange with the router.
 	Timeout time.Duration `json:"timeout"`
+	// AllowNoETag (caddy, http): a router that sends no ETag is written after comparing with the
+	// run's last read-back immediately before each write (a window remains), instead of refused.
+	AllowNoETag bool `json:"allow_no_etag,omitempty"`
 }
 
 // FrontendServedBy is the response header a router with frontends adds to say where a request
@@ -165,6 +169,9 @@ type Policy struct {
 	// AssumedUtilizationPercent is the prefill utilisation assumed for a region whose inflow is
 	// not measured (see the README on how queue wait is predicted).
 	AssumedUtilizationPercent int `json:"assumed_utilization_percent"`
+	// LockTTL is how long the failover lock outlives its holder's last renewal: a holder stops
+	// writing TTL/4 before it on its own monotonic clock; a taker waits it out on its own.
+	LockTTL time.Duration `json:"lock_ttl"`
 }
 
 // Defaults of the failover section.
@@ -182,6 +189,12 @@ const (
 	DefaultAssumedUtilization    = 50
 )
 
+// Bounds of failover.lock_ttl.
+const (
+	MinLockTTL = time.Second
+	MaxLockTTL = time.Hour
+)
+
 // DefaultPolicy is the failover section of a fleet file that sets none of it.
 func DefaultPolicy() Policy {
 	return Policy{
@@ -190,6 +203,7 @@ func DefaultPolicy() Policy {
 		Expires: DefaultExpires, MaxTransitionsPerHour: DefaultMaxTransitionsPerHour,
 		DrainTimeout: DefaultDrainTimeout, DrainRunningBelow: DefaultDrainRunningBelow,
 		FailbackDwell: DefaultFailbackDwell, AssumedUtilizationPercent: DefaultAssumedUtilization,
+		LockTTL: DefaultLockTTL,
 	}
 }
 
@@ -270,6 +284,17 @@ func (p *fleetParser) eachKey(n *yaml.Node, at string, fn func(k, v *yaml.Node, 
 	p.EachKey(n, at, fn)
 }
 func kindName(n *yaml.Node) string { return yamlnode.KindName(n) }
+
+// boolean decodes true or false.
+func (p *fleetParser) boolean(n *yaml.Node, at string) bool {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
+		if v, err := strconv.ParseBool(strings.ToLower(n.Value)); err == nil {
+			return v
+		}
+	}
+	p.errf(n.Line, at, "want true or false, got %s", kindName(n))
+	return false
+}
 
 // parse decodes the document, then cross-checks it when every field decoded.
 func (p *fleetParser) parse(data []byte) *Fleet {
@@ -357,6 +382,7 @@ func (p *fleetParser) policy(pol *Policy, n *yaml.Node, at string) {
 		"drain_timeout":       field(func(n *yaml.Node, at string) { pol.DrainTimeout = p.Duration(n, at) }),
 		"drain_running_below": field(func(n *yaml.Node, at string) { pol.DrainRunningBelow = p.IntIn(n, at, 1, math.MaxInt32) }),
 		"failback_dwell":      field(func(n *yaml.Node, at string) { pol.FailbackDwell = p.Duration(n, at) }),
+		"lock_ttl":            field(func(n *yaml.Node, at string) { pol.LockTTL = p.Duration(n, at) }),
 		"assumed_utilization_percent": field(func(n *yaml.Node, at string) {
 			pol.AssumedUtilizationPercent = p.IntIn(n, at, 1, 99)
 		}),
@@ -431,6 +457,11 @@ func (p *fleetParser) checkRouter(f *Fleet) {
 		}
 	case DriverHTTP:
 		need(r.URL != "", "url", "the base URL of the per-class weight documents")
+	}
+	if r.AllowNoETag && r.Driver != DriverCaddy && r.Driver != DriverHTTP {
+		p.errf(p.lines.field["router.allow_no_etag"], "router.allow_no_etag", "only for drivers caddy and http (the ones that can compare-and-swap on an ETag), not %s", r.Driver)
+	}
+	switch r.Driver {
 	case DriverFile:
 		need(r.Path != "", "path", "the weights document")
 	}
@@ -459,6 +490,9 @@ func (p *fleetParser) checkPolicy(f *Fleet) {
 			return l
 		}
 		return p.lines.failover
+	}
+	if pol.LockTTL < MinLockTTL || pol.LockTTL > MaxLockTTL {
+		p.errf(line("lock_ttl"), "failover.lock_ttl", "%s is outside %s–%s (a holder stops writing at 3/4 of it; a taker waits all of it)", pol.LockTTL, MinLockTTL, MaxLockTTL)
 	}
 	if pol.SpillStopMS >= pol.SpillStartMS {
 		p.errf(line("spill_stop_ms"), "failover.spill_stop_ms", "%d is not below spill_start_ms %d: spilling would never stop (hysteresis needs stop < start)", pol.SpillStopMS, pol.SpillStartMS)
@@ -643,6 +677,10 @@ func (p *fleetParser) router(n *yaml.Node, at string) Router {
 		"url":     func(n *yaml.Node, at string) { r.URL = p.httpURL(n, at) },
 		"path":    func(n *yaml.Node, at string) { r.Path = p.path(n, at) },
 		"timeout": func(n *yaml.Node, at string) { r.Timeout = p.Duration(n, at) },
+		"allow_no_etag": func(n *yaml.Node, at string) {
+			p.lines.field[at] = n.Line
+			r.AllowNoETag = p.boolean(n, at)
+		},
 		"backends": func(n *yaml.Node, at string) {
 			r.Backends = map[string]string{}
 			p.eachKey(n, at, func(k, v *yaml.Node, at string) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ const (
 	RecUnlock    = "unlock"   // break-glass unlock
 	RecOverride  = "override" // a rule bypassed with --override
 	RecResume    = "resume"   // a new process took over the run
+	RecTakeover  = "takeover" // the lock of a dead or silent holder was taken over
 	runsDir      = "failover/runs"
 	maxRecordLen = 8 << 20
 )
@@ -67,6 +69,8 @@ type Journal struct {
 	Now    func() time.Time
 	// OnRecord is called after each record is durably written (tests crash the process here).
 	OnRecord func(Record)
+	// fence, when set, is the lock holder's own lease check: no record is written once it fails.
+	fence func() error
 }
 
 func recordKey(run string, seq int) string { return fmt.Sprintf("%s/%s/%06d.json", runsDir, run, seq) }
@@ -77,12 +81,21 @@ func (j *Journal) Append(ctx context.Context, rec Record) (Record, error) {
 	if j.Now != nil {
 		now = j.Now().UTC()
 	}
+	if j.fence != nil {
+		if err := j.fence(); err != nil {
+			return rec, err
+		}
+	}
 	rec.Seq, rec.Run, rec.Holder, rec.Token, rec.Time = j.next, j.Run, j.Holder, j.Token, now
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return rec, err
 	}
-	_, err = j.Store.Write(ctx, recordKey(j.Run, rec.Seq), bytes.NewReader(b), providers.WriteOptions{Size: int64(len(b)), IfNotExists: true, ContentType: "application/json"})
+	key := recordKey(j.Run, rec.Seq)
+	_, err = j.Store.Write(ctx, key, bytes.NewReader(b), providers.WriteOptions{Size: int64(len(b)), IfNotExists: true, ContentType: "application/json"})
+	if err != nil && j.landed(ctx, key, b) {
+		err = nil // our write landed and only its answer was lost (a retry then saw the object)
+	}
 	if errors.Is(err, providers.ErrPreconditionFailed) {
 		return rec, fmt.Errorf("%w: journal record %d of run %s was written by someone else", ErrLockLost, rec.Seq, j.Run)
 	}
@@ -96,12 +109,40 @@ func (j *Journal) Append(ctx context.Context, rec Record) (Record, error) {
 	return rec, nil
 }
 
-// NewRunID names a run so that runs sort by start time.
-func NewRunID(now time.Time) string {
-	return now.UTC().Format("20060102T150405.000Z") + "-" + newID()[:6]
+// landed says whether key holds exactly the bytes we wrote (a record's time, holder and token
+// make them ours alone).
+func (j *Journal) landed(ctx context.Context, key string, want []byte) bool {
+	var got []byte
+	err := j.Store.Read(ctx, key, providers.ReadOptions{}, func(r io.Reader) error {
+		b, err := io.ReadAll(io.LimitReader(r, int64(len(want))+1))
+		got = b
+		return err
+	})
+	return err == nil && bytes.Equal(got, want)
 }
 
-// Runs lists the run ids in the store, oldest first.
+// NewRunID names a run by the fencing token its lock was taken with, then the start time (for
+// people): runs are ordered by the token, which only the lock's compare-and-swap makes grow, never
+// by one machine's clock.
+func NewRunID(token int64, now time.Time) string {
+	return fmt.Sprintf("%06d-%s-%s", token, now.UTC().Format("20060102T150405Z"), newID()[:6])
+}
+
+// runOrder is a run id's place in time: the fencing token it starts with; -1 for the ids older
+// releases wrote (a timestamp first), which come before every token-named run.
+func runOrder(run string) int64 {
+	digits, rest, ok := strings.Cut(run, "-")
+	if !ok || digits == "" || len(digits) > 19 || strings.Trim(digits, "0123456789") != "" || !strings.Contains(rest, "T") {
+		return -1
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// Runs lists the run ids in the store, oldest first (by fencing token; see NewRunID).
 func Runs(ctx context.Context, s providers.Store) ([]string, error) {
 	set := map[string]bool{}
 	err := s.List(ctx, runsDir, func(o providers.Object) error {
@@ -118,7 +159,12 @@ func Runs(ctx context.Context, s providers.Store) ([]string, error) {
 	for r := range set {
 		out = append(out, r)
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool {
+		if a, b := runOrder(out[i]), runOrder(out[j]); a != b {
+			return a < b
+		}
+		return out[i] < out[j]
+	})
 	return out, nil
 }
 

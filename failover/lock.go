@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"lifeboat/providers"
@@ -17,8 +18,16 @@ import (
 // LockKey is the lock object in the state store.
 const LockKey = "failover/lock.json"
 
+// DefaultLockTTL is failover.lock_ttl when the fleet file does not set it.
+const DefaultLockTTL = 60 * time.Second
+
 // Lock is the single-owner lock of failover runs. It is never deleted: a release marks it
 // released, so that the fencing token keeps growing across owners.
+//
+// Since and Expires are the holder's wall clock, shown to people and never used to judge expiry:
+// the holder stops by its own monotonic lease (the start of its last successful acquire or
+// renewal + TTL − TTL/4), and a taker counts TTL on its own monotonic clock from when it first
+// saw this exact record (revision, id, token, renewal) unchanged.
 type Lock struct {
 	ID        string    `json:"id"`
 	Holder    string    `json:"holder"` // user@host pid N
@@ -26,6 +35,13 @@ type Lock struct {
 	Operation string    `json:"operation"`
 	Since     time.Time `json:"since"`
 	Expires   time.Time `json:"expires"`
+	// TTLMS is the holder's lock TTL in milliseconds: a taker waits at least this long.
+	TTLMS int64 `json:"ttl_ms,omitempty"`
+	// Renewal counts the holder's renewals: every renewal changes the record.
+	Renewal int64 `json:"renewal"`
+	// Owner is the holder's process, so that a lock whose holder died on this host is taken over
+	// at once.
+	Owner *LockOwner `json:"owner,omitempty"`
 	// Token is the fencing token: it grows by one with every new owner and is written into
 	// every journal record.
 	Token    int64  `json:"token"`
@@ -33,33 +49,68 @@ type Lock struct {
 	BrokenBy string `json:"broken_by,omitempty"`
 
 	revision string
+	// lease is the holder's own deadline on its monotonic clock; zero for a lock only read.
+	lease time.Time
+	// tookOver is the record this lock replaced when its holder was dead or silent; why says how
+	// that was judged.
+	tookOver *Lock
+	why      string
 }
 
 // LockHeldError says who holds the lock (exit 3).
-type LockHeldError struct{ Lock Lock }
+type LockHeldError struct {
+	Lock Lock
+	// Live: the record changed while it was watched (the holder renewed it).
+	Live bool
+	// Dead says why the holder is known dead (a process on this host that is gone); "" unknown.
+	Dead string
+}
 
 func (e *LockHeldError) Error() string {
 	l := e.Lock
-	return fmt.Sprintf("failover lock %s is held by %s since %s (%s: %q), until %s; if that run is dead: lifeboat failover unlock --id %s",
-		l.ID, l.Holder, l.Since.Format(time.RFC3339), l.Operation, l.Reason, l.Expires.Format(time.RFC3339), l.ID)
+	tail := fmt.Sprintf("if that run is dead: `lifeboat failover resume` takes the lock over once its record has stayed unchanged for its TTL, or break it: lifeboat failover unlock --id %s", l.ID)
+	switch {
+	case e.Live:
+		tail = "it renewed the lock while this process watched: its holder is alive"
+	case e.Dead != "":
+		tail = "its holder is dead (" + e.Dead + "): `lifeboat failover resume` takes the lock over at once"
+	}
+	return fmt.Sprintf("failover lock %s is held by %s since %s (%s: %q), renewed until %s by its clock; %s",
+		l.ID, l.Holder, l.Since.Format(time.RFC3339), l.Operation, l.Reason, l.Expires.Format(time.RFC3339), tail)
 }
 
-// ErrLockLost: the lock was broken or taken over while this run held it.
+// ErrLockLost: the lock was broken or taken over while this run held it, or its lease ran out on
+// this process's clock.
 var ErrLockLost = errors.New("failover lock lost")
 
 // Locker takes and keeps the lock in a store.
 type Locker struct {
 	Store providers.Store
-	TTL   time.Duration // expiry of one renewal; 0 means 60s
+	TTL   time.Duration // expiry of one renewal; 0 means DefaultLockTTL
 	Now   func() time.Time
+	// Wait: a lock held by a holder that is not known dead is watched until its record has stayed
+	// unchanged for its TTL on this process's monotonic clock, then taken over (a record that
+	// changes meanwhile is a live holder: *LockHeldError). Without Wait such a lock is reported
+	// held at once.
+	Wait bool
+	// Watching, when set, is told when Wait starts watching a held lock, and for how long.
+	Watching func(held Lock, d time.Duration)
 }
 
 func (l *Locker) ttl() time.Duration {
 	if l.TTL > 0 {
 		return l.TTL
 	}
-	return 60 * time.Second
+	return DefaultLockTTL
 }
+
+// margin is how long before TTL the holder's own lease ends: the slack for clock-rate drift
+// between machines, the store's delay in making a write visible, and one router call in flight.
+func (l *Locker) margin() time.Duration { return l.ttl() / 4 }
+
+// leaseFrom is the holder's deadline when the write that acquired or renewed the lock was sent at
+// start (time.Now, which carries the monotonic reading).
+func (l *Locker) leaseFrom(start time.Time) time.Time { return start.Add(l.ttl() - l.margin()) }
 
 func (l *Locker) now() time.Time {
 	if l.Now != nil {
@@ -114,31 +165,89 @@ func (l *Locker) write(ctx context.Context, lk *Lock, ifMatch string, create boo
 // Read returns the current lock (released or not); ok false when none was ever taken.
 func (l *Locker) Read(ctx context.Context) (Lock, bool, error) { return l.read(ctx) }
 
-// Acquire takes the lock for holder, or returns a *LockHeldError naming who has it. An expired
-// or released lock is taken over by compare-and-swap with the next fencing token.
+// sameRecord: b is exactly the record a was (nothing wrote the lock in between).
+func sameRecord(a, b Lock) bool {
+	return a.revision == b.revision && a.ID == b.ID && a.Token == b.Token && a.Renewal == b.Renewal && a.Released == b.Released
+}
+
+// recordTTL is how long a taker watches cur unchanged: the longer of its holder's TTL and ours.
+func (l *Locker) recordTTL(cur Lock) time.Duration {
+	d := l.ttl()
+	if cur.TTLMS > 0 && cur.TTLMS < math.MaxInt64/int64(time.Millisecond) {
+		d = max(d, time.Duration(cur.TTLMS)*time.Millisecond)
+	}
+	return d
+}
+
+// ErrTokenExhausted: the fencing token cannot grow any more (refused: it never wraps).
+var ErrTokenExhausted = errors.New("fencing token exhausted")
+
+// Acquire takes the lock for holder, or returns a *LockHeldError naming who has it. A released
+// lock, or one whose holder is a dead process on this host, is taken over at once; with Wait, a
+// lock whose record stays unchanged for its TTL on this process's monotonic clock is taken over
+// too. Each take-over is a compare-and-swap on the record seen, with the next fencing token. A
+// lost answer to our own write (the write landed, the retry saw a precondition fail) is
+// recognised by the lock's id as ours.
 func (l *Locker) Acquire(ctx context.Context, holder, operation, reason string) (*Lock, error) {
-	for attempt := 0; attempt < 4; attempt++ {
-		now := l.now()
-		lk := &Lock{ID: newID(), Holder: holder, Reason: reason, Operation: operation, Since: now, Expires: now.Add(l.ttl()), Token: 1}
+	var watched *Lock
+	var watchedSince time.Time
+	for conflicts := 0; conflicts < 4; {
 		cur, exists, err := l.read(ctx)
 		if err != nil {
 			return nil, err
 		}
+		now := l.now()
+		lk := &Lock{ID: newID(), Holder: holder, Reason: reason, Operation: operation, Since: now, Expires: now.Add(l.ttl()),
+			TTLMS: l.ttl().Milliseconds(), Owner: thisOwner(), Token: 1}
 		if exists {
-			if !cur.Released && now.Before(cur.Expires) {
-				return nil, &LockHeldError{Lock: cur}
+			if cur.Token < 0 || cur.Token == math.MaxInt64 {
+				return nil, fmt.Errorf("%w: %s has fencing token %d: the next owner's would wrap; nothing taken (a new lock needs a new state store or a fresh %s)", ErrTokenExhausted, LockKey, cur.Token, LockKey)
+			}
+			switch dead, why := cur.Owner.dead(); {
+			case cur.Released:
+			case !l.Wait:
+				return nil, &LockHeldError{Lock: cur, Dead: why}
+			case dead:
+				lk.tookOver, lk.why = &cur, why
+			default:
+				if watched != nil && !sameRecord(*watched, cur) {
+					return nil, &LockHeldError{Lock: cur, Live: true}
+				}
+				ttl := l.recordTTL(cur)
+				if watched == nil {
+					watched, watchedSince = &cur, time.Now()
+					if l.Watching != nil {
+						l.Watching(cur, ttl)
+					}
+				}
+				if left := ttl - time.Since(watchedSince); left > 0 {
+					if err := sleep(ctx, min(left, max(ttl/20, 20*time.Millisecond), 2*time.Second)); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				lk.tookOver, lk.why = &cur, fmt.Sprintf("its record stayed unchanged for %s on this host's monotonic clock", ttl.Round(time.Millisecond))
 			}
 			lk.Token = cur.Token + 1
+		}
+		start := time.Now()
+		if exists {
 			err = l.write(ctx, lk, cur.revision, false)
 		} else {
 			err = l.write(ctx, lk, "", true)
 		}
+		if err != nil && l.ours(ctx, lk) {
+			err = nil // our write landed and its answer was lost
+		}
 		if errors.Is(err, providers.ErrPreconditionFailed) {
+			conflicts++
+			watched = nil
 			continue // someone else moved first: look again
 		}
 		if err != nil {
 			return nil, fmt.Errorf("take lock: %w", err)
 		}
+		lk.lease = l.leaseFrom(start)
 		return lk, nil
 	}
 	cur, _, err := l.read(ctx)
@@ -148,31 +257,62 @@ func (l *Locker) Acquire(ctx context.Context, holder, operation, reason string) 
 	return nil, &LockHeldError{Lock: cur}
 }
 
-// Renew extends the lock; ErrLockLost if it is no longer ours.
+// ours re-reads the lock after a failed write of lk: true (and lk's revision updated) when the
+// store holds exactly lk's record — the write landed and only its answer was lost.
+func (l *Locker) ours(ctx context.Context, lk *Lock) bool {
+	cur, ok, err := l.read(ctx)
+	if err != nil || !ok || cur.ID != lk.ID || cur.Token != lk.Token || cur.Renewal != lk.Renewal || cur.Released != lk.Released {
+		return false
+	}
+	lk.revision = cur.revision
+	return true
+}
+
+// Renew extends the lock; ErrLockLost if it is no longer ours. A renewal whose answer was lost
+// is recognised as ours; any other failure leaves the lease running out on its own.
 func (l *Locker) Renew(ctx context.Context, lk *Lock) error {
 	next := *lk
+	next.Renewal++
 	next.Expires = l.now().Add(l.ttl())
-	if err := l.write(ctx, &next, lk.revision, false); err != nil {
-		if errors.Is(err, providers.ErrPreconditionFailed) || errors.Is(err, providers.ErrNotFound) {
-			return fmt.Errorf("%w: it was broken or taken over", ErrLockLost)
+	start := time.Now()
+	err := l.write(ctx, &next, lk.revision, false)
+	if err != nil && !l.ours(ctx, &next) {
+		cur, ok, rerr := l.read(ctx)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("renew lock: %w", err)
+		case !ok || cur.ID != lk.ID || cur.Token != lk.Token || cur.Released:
+			return fmt.Errorf("%w: it was broken or taken over (now %s, token %d)", ErrLockLost, cur.Holder, cur.Token)
 		}
-		return fmt.Errorf("renew lock: %w", err)
+		// Still ours, at a revision an earlier renewal wrote whose answer was lost: renew from it.
+		lk.revision, lk.Renewal = cur.revision, cur.Renewal
+		return fmt.Errorf("renew lock: %v (the record is still ours; retrying)", err)
 	}
+	next.lease = l.leaseFrom(start)
 	*lk = next
 	return nil
 }
 
-// Check verifies that lk is still the lock in the store (fencing, before each router write).
+// fence is the holder's own check, without the store: its monotonic lease has not run out.
+func (lk *Lock) fence() error {
+	if lk.lease.IsZero() || !time.Now().Before(lk.lease) {
+		return fmt.Errorf("%w: token %d: its lease ran out on this host's clock (no renewal succeeded within lock_ttl minus the safety margin)", ErrLockLost, lk.Token)
+	}
+	return nil
+}
+
+// Check verifies that lk is still the lock in the store and that its lease has not run out on
+// this host's clock (fencing, before each router write).
 func (l *Locker) Check(ctx context.Context, lk *Lock) error {
+	if err := lk.fence(); err != nil {
+		return err
+	}
 	cur, ok, err := l.read(ctx)
 	if err != nil {
 		return err
 	}
-	if !ok || cur.revision != lk.revision || cur.Token != lk.Token || cur.Released {
+	if !ok || cur.ID != lk.ID || cur.Token != lk.Token || cur.Released {
 		return fmt.Errorf("%w: token %d is no longer the holder", ErrLockLost, lk.Token)
-	}
-	if !l.now().Before(cur.Expires) {
-		return fmt.Errorf("%w: expired at %s", ErrLockLost, cur.Expires.Format(time.RFC3339))
 	}
 	return nil
 }
@@ -182,11 +322,19 @@ func (l *Locker) Release(ctx context.Context, lk *Lock) error {
 	next := *lk
 	next.Released = true
 	next.Expires = l.now()
-	if err := l.write(ctx, &next, lk.revision, false); err != nil {
-		if errors.Is(err, providers.ErrPreconditionFailed) {
-			return fmt.Errorf("%w: not released, someone else holds it", ErrLockLost)
+	err := l.write(ctx, &next, lk.revision, false)
+	if err != nil && !l.ours(ctx, &next) {
+		cur, ok, rerr := l.read(ctx)
+		if rerr == nil && ok && cur.ID == lk.ID && cur.Token == lk.Token && !cur.Released {
+			next.Renewal = cur.Renewal
+			err = l.write(ctx, &next, cur.revision, false) // ours at a revision whose answer was lost
 		}
-		return fmt.Errorf("release lock: %w", err)
+		if err != nil && !l.ours(ctx, &next) {
+			if errors.Is(err, providers.ErrPreconditionFailed) {
+				return fmt.Errorf("%w: not released, someone else holds it", ErrLockLost)
+			}
+			return fmt.Errorf("release lock: %w", err)
+		}
 	}
 	*lk = next
 	return nil
@@ -209,7 +357,7 @@ func (l *Locker) Break(ctx context.Context, id, by string) (Lock, error) {
 	}
 	next := cur
 	next.Released, next.BrokenBy, next.Expires = true, by, l.now()
-	if err := l.write(ctx, &next, cur.revision, false); err != nil {
+	if err := l.write(ctx, &next, cur.revision, false); err != nil && !l.ours(ctx, &next) {
 		return cur, fmt.Errorf("break lock: %w", err)
 	}
 	return cur, nil

@@ -2,10 +2,14 @@ package failover
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
 )
 
@@ -23,11 +27,120 @@ type Driver interface {
 	String() string
 }
 
+// RouterVersion is, per class, what identifies the router's content as this run last wrote or
+// read it back: the router's ETag, or, for a router without compare-and-swap, a digest of what
+// was read ("digest:…"). A conditional write is checked against it — never against a version
+// fetched right before the write, which would let a stale holder overwrite another's change.
+type RouterVersion map[string]string
+
+// ConditionalDriver is a driver that writes only where the router still holds what this run last
+// saw. The http and Caddy drivers send If-Match with the ETag (the router answers 412 otherwise:
+// compare-and-swap); HAProxy, which has no compare-and-swap, compares the backend's servers
+// immediately before its commands.
+type ConditionalDriver interface {
+	Driver
+	// ReadVersion is Read, with each class's version.
+	ReadVersion(ctx context.Context) (RouterState, RouterVersion, error)
+	// ApplyIf is Apply on a condition: a class whose content is no longer since[class] is not
+	// written and the error matches ErrRouterConflict — someone else changed the router; it is
+	// never re-read and retried. fence is called immediately before every write the driver sends;
+	// its error stops the write.
+	ApplyIf(ctx context.Context, desired RouterState, since RouterVersion, fence func() error) error
+}
+
+// ZeroDrainDriver is a driver on which a kept region with weight 0 is the drain (Caddy has no
+// drain state): a ready region with weight 0 and a drained one read the same.
+type ZeroDrainDriver interface {
+	Driver
+	ZeroWeightIsDrain() bool
+}
+
+// The drivers' capabilities, checked at compile time.
+var (
+	_ ConditionalDriver = (*HTTPRouter)(nil)
+	_ ConditionalDriver = (*CaddyRouter)(nil)
+	_ ConditionalDriver = (*HAProxyRouter)(nil)
+	_ ZeroDrainDriver   = (*CaddyRouter)(nil)
+)
+
+// ReadVersion reads d with each class's version: the driver's own when it is a
+// ConditionalDriver, else a digest of what it read.
+func ReadVersion(ctx context.Context, d Driver) (RouterState, RouterVersion, error) {
+	if c, ok := d.(ConditionalDriver); ok {
+		return c.ReadVersion(ctx)
+	}
+	rs, err := d.Read(ctx)
+	if err != nil {
+		return rs, nil, err
+	}
+	return rs, stateDigest(rs), nil
+}
+
+// ApplyIf applies desired only where the router is still at since: through the driver's own
+// ApplyIf, or else (the file driver, wrappers) by comparing a fresh Read with since immediately
+// before one Apply. fence runs before each write; nil means none.
+func ApplyIf(ctx context.Context, d Driver, desired RouterState, since RouterVersion, fence func() error) error {
+	if fence == nil {
+		fence = func() error { return nil }
+	}
+	if c, ok := d.(ConditionalDriver); ok {
+		return c.ApplyIf(ctx, desired, since, fence)
+	}
+	if err := fence(); err != nil {
+		return err
+	}
+	rs, err := d.Read(ctx)
+	if err != nil {
+		return err
+	}
+	now := stateDigest(rs)
+	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
+		if err := sameVersion(d.String(), class, since, now[class]); err != nil {
+			return err
+		}
+	}
+	if err := fence(); err != nil {
+		return err
+	}
+	return d.Apply(ctx, desired)
+}
+
+// sameVersion: class is still at the version this run last saw; ErrRouterConflict otherwise.
+func sameVersion(router, class string, since RouterVersion, now string) error {
+	want, ok := since[class]
+	switch {
+	case !ok:
+		return fmt.Errorf("%s: class %s: this run has not read it back, so it cannot write it conditionally: %w", router, class, ErrRouterConflict)
+	case want != now:
+		return fmt.Errorf("%s: class %s changed since this run last wrote or read it back (someone else edited the router); nothing overwritten: %w", router, class, ErrRouterConflict)
+	}
+	return nil
+}
+
+// stateDigest is each class's digest of its weights and states as read.
+func stateDigest(rs RouterState) RouterVersion {
+	v := RouterVersion{}
+	for class, w := range rs.Weights {
+		b, _ := json.Marshal(struct {
+			W map[string]int   `json:"w"`
+			S map[string]State `json:"s"`
+		}{w, rs.States[class]})
+		v[class] = digestOf(b)
+	}
+	return v
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "digest:" + hex.EncodeToString(sum[:12])
+}
+
 // ErrRouterUnreachable is matched by driver errors that mean the router did not answer
 // (exit 4); other driver errors are protocol or content problems.
 var ErrRouterUnreachable = errors.New("router unreachable")
 
-// ErrRouterConflict is matched when a compare-and-swap write lost to a concurrent edit.
+// ErrRouterConflict is matched when a conditional write found the router changed by someone else
+// since this run last wrote or read it back (exit 3: stop, never overwrite).
 var ErrRouterConflict = errors.New("router changed concurrently")
 
 // ErrRouterTopology is matched when the router's configuration itself breaks residency (a
@@ -51,6 +164,34 @@ func readBoundedN(r io.Reader, n int64) ([]byte, error) {
 	return b, nil
 }
 
+// routerClient is c (nil: a fresh client) made never to follow a redirect: the router's answer
+// is the 3xx itself, which routerAnswer refuses, whichever host it names.
+func routerClient(c *http.Client) *http.Client {
+	var cl http.Client
+	if c != nil {
+		cl = *c
+	}
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cl
+}
+
+// routerAnswer reads one HTTP router answer, bounded: a redirect is refused (a router driver
+// follows none), and a body that stalls or is cut off mid-way is the router not answering
+// (ErrRouterUnreachable, exit 4), not bad input. what names the request ("router GET URL").
+func routerAnswer(what string, resp *http.Response) ([]byte, error) {
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, fmt.Errorf("%s: HTTP %d redirect to %q refused: router drivers follow no redirect; point router.url at the router itself", what, resp.StatusCode, firstLine(resp.Header.Get("Location")))
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRouterBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: the answer stalled or was cut off after %d bytes: %v: %w", what, len(b), err, ErrRouterUnreachable)
+	}
+	if len(b) > maxRouterBody {
+		return nil, fmt.Errorf("%s: answer larger than %d bytes", what, maxRouterBody)
+	}
+	return b, nil
+}
+
 // OpenRouter returns the fleet's router driver.
 func OpenRouter(f *Fleet) (Driver, error) {
 	switch f.Router.Driver {
@@ -61,7 +202,7 @@ func OpenRouter(f *Fleet) (Driver, error) {
 	case DriverCaddy:
 		return NewCaddyRouter(f)
 	case DriverHTTP:
-		return &HTTPRouter{URL: f.Router.URL, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout}, nil
+		return &HTTPRouter{URL: f.Router.URL, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout, AllowNoETag: f.Router.AllowNoETag}, nil
 	case "":
 		return nil, fmt.Errorf("%s: router.driver: required for failover", f.File)
 	}

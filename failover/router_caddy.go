@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,9 +18,9 @@ import (
 // "@id" (router.backends) whose reverse_proxy handler uses the weighted_round_robin selection
 // policy. Upstreams are the class's regions' endpoints (host:port). A region that must receive
 // nothing is not in the upstreams at all (maint); a drained region stays with weight 0, which
-// Caddy never selects, so in-flight requests finish. Every write is a PATCH with If-Match on the
-// ETag of the route just read: a concurrent edit is detected (ErrRouterConflict), never
-// overwritten.
+// Caddy never selects, so in-flight requests finish. The executor's writes (ApplyIf) are PATCHes
+// with If-Match on the Etag this run last wrote or read back: another's edit answers 412
+// (ErrRouterConflict), never overwritten.
 type CaddyRouter struct {
 	Admin    string              // http://127.0.0.1:2019
 	Routes   map[string]string   // class → route @id
@@ -27,12 +28,15 @@ type CaddyRouter struct {
 	Dials    map[string]string   // region → upstream dial address (host:port of its endpoint)
 	Timeout  time.Duration
 	Client   *http.Client
-	Attempts int // conflicts retried (re-read, re-apply) before giving up; 0 means 3
+	Attempts int // conflicts the unconditional Apply retries (re-read, re-apply); 0 means 3
+	// AllowNoETag (router.allow_no_etag): a Caddy that sends no Etag is written after comparing
+	// the route with this run's last read-back immediately before the PATCH, instead of refused.
+	AllowNoETag bool
 }
 
 // NewCaddyRouter builds the driver from a fleet.
 func NewCaddyRouter(f *Fleet) (*CaddyRouter, error) {
-	c := &CaddyRouter{Admin: f.Router.URL, Routes: f.Router.Backends, Classes: f.Tenants, Dials: map[string]string{}, Timeout: f.Router.Timeout}
+	c := &CaddyRouter{Admin: f.Router.URL, Routes: f.Router.Backends, Classes: f.Tenants, Dials: map[string]string{}, Timeout: f.Router.Timeout, AllowNoETag: f.Router.AllowNoETag}
 	for name, r := range f.Regions {
 		if r.Endpoint == "" {
 			continue
@@ -58,13 +62,6 @@ func (c *CaddyRouter) MaxWeight() int { return 1_000_000 }
 // ZeroWeightIsDrain: Caddy has no drain state; a kept upstream with weight 0 is the drain.
 func (c *CaddyRouter) ZeroWeightIsDrain() bool { return true }
 
-func (c *CaddyRouter) client() *http.Client {
-	if c.Client != nil {
-		return c.Client
-	}
-	return &http.Client{}
-}
-
 func (c *CaddyRouter) do(ctx context.Context, method, path, etag string, body []byte) (int, http.Header, []byte, error) {
 	to := c.Timeout
 	if to <= 0 {
@@ -82,14 +79,14 @@ func (c *CaddyRouter) do(ctx context.Context, method, path, etag string, body []
 	if etag != "" {
 		req.Header.Set("If-Match", etag)
 	}
-	resp, err := c.client().Do(req)
+	resp, err := routerClient(c.Client).Do(req)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, ErrRouterUnreachable)
 	}
 	defer resp.Body.Close()
-	b, err := readBounded(resp.Body)
+	b, err := routerAnswer("caddy "+method+" "+path, resp)
 	if err != nil {
-		return resp.StatusCode, resp.Header, nil, fmt.Errorf("caddy %s %s: %v", method, path, err)
+		return resp.StatusCode, resp.Header, nil, err
 	}
 	return resp.StatusCode, resp.Header, b, nil
 }
@@ -111,7 +108,11 @@ func (c *CaddyRouter) route(ctx context.Context, class string) (map[string]any, 
 	if err := json.Unmarshal(b, &route); err != nil {
 		return nil, "", fmt.Errorf("caddy GET /id/%s: %v", id, err)
 	}
-	return route, h.Get("Etag"), nil
+	etag := h.Get("Etag")
+	if etag == "" {
+		etag = digestOf(b) // no compare-and-swap: ApplyIf refuses, or compares (AllowNoETag)
+	}
+	return route, etag, nil
 }
 
 // proxyHandler finds the route's reverse_proxy handler.
@@ -134,11 +135,69 @@ func (c *CaddyRouter) regionOf(dial string) string {
 	return "dial:" + dial // not a fleet region: checkTopology refuses it
 }
 
+// unseen says what in a route sends traffic to upstreams Lifeboat cannot read: dynamic upstreams
+// (SRV or A lookups, multi-source modules), a second reverse_proxy anywhere in the route (in a
+// subroute, say), or an upstream that is not one literal host:port. Such a route could carry a
+// class to any region whatever its weights say: refused (ErrRouterTopology), not planned on.
+func unseen(route map[string]any) []string {
+	var why []string
+	proxies := 0
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch x := v.(type) {
+		case map[string]any:
+			if x["handler"] == "reverse_proxy" {
+				proxies++
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if k == "dynamic_upstreams" {
+					why = append(why, at+".dynamic_upstreams (upstreams looked up at request time)")
+				}
+				walk(x[k], at+"."+k)
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, fmt.Sprintf("%s[%d]", at, i))
+			}
+		}
+	}
+	walk(route, "route")
+	if proxies > 1 {
+		why = append(why, fmt.Sprintf("%d reverse_proxy handlers (only one per class route can be read)", proxies))
+	}
+	if h, err := proxyHandler(route); err == nil {
+		ups, ok := h["upstreams"].([]any)
+		if !ok && h["upstreams"] != nil {
+			why = append(why, "upstreams is not a list")
+		}
+		for i, u := range ups {
+			m, _ := u.(map[string]any)
+			dial, _ := m["dial"].(string)
+			_, port, err := net.SplitHostPort(dial)
+			switch {
+			case m == nil || dial == "":
+				why = append(why, fmt.Sprintf("upstream %d has no dial address", i))
+			case strings.ContainsAny(dial, "{}") || err != nil || port == "" || strings.ContainsAny(port, "-"):
+				why = append(why, fmt.Sprintf("upstream %d dials %q (a placeholder, range or name Lifeboat cannot resolve to one region)", i, dial))
+			}
+			for k := range m {
+				if k != "dial" && k != "max_requests" {
+					why = append(why, fmt.Sprintf("upstream %d has %q", i, k))
+				}
+			}
+		}
+	}
+	return why
+}
+
 // parse reads a class's upstreams and weights from its route.
 func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int, map[string]State, error) {
 	h, err := proxyHandler(route)
 	if err != nil {
 		return nil, nil, fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
+	}
+	if why := unseen(route); len(why) > 0 {
+		return nil, nil, fmt.Errorf("caddy route %s of class %s: %w: its upstreams are not all visible to Lifeboat: %s; list them as literal upstreams with weighted_round_robin weights", c.Routes[class], class, ErrRouterTopology, strings.Join(why, "; "))
 	}
 	ups, _ := h["upstreams"].([]any)
 	var weights []any
@@ -182,26 +241,117 @@ func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int,
 
 // Read returns every class's upstream weights.
 func (c *CaddyRouter) Read(ctx context.Context) (RouterState, error) {
+	rs, _, err := c.ReadVersion(ctx)
+	return rs, err
+}
+
+// ReadVersion returns every class's upstream weights with its route's Etag.
+func (c *CaddyRouter) ReadVersion(ctx context.Context) (RouterState, RouterVersion, error) {
 	rs := RouterState{Weights: Weights{}, States: States{}}
+	v := RouterVersion{}
 	for _, class := range slices.Sorted(maps.Keys(c.Routes)) {
-		route, _, err := c.route(ctx, class)
+		route, etag, err := c.route(ctx, class)
 		if err != nil {
-			return rs, err
+			return rs, nil, err
 		}
 		w, st, err := c.parse(class, route)
 		if err != nil {
-			return rs, err
+			return rs, nil, err
 		}
-		rs.Weights[class] = w
+		rs.Weights[class], v[class] = w, etag
 		for r, s := range st {
 			rs.States.Set(class, r, s)
 		}
 	}
-	return rs, nil
+	return rs, v, nil
+}
+
+// ApplyIf rewrites each class's route with a PATCH carrying If-Match on the Etag this run last
+// saw (since): a route changed since answers 412, ErrRouterConflict, never retried. A Caddy that
+// sends no Etag is refused unless AllowNoETag, which compares the route with since right before an
+// unconditional PATCH.
+func (c *CaddyRouter) ApplyIf(ctx context.Context, desired RouterState, since RouterVersion, fence func() error) error {
+	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
+		route, now, err := c.route(ctx, class)
+		if err != nil {
+			return err
+		}
+		want := since[class]
+		ifMatch := want
+		if strings.HasPrefix(want, "digest:") {
+			if !c.AllowNoETag {
+				return fmt.Errorf("caddy GET /id/%s: no Etag, so a write cannot be conditional on what this run saw; refused (router.allow_no_etag: true accepts a compare before each write instead, leaving a window)", c.Routes[class])
+			}
+			ifMatch = ""
+		}
+		if err := sameVersion(c.String(), class, since, now); err != nil {
+			return err
+		}
+		body, err := c.routeBody(class, route, desired)
+		if err != nil {
+			return err
+		}
+		if err := fence(); err != nil {
+			return err
+		}
+		code, _, b, err := c.do(ctx, http.MethodPatch, "/id/"+url.PathEscape(c.Routes[class]), ifMatch, body)
+		if err != nil {
+			return err
+		}
+		switch code {
+		case http.StatusOK:
+		case http.StatusPreconditionFailed:
+			return fmt.Errorf("caddy PATCH /id/%s: If-Match answered 412: the route changed since this run last wrote or read it back (someone else edited the router); nothing overwritten: %s: %w", c.Routes[class], firstLine(string(b)), ErrRouterConflict)
+		default:
+			return fmt.Errorf("caddy PATCH /id/%s: HTTP %d: %s", c.Routes[class], code, firstLine(string(b)))
+		}
+	}
+	return nil
+}
+
+// routeBody is route rewritten to desired's upstreams and weights for class.
+func (c *CaddyRouter) routeBody(class string, route map[string]any, desired RouterState) ([]byte, error) {
+	h, err := proxyHandler(route)
+	if err != nil {
+		return nil, fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
+	}
+	if why := unseen(route); len(why) > 0 {
+		return nil, fmt.Errorf("caddy route %s of class %s: %w: %s", c.Routes[class], class, ErrRouterTopology, strings.Join(why, "; "))
+	}
+	names := slices.Sorted(maps.Keys(desired.Weights[class]))
+	var ups, weights []any
+	for _, r := range names {
+		st := desired.States.Get(class, r)
+		w := desired.Weights[class][r]
+		if st == Maint {
+			continue
+		}
+		if st == Drain {
+			w = 0
+		}
+		dial, ok := c.Dials[r]
+		if !ok {
+			return nil, fmt.Errorf("caddy: region %s has no endpoint to dial", r)
+		}
+		ups = append(ups, map[string]any{"dial": dial})
+		weights = append(weights, w)
+	}
+	if len(ups) == 0 {
+		return nil, fmt.Errorf("caddy: class %s would have no upstream", class)
+	}
+	h["upstreams"] = ups
+	lb, _ := h["load_balancing"].(map[string]any)
+	if lb == nil {
+		lb = map[string]any{}
+		h["load_balancing"] = lb
+	}
+	lb["selection_policy"] = map[string]any{"policy": "weighted_round_robin", "weights": weights}
+	return json.Marshal(route)
 }
 
 // Apply rewrites each class's upstreams: ready and drained regions are upstreams (a drained one
-// with weight 0), cut-off ones are left out; a PATCH with If-Match on the route's ETag.
+// with weight 0), cut-off ones are left out; a PATCH with If-Match on the ETag of the route just
+// read (unconditional on what any run saw: the executor uses ApplyIf).
 func (c *CaddyRouter) Apply(ctx context.Context, desired RouterState) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		if err := c.applyClass(ctx, class, desired); err != nil {
@@ -222,39 +372,10 @@ func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired Rout
 		if err != nil {
 			return err
 		}
-		h, err := proxyHandler(route)
-		if err != nil {
-			return fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
+		if strings.HasPrefix(etag, "digest:") {
+			etag = ""
 		}
-		names := slices.Sorted(maps.Keys(desired.Weights[class]))
-		var ups, weights []any
-		for _, r := range names {
-			st := desired.States.Get(class, r)
-			w := desired.Weights[class][r]
-			if st == Maint {
-				continue
-			}
-			if st == Drain {
-				w = 0
-			}
-			dial, ok := c.Dials[r]
-			if !ok {
-				return fmt.Errorf("caddy: region %s has no endpoint to dial", r)
-			}
-			ups = append(ups, map[string]any{"dial": dial})
-			weights = append(weights, w)
-		}
-		if len(ups) == 0 {
-			return fmt.Errorf("caddy: class %s would have no upstream", class)
-		}
-		h["upstreams"] = ups
-		lb, _ := h["load_balancing"].(map[string]any)
-		if lb == nil {
-			lb = map[string]any{}
-			h["load_balancing"] = lb
-		}
-		lb["selection_policy"] = map[string]any{"policy": "weighted_round_robin", "weights": weights}
-		body, err := json.Marshal(route)
+		body, err := c.routeBody(class, route, desired)
 		if err != nil {
 			return err
 		}

@@ -179,15 +179,33 @@ func (h *HAProxyRouter) servers(ctx context.Context, backend string) (map[string
 	return srv, nil
 }
 
+// serversDigest is the version of one backend as read: its servers' weights and states (the
+// Runtime API has no compare-and-swap, so ApplyIf compares these right before its commands).
+func serversDigest(srv map[string]haServer) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(srv)) {
+		fmt.Fprintf(&b, "%s=%d/%s;", name, srv[name].weight, srv[name].state)
+	}
+	return digestOf([]byte(b.String()))
+}
+
 // Read returns every class backend's servers. An eligible region with no server in its class's
 // backend can receive nothing: it reads as weight 0, maint.
 func (h *HAProxyRouter) Read(ctx context.Context) (RouterState, error) {
+	rs, _, err := h.ReadVersion(ctx)
+	return rs, err
+}
+
+// ReadVersion is Read with each backend's digest.
+func (h *HAProxyRouter) ReadVersion(ctx context.Context) (RouterState, RouterVersion, error) {
 	rs := RouterState{Weights: Weights{}, States: States{}}
+	v := RouterVersion{}
 	for _, class := range slices.Sorted(maps.Keys(h.Backends)) {
 		srv, err := h.servers(ctx, h.Backends[class])
 		if err != nil {
-			return rs, err
+			return rs, nil, err
 		}
+		v[class] = serversDigest(srv)
 		rs.Weights[class] = map[string]int{}
 		for name, s := range srv {
 			rs.Weights[class][name] = s.weight
@@ -202,13 +220,26 @@ func (h *HAProxyRouter) Read(ctx context.Context) (RouterState, error) {
 			}
 		}
 	}
-	return rs, nil
+	return rs, v, nil
 }
 
-// Apply sets each class's servers in an order that never leaves a class without a receiver:
-// servers coming back are weighted and made ready first, then weights rise, then fall, then
-// servers are drained or cut off.
+// Apply sets each class's servers whatever they held (the executor uses ApplyIf).
 func (h *HAProxyRouter) Apply(ctx context.Context, desired RouterState) error {
+	return h.apply(ctx, desired, nil, func() error { return nil })
+}
+
+// ApplyIf is Apply where each backend's servers, read immediately before its commands, are still
+// as this run last saw them (since): HAProxy has no compare-and-swap, so an edit between that
+// read and the commands (milliseconds) is the window that remains. fence runs before every
+// command.
+func (h *HAProxyRouter) ApplyIf(ctx context.Context, desired RouterState, since RouterVersion, fence func() error) error {
+	return h.apply(ctx, desired, since, fence)
+}
+
+// apply sets each class's servers in an order that never leaves a class without a receiver:
+// servers coming back are weighted and made ready first, then weights rise, then fall, then
+// servers are drained or cut off. since nil: unconditional.
+func (h *HAProxyRouter) apply(ctx context.Context, desired RouterState, since RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		backend, ok := h.Backends[class]
 		if !ok {
@@ -217,6 +248,11 @@ func (h *HAProxyRouter) Apply(ctx context.Context, desired RouterState) error {
 		cur, err := h.servers(ctx, backend)
 		if err != nil {
 			return err
+		}
+		if since != nil {
+			if err := sameVersion(h.String(), class, since, serversDigest(cur)); err != nil {
+				return err
+			}
 		}
 		names := unionStrings(desired.Weights[class])
 		for r := range desired.States[class] {
@@ -256,6 +292,9 @@ func (h *HAProxyRouter) Apply(ctx context.Context, desired RouterState) error {
 		}
 		sort.SliceStable(ops, func(i, j int) bool { return ops[i].order < ops[j].order })
 		for _, o := range ops {
+			if err := fence(); err != nil {
+				return err
+			}
 			if err := h.set(ctx, o.cmd); err != nil {
 				return err
 			}

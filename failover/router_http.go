@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -26,7 +27,10 @@ type HTTPRouter struct {
 	Classes  map[string][]string
 	Timeout  time.Duration
 	Client   *http.Client
-	Attempts int // read-modify-write attempts on 412; 0 means 3
+	Attempts int // read-modify-write attempts of the unconditional Apply on 412; 0 means 3
+	// AllowNoETag (router.allow_no_etag): a router that sends no ETag is written after comparing
+	// the document with this run's last read-back immediately before the PUT, instead of refused.
+	AllowNoETag bool
 }
 
 // HTTPRouterDoc is the per-class document.
@@ -62,18 +66,14 @@ func (h *HTTPRouter) do(ctx context.Context, method, class, etag string, body []
 	if etag != "" {
 		req.Header.Set("If-Match", etag)
 	}
-	c := h.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	resp, err := routerClient(h.Client).Do(req)
 	if err != nil {
 		return 0, "", nil, fmt.Errorf("router %s %s: %v: %w", method, u, err, ErrRouterUnreachable)
 	}
 	defer resp.Body.Close()
-	rb, err := readBounded(resp.Body)
+	rb, err := routerAnswer("router "+method+" "+u, resp)
 	if err != nil {
-		return resp.StatusCode, "", nil, fmt.Errorf("router %s %s: %v", method, u, err)
+		return resp.StatusCode, "", nil, err
 	}
 	return resp.StatusCode, resp.Header.Get("ETag"), rb, nil
 }
@@ -87,7 +87,10 @@ func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, stri
 		return HTTPRouterDoc{}, "", fmt.Errorf("router GET %s/%s: HTTP %d: %s", h.URL, h.Backends[class], code, firstLine(string(b)))
 	}
 	if etag == "" {
-		return HTTPRouterDoc{}, "", fmt.Errorf("router GET %s/%s: no ETag: compare-and-swap is impossible", h.URL, h.Backends[class])
+		if !h.AllowNoETag {
+			return HTTPRouterDoc{}, "", fmt.Errorf("router GET %s/%s: no ETag: compare-and-swap is impossible (router.allow_no_etag: true accepts a compare before each write instead)", h.URL, h.Backends[class])
+		}
+		etag = digestOf(b)
 	}
 	var doc HTTPRouterDoc
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -112,12 +115,20 @@ func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, stri
 
 // Read returns every class's document.
 func (h *HTTPRouter) Read(ctx context.Context) (RouterState, error) {
+	rs, _, err := h.ReadVersion(ctx)
+	return rs, err
+}
+
+// ReadVersion returns every class's document with its ETag.
+func (h *HTTPRouter) ReadVersion(ctx context.Context) (RouterState, RouterVersion, error) {
 	rs := RouterState{Weights: Weights{}, States: States{}}
+	v := RouterVersion{}
 	for _, class := range slices.Sorted(maps.Keys(h.Classes)) {
-		doc, _, err := h.get(ctx, class)
+		doc, etag, err := h.get(ctx, class)
 		if err != nil {
-			return rs, err
+			return rs, nil, err
 		}
+		v[class] = etag
 		rs.Weights[class] = map[string]int{}
 		for r, v := range doc.Weights {
 			rs.Weights[class][r] = v
@@ -134,28 +145,73 @@ func (h *HTTPRouter) Read(ctx context.Context) (RouterState, error) {
 			}
 		}
 	}
-	return rs, nil
+	return rs, v, nil
 }
 
-// Apply replaces each class's document with If-Match on the ETag just read.
+// ApplyIf replaces each class's document with If-Match on the ETag this run last saw (since);
+// 412 is ErrRouterConflict, never retried. Without ETags (AllowNoETag) the document is compared
+// with since immediately before an unconditional PUT.
+func (h *HTTPRouter) ApplyIf(ctx context.Context, desired RouterState, since RouterVersion, fence func() error) error {
+	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
+		want, ok := since[class]
+		if !ok {
+			return sameVersion(h.String(), class, since, "")
+		}
+		ifMatch := want
+		if strings.HasPrefix(want, "digest:") {
+			_, now, err := h.get(ctx, class)
+			if err != nil {
+				return err
+			}
+			if err := sameVersion(h.String(), class, since, now); err != nil {
+				return err
+			}
+			ifMatch = ""
+		}
+		if err := fence(); err != nil {
+			return err
+		}
+		code, _, b, err := h.do(ctx, http.MethodPut, class, ifMatch, h.docBody(class, desired))
+		if err != nil {
+			return err
+		}
+		switch code {
+		case http.StatusOK, http.StatusNoContent:
+		case http.StatusPreconditionFailed:
+			return fmt.Errorf("router PUT %s/%s: If-Match %s answered 412: the document changed since this run last wrote or read it back (someone else edited the router); nothing overwritten: %w", h.URL, h.Backends[class], want, ErrRouterConflict)
+		default:
+			return fmt.Errorf("router PUT %s/%s: HTTP %d: %s", h.URL, h.Backends[class], code, firstLine(string(b)))
+		}
+	}
+	return nil
+}
+
+// docBody is class's document in desired.
+func (h *HTTPRouter) docBody(class string, desired RouterState) []byte {
+	doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]State{}}
+	for r, v := range desired.Weights[class] {
+		st := desired.States.Get(class, r)
+		if st == Maint && v == 0 {
+			continue // cut off: not in the document at all
+		}
+		doc.Weights[r] = v
+		if st != Ready {
+			doc.States[r] = st
+		}
+	}
+	body, _ := json.Marshal(doc)
+	return body
+}
+
+// Apply replaces each class's document with If-Match on the ETag just read (unconditional on
+// what any run saw: the executor uses ApplyIf).
 func (h *HTTPRouter) Apply(ctx context.Context, desired RouterState) error {
 	attempts := h.Attempts
 	if attempts <= 0 {
 		attempts = 3
 	}
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
-		doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]State{}}
-		for r, v := range desired.Weights[class] {
-			st := desired.States.Get(class, r)
-			if st == Maint && v == 0 {
-				continue // cut off: not in the document at all
-			}
-			doc.Weights[r] = v
-			if st != Ready {
-				doc.States[r] = st
-			}
-		}
-		body, _ := json.Marshal(doc)
+		body := h.docBody(class, desired)
 		var last error
 		done := false
 		for range attempts {

@@ -75,7 +75,10 @@ func TestHTTPRouterEvacuation(t *testing.T) {
 	router, _ := OpenRouter(f)
 	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: router, Signals: &StaticSignals{Regions: calmSignals(f)}}
 	ctx := testbed.Ctx(t)
-	d.meddle.Store(1) // one concurrent edit: detected (412), re-read, re-applied
+	d.meddle.Store(1) // one concurrent edit after the run's read: 412, the run stops, nothing overwritten
+	if _, err := e.Run(ctx, evacuate("eu-west-1")); !errors.Is(err, ErrRouterConflict) {
+		t.Fatalf("a concurrent edit: %v, want ErrRouterConflict", err)
+	}
 	out, err := e.Run(ctx, evacuate("eu-west-1"))
 	if err != nil {
 		t.Fatal(err)

@@ -192,7 +192,8 @@ func failoverExit(err error) error {
 	var held *failover.LockHeldError
 	switch {
 	case errors.As(err, &held), errors.Is(err, failover.ErrRefused), errors.Is(err, failover.ErrRouterTopology),
-		errors.Is(err, failover.ErrExpired), errors.Is(err, failover.ErrLockLost):
+		errors.Is(err, failover.ErrExpired), errors.Is(err, failover.ErrLockLost), errors.Is(err, failover.ErrRouterConflict),
+		errors.Is(err, failover.ErrTokenExhausted):
 		return withCode(exitRefused, err)
 	case errors.Is(err, context.Canceled):
 		return err // interrupted: exitCode says 130

@@ -679,3 +679,35 @@ func (w *delayedWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection (flush, hijack).
 func (w *delayedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ---------------------------------------------------------------------------------------------
+// DropAnswer: the request reaches the server and takes effect; its answer is lost.
+
+type dropAction struct{}
+
+// DropAnswer forwards the request (so a write lands) and then resets the connection instead of
+// answering: the client sees a connection error, and an SDK that retries sends the request again
+// against the new state (a conditional create then answers 412).
+func DropAnswer() Action { return dropAction{} }
+
+func (dropAction) client(req *http.Request, next func() (*http.Response, error)) (*http.Response, error) {
+	resp, err := next()
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return nil, fmt.Errorf("faultproxy: answer to %s %s dropped: %w", req.Method, req.URL.Path, syscall.ECONNRESET)
+}
+
+func (dropAction) server(w http.ResponseWriter, req *http.Request, next http.Handler) {
+	rec := &recorder{header: http.Header{}}
+	next.ServeHTTP(rec, req)
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = conn.Close()
+		return
+	}
+	panic(http.ErrAbortHandler)
+}

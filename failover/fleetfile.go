@@ -18,3 +18,13 @@ func ReadFleet(name string) (*Fleet, error) {
 	}
 	return ParseFleet(data, name)
 }
+
+// ReadSignals reads and checks a recorded signals file (--signals) against the fleet, through
+// the same bounded, regular-file-only reader as the fleet file.
+func ReadSignals(name string, f *Fleet) (*SignalsFile, error) {
+	data, err := localfile.ReadFile(name, maxSignalsBytes)
+	if err != nil {
+		return nil, fmt.Errorf("signals file: %w", err)
+	}
+	return ParseSignals(data, name, f)
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"lifeboat/providers/localfile"
 )
 
 // FileRouter keeps the weights in a JSON document, replaced atomically (write a temporary file
@@ -39,12 +41,9 @@ func (f *FileRouter) String() string { return "file:" + f.Path }
 func (f *FileRouter) MaxWeight() int { return 1_000_000 }
 
 func (f *FileRouter) load() (*FileRouterDoc, error) {
-	b, err := os.ReadFile(f.Path)
+	b, err := localfile.ReadFile(f.Path, maxRouterBody)
 	if err != nil {
 		return nil, fmt.Errorf("router %s: %w", f.Path, err)
-	}
-	if len(b) > maxRouterBody {
-		return nil, fmt.Errorf("router %s: larger than %d bytes", f.Path, maxRouterBody)
 	}
 	var doc FileRouterDoc
 	if err := json.Unmarshal(b, &doc); err != nil {

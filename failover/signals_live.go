@@ -30,6 +30,9 @@ type LiveSignals struct {
 	// RequestTimeout bounds each health or metrics exchange; 0 means 5s.
 	RequestTimeout time.Duration
 
+	clientOnce sync.Once
+	httpClient *http.Client
+
 	mu        sync.Mutex
 	warm      map[string]warm.ProbeResult
 	prev      map[string]promptSample
@@ -52,11 +55,22 @@ const (
 
 const maxMetricsBytes = 8 << 20
 
+// client is the HTTP client of health and metrics reads. It follows a redirect only to the same
+// scheme, host and port (a region's endpoint must not send the reader to another host — a
+// metadata service, another region); a given Client without its own CheckRedirect gets that rule.
 func (l *LiveSignals) client() *http.Client {
-	if l.Client != nil {
-		return l.Client
-	}
-	return &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2}}
+	l.clientOnce.Do(func() {
+		c := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 2}}
+		if l.Client != nil {
+			cc := *l.Client
+			c = &cc
+		}
+		if c.CheckRedirect == nil {
+			c.CheckRedirect = warm.SameHostRedirects
+		}
+		l.httpClient = c
+	})
+	return l.httpClient
 }
 
 func (l *LiveSignals) timeout() time.Duration {

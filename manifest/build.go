@@ -17,6 +17,7 @@ import (
 
 	"lifeboat/manifest/modelrepo"
 	"lifeboat/providers"
+	"lifeboat/providers/localfile"
 )
 
 // DefaultEmbedLimit is the largest engine or deployment file embedded in the manifest itself, so
@@ -213,7 +214,7 @@ func hashFile(ctx context.Context, s source, embedLimit int64, progress func(int
 	if s.store != nil {
 		return hashObject(ctx, s, s.embedded(embedLimit), progress)
 	}
-	fh, err := os.Open(s.abs)
+	fh, _, err := localfile.Open(s.abs) // regular only: a file swapped for a FIFO must not hang the build
 	if err != nil {
 		return File{}, fmt.Errorf("hash %s: %w", s.bundle, err)
 	}

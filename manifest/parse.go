@@ -7,14 +7,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/text/unicode/norm"
+
+	"lifeboat/providers/localfile"
 )
 
 // MaxManifestBytes bounds what Read accepts; a manifest of a 1,000-file repository is ~1 MB.
@@ -22,17 +22,9 @@ const MaxManifestBytes = 64 << 20
 
 // ReadFile reads and validates a manifest file.
 func ReadFile(name string) (*Manifest, error) {
-	f, err := os.Open(name)
+	data, err := localfile.ReadFile(name, MaxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", name, err)
-	}
-	if len(data) > MaxManifestBytes {
-		return nil, fmt.Errorf("%s: manifest larger than %d bytes", name, MaxManifestBytes)
 	}
 	return Parse(data, name)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"lifeboat/manifest/modelrepo"
 	"lifeboat/providers"
+	"lifeboat/providers/localfile"
 )
 
 // A model repository or a DR bundle can live in any providers.Store (file://, s3://, gs://, az://)
@@ -327,7 +327,7 @@ func (bodyCutShortError) Is(target error) bool { return target == providers.ErrU
 // readFile returns the whole content of a source file.
 func (s source) readFile(ctx context.Context) ([]byte, error) {
 	if s.store == nil {
-		return os.ReadFile(s.abs)
+		return localfile.ReadFile(s.abs, 64<<20)
 	}
 	if s.size > 64<<20 {
 		return nil, fmt.Errorf("%s: %d bytes is too large to read whole", s.bundle, s.size)
@@ -345,7 +345,7 @@ func (s source) safetensorsHeader(ctx context.Context) (*modelrepo.SafetensorsHe
 	if s.store != nil {
 		return modelrepo.ReadSafetensorsHeader(storeReaderAt{ctx: ctx, store: s.store, key: s.abs, size: s.size}, s.size)
 	}
-	f, err := os.Open(s.abs)
+	f, _, err := localfile.Open(s.abs)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -89,25 +88,17 @@ func (a *app) loadFleet(name string) (*failover.Fleet, error) {
 	if name == "" {
 		return nil, usageErr("--fleet FILE is required")
 	}
-	data, err := os.ReadFile(name)
+	f, err := failover.ReadFleet(name)
 	if err != nil {
 		return nil, usageErr("--fleet: %v", err)
-	}
-	f, err := failover.ParseFleet(data, name)
-	if err != nil {
-		return nil, usageErr("%v", err)
 	}
 	return f, nil
 }
 
 func (a *app) loadSignals(name string, f *failover.Fleet) (*failover.SignalsFile, error) {
-	data, err := os.ReadFile(name)
+	s, err := failover.ReadSignals(name, f)
 	if err != nil {
 		return nil, usageErr("--signals: %v", err)
-	}
-	s, err := failover.ParseSignals(data, name, f)
-	if err != nil {
-		return nil, usageErr("%v", err)
 	}
 	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"lifeboat/manifest"
+	"lifeboat/providers/localfile"
 )
 
 // DirSource serves bundle files from local directories: model/… from Model, and engine/… and
@@ -61,7 +62,7 @@ func (s DirSource) ReadAt(_ context.Context, p string, b []byte, off int64) (int
 	if err != nil {
 		return 0, err
 	}
-	f, err := os.Open(name)
+	f, _, err := localfile.Open(name)
 	if err != nil {
 		return 0, err
 	}

@@ -17,6 +17,7 @@ import (
 	"lifeboat/manifest"
 	"lifeboat/manifest/modelrepo"
 	"lifeboat/providers"
+	"lifeboat/providers/localfile"
 	"lifeboat/verify/replicate"
 )
 
@@ -203,7 +204,7 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 func expectFromEngine(po *ProbeOptions, spec Spec) error {
 	var cfg *modelrepo.EngineConfig
 	if spec.EngineConfig != "" {
-		data, err := os.ReadFile(spec.EngineConfig)
+		data, err := localfile.ReadFile(spec.EngineConfig, modelrepo.MaxEngineConfigBytes)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

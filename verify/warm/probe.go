@@ -118,7 +118,7 @@ func (o *ProbeOptions) defaults() {
 	}
 	if o.HTTPClient.CheckRedirect == nil {
 		c := *o.HTTPClient
-		c.CheckRedirect = sameHostRedirects
+		c.CheckRedirect = SameHostRedirects
 		o.HTTPClient = &c
 	}
 	if o.LogLines <= 0 {
@@ -126,15 +126,16 @@ func (o *ProbeOptions) defaults() {
 	}
 }
 
-// sameHostRedirects follows a redirect only to the replica's own scheme, host and port: a replica
-// (or whatever answers on its address) must not point the prober at a metadata service or any
-// other host. At most 10, as net/http.
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
+// SameHostRedirects follows a redirect only to the first request's own scheme, host and port: a
+// replica (or whatever answers on its address) must not point the prober — or the failover's
+// live signal reader — at a metadata service or any other host. At most 10, as net/http. It is
+// an http.Client's CheckRedirect.
+func SameHostRedirects(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
 	if from := via[0].URL; req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
-		return fmt.Errorf("redirect to %s://%s refused: not the replica's host %s", req.URL.Scheme, req.URL.Host, from.Host)
+		return fmt.Errorf("redirect to %s://%s refused: not the same scheme, host and port as %s://%s", req.URL.Scheme, req.URL.Host, from.Scheme, from.Host)
 	}
 	return nil
 }

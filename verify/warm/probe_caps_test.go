@@ -118,7 +118,7 @@ func TestProbeRedirectsStayOnHost(t *testing.T) {
 	if hit.Load() != 0 {
 		t.Errorf("the prober followed a redirect to another host (%d requests there)", hit.Load())
 	}
-	if res.Verdict != ModelMissing || !strings.Contains(res.Reason, "refused: not the replica's host") {
+	if res.Verdict != ModelMissing || !strings.Contains(res.Reason, "refused: not the same scheme, host and port") {
 		t.Errorf("verdict %s (%s), want MODEL_MISSING naming the refused redirect", res.Verdict, res.Reason)
 	}
 	for _, c := range res.Checks {

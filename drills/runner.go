@@ -854,7 +854,11 @@ func (x *run) judgeKills(ev *evacuation, recs []failover.Record, v failover.RunV
 		}
 		silent := false
 		for i, rec := range recs {
-			if rec.Kind == failover.RecIntent && rec.Step != nil && *rec.Step == k.AfterStep-1 && i+1 < len(recs) && recs[i+1].Kind == failover.RecResume {
+			next := i + 1
+			if next < len(recs) && recs[next].Kind == failover.RecTakeover {
+				next++ // the new process journals its take-over of the dead one's lock first
+			}
+			if rec.Kind == failover.RecIntent && rec.Step != nil && *rec.Step == k.AfterStep-1 && next < len(recs) && recs[next].Kind == failover.RecResume {
 				silent = true
 			}
 		}

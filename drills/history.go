@@ -48,11 +48,23 @@ type HistoryEntry struct {
 	ReportDir string       `json:"report_dir,omitempty"`
 }
 
+// maxHistorySummary bounds the summary kept in a history record, so that a record stays well
+// under maxHistoryEntry (a larger one would not be read back).
+const maxHistorySummary = 4 << 10
+
+func cutRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
 // Entry sums a report up for the history.
 func Entry(rep *Report) HistoryEntry {
 	e := HistoryEntry{Drill: rep.Drill, Started: rep.Started, Seconds: rep.Seconds, OK: rep.OK, Verdict: rep.Verdict, Lost: rep.Lost,
 		RecoverySeconds: rep.SLA.RecoverySeconds, RTOSeconds: rep.SLA.RTOSeconds, MissedBySeconds: rep.SLA.MissedBySeconds,
-		Faults: len(rep.Faults), StepsFailed: []string{}, ExpectFailed: []string{}, Summary: rep.Summary}
+		Faults: len(rep.Faults), StepsFailed: []string{}, ExpectFailed: []string{}, Summary: cutRunes(rep.Summary, maxHistorySummary)}
 	ev := rep.Evidence
 	e.Evidence = &ev
 	for _, f := range rep.Faults {

@@ -147,7 +147,7 @@ func TestDrillEvidence(t *testing.T) {
 	// report.md
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
 	for _, s := range []string{"## Evidence", want["manifest"], want["drill"], want["fleet"], ev.Operator, approval, "| Lifeboat version | " + ev.Version, "| RTO | 300 s |"} {
-		if !strings.Contains(string(md), s) {
+		if !strings.Contains(mdText(md), s) {
 			t.Errorf("report.md has no %q", s)
 		}
 	}
@@ -331,7 +331,7 @@ faults:
 		t.Fatalf("no failed request:\n%s", b)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
-	if !strings.Contains(string(md), "## Failed requests") || !strings.Contains(string(md), blocker) {
+	if !strings.Contains(string(md), "## Failed requests") || !strings.Contains(mdText(md), blocker) {
 		t.Errorf("report.md has no failed requests section or no blocker:\n%s", md)
 	}
 	doc := htmlDoc(t, filepath.Join(out, "report.html"))

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -127,4 +129,37 @@ func caddyGet(t *testing.T, admin, id string) string {
 	defer resp.Body.Close()
 	b, _ := readBounded(resp.Body)
 	return string(b)
+}
+
+// A Caddy whose admin API sends no Etag (here: a real Caddy behind a proxy that strips it) cannot
+// take a conditional write: the run is refused before any write, unless the fleet opts in with
+// router.allow_no_etag, which compares the route with the run's last read-back right before each
+// PATCH.
+func TestCaddyWithoutETagRefusedUnlessAllowed(t *testing.T) {
+	c := startBinCaddy(t, nil)
+	target, _ := url.Parse(c.Admin)
+	rp := &httputil.ReverseProxy{
+		Rewrite:        func(pr *httputil.ProxyRequest) { pr.SetURL(target) }, // Caddy's own host, as its admin API requires
+		ModifyResponse: func(r *http.Response) error { r.Header.Del("Etag"); return nil },
+	}
+	proxy := httptest.NewServer(rp)
+	t.Cleanup(proxy.Close)
+	line := fmt.Sprintf("router: {driver: caddy, url: %q, backends: {eu-only: route-eu, global: route-global}}", proxy.URL)
+	dir, _ := binDir(t, line, "step_interval: 10ms")
+	before := caddyGet(t, c.Admin, "route-eu")
+	code, out, errOut := runLB(t, dir, nil, runArgs...)
+	if code == 0 || !strings.Contains(errOut, "no Etag") {
+		t.Fatalf("run through a Caddy without Etags: exit %d, want a refusal naming the missing Etag\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if after := caddyGet(t, c.Admin, "route-eu"); after != before {
+		t.Fatalf("the refused run wrote the route:\n%s\n%s", before, after)
+	}
+	dir, _ = binDir(t, strings.Replace(line, "router: {", "router: {allow_no_etag: true, ", 1), "step_interval: 10ms")
+	code, out, errOut = runLB(t, dir, nil, runArgs...)
+	if code != 0 {
+		t.Fatalf("run with allow_no_etag: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if dials := upstreamDials(t, c.Admin, "route-eu"); len(dials) != 1 || dials[0] != binDials["eu-central-1"] {
+		t.Fatalf("eu-only upstreams after the evacuation: %v", dials)
+	}
 }

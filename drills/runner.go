@@ -180,6 +180,16 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		Teardown: Teardown{Stopped: []string{}, FaultsUndone: []string{}, Left: []string{}}}
 	x.rep.SLA.RTOSeconds = r.rto().Seconds()
 	x.rep.Evidence = x.evidence()
+	// every answer to an approval, wherever the run asks for it, goes into the evidence
+	if ask := r.Approve; ask != nil {
+		rc := *r
+		rc.Approve = func(ctx context.Context, step string) (bool, error) {
+			ok, err := ask(ctx, step)
+			x.recordApproval(step, ok, err)
+			return ok, err
+		}
+		x.Runner = &rc
+	}
 	x.router = &faultRouter{Driver: router, now: r.now}
 	for i, f := range r.Drill.Faults {
 		x.rep.Faults = append(x.rep.Faults, FaultResult{Fault: f})
@@ -322,8 +332,7 @@ func (x *run) approved(name string, errp *error) bool {
 		x.recordApproval(name, false, nil)
 		return false
 	}
-	ok, err := x.Approve(x.ctx, name)
-	x.recordApproval(name, ok, err)
+	ok, err := x.Approve(x.ctx, name) // recorded in the evidence (see Run)
 	*errp = err
 	return ok && err == nil
 }

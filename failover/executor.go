@@ -861,7 +861,7 @@ func (e *Executor) Status(ctx context.Context) (*Status, error) {
 	st := &Status{RunView: ViewRun(run, recs, e.now()), Journal: recs, Drift: []string{}}
 	if lk, ok, err := e.locker().Read(ctx); err != nil {
 		return nil, err
-	} else if ok && !lk.Released && e.now().Before(lk.Expires) {
+	} else if ok && !lk.Released { // held until released or taken over: its expiry is another clock's
 		st.Lock = &lk
 	}
 	if st.Start != nil {

@@ -243,12 +243,16 @@ func TestSkewedLockRecord(t *testing.T) {
 		t.Fatalf("run against a live lock whose expiry reads 61 s ago: exit %d, want 3 naming the holder\n%s", code, errOut)
 	}
 	if len(d.log()) != 0 {
+		close(stop)
 		t.Fatalf("the router was written under another's live lock: %v", d.log())
 	}
-	// no run to resume, and the holder is alive: a resume that watches gives up (exit ≠ 0)
+	// status shows the lock as held, though its expiry reads a minute ago
+	if code, out, errOut := runLB(t, dir, nil, "failover", "status", "--fleet", "fleet.yaml", "-o", "json"); code != 0 || !strings.Contains(out, `"holder": "bob@skewed pid 7"`) {
+		close(stop)
+		t.Fatalf("status under a skewed live lock: exit %d\n%s\n%s", code, out, errOut)
+	}
 	close(stop)
 	<-done
-	_ = ctx
 	// ahead: the record's expiry is a minute away, but nothing renews it
 	skewed(61*time.Second, 100)
 	a := startLB(t, dir, nil, "failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "signals.json", "--yes")

@@ -653,7 +653,7 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		}
 	}
 	if st.Lock != nil {
-		fmt.Fprintf(w, "Lock %s held by %s since %s (%s), until %s\n", st.Lock.ID, st.Lock.Holder, st.Lock.Since.Format(time.RFC3339), st.Lock.Operation, st.Lock.Expires.Format(time.RFC3339))
+		fmt.Fprintf(w, "Lock %s held by %s since %s (%s), last renewed until %s by the holder's clock\n", st.Lock.ID, st.Lock.Holder, st.Lock.Since.Format(time.RFC3339), st.Lock.Operation, st.Lock.Expires.Format(time.RFC3339))
 	} else {
 		fmt.Fprintln(w, "Lock: free")
 	}

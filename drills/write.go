@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"lifeboat/drills/junit"
 	"lifeboat/providers"
@@ -29,6 +30,10 @@ func WriteReports(dir string, rep *Report) (ReportDigests, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report directory: %w", err)
 	}
+	// Secrets are removed from the report's values; then each format's encoder is the last step
+	// (encoding/json, mdEscape, esc/html.EscapeString, encoding/xml). Nothing rewrites the
+	// finished files.
+	providers.RedactStrings(rep)
 	js, err := MarshalJSON(rep)
 	if err != nil {
 		return nil, err
@@ -46,7 +51,7 @@ func WriteReports(dir string, rep *Report) (ReportDigests, error) {
 	files := map[string][]byte{ReportJSON: js, ReportMD: md.Bytes(), ReportHTML: html.Bytes(), ReportJUnit: ju.Bytes()}
 	digests := ReportDigests{}
 	for _, name := range reportFiles {
-		clean := []byte(providers.Redact(string(files[name])))
+		clean := files[name]
 		if err := writeFile(filepath.Join(dir, name), clean); err != nil {
 			return nil, err
 		}
@@ -120,10 +125,55 @@ func JUnit(rep *Report) junit.Suites {
 	return junit.Suites{Name: "lifeboat drill " + rep.Drill, Time: fmt.Sprintf("%.3f", rep.Seconds), Suites: []junit.Suite{steps, exp}}
 }
 
-// mdEscape keeps a table cell one cell.
+// mdEscape is the Markdown encoder of every value in report.md: one line (newlines and other
+// controls become spaces, providers.Sanitize's rule), and every character CommonMark or GFM
+// gives a meaning mid-line backslash-escaped — \ ` * _ { } [ ] ( ) < > & ! | ~ — so a value
+// cannot open a tag, an entity, a link, an image, emphasis, code or a table cell.
 func mdEscape(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
+	s = oneLine(s)
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("\\`*_{}[]()<>&!|~", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mdCode is a value as a Markdown code span: a fence longer than any run of backticks in it,
+// padded when it starts or ends with one; in a table cell | is escaped (GFM reads \| there).
+func mdCode(s string, cell bool) string {
+	s = oneLine(s)
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	if cell {
+		s = strings.ReplaceAll(s, "|", `\|`)
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || s == "" {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+// oneLine is s on one line with no control character (a space for each run of them).
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, r := range providers.TerminalSafe(s) {
+		if r == '\n' || r == '\t' || r == '\r' || r == utf8.RuneError {
+			r = ' '
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func mark(ok bool) string {
@@ -136,23 +186,23 @@ func mark(ok bool) string {
 // WriteMarkdown renders report.md: what a person pastes into a post-mortem or an audit ticket.
 func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("# DR drill `%s`: %s\n\n", rep.Drill, rep.Verdict)
-	p("- **Model:** %s — **lost region:** %s — **router:** %s\n", rep.Model, rep.Lost, rep.Router)
+	p("# DR drill %s: %s\n\n", mdCode(rep.Drill, false), mdEscape(rep.Verdict))
+	p("- **Model:** %s — **lost region:** %s — **router:** %s\n", mdEscape(rep.Model), mdEscape(rep.Lost), mdEscape(rep.Router))
 	p("- **When:** %s to %s (%.1f s)\n", rep.Started.Format("2006-01-02 15:04:05 MST"), rep.Finished.Format("15:04:05 MST"), rep.Seconds)
 	rec := "not measured"
 	if rep.SLA.RecoverySeconds != nil {
 		rec = fmt.Sprintf("%.2f s", *rep.SLA.RecoverySeconds)
 	}
-	p("- **Recovery time** (journal: failover decision → every class on warm receivers): **%s** against an RTO of %g s — %s %s\n", rec, rep.SLA.RTOSeconds, mark(rep.SLA.Met), rep.SLA.Detail)
+	p("- **Recovery time** (journal: failover decision → every class on warm receivers): **%s** against an RTO of %g s — %s %s\n", rec, rep.SLA.RTOSeconds, mark(rep.SLA.Met), mdEscape(rep.SLA.Detail))
 	p("- **Summary:** %s\n\n", mdEscape(rep.Summary))
 	p("## Evidence\n\n| | |\n|---|---|\n")
 	for _, e := range rep.EvidenceRows() {
-		p("| %s | %s |\n", e.Label, mdEscape(e.Value))
+		p("| %s | %s |\n", mdEscape(e.Label), mdEscape(e.Value))
 	}
 	p("\n")
 	p("## Steps\n\n| step | status | started at | took | detail |\n|---|---|---|---|---|\n")
 	for _, s := range rep.Steps {
-		p("| %s | %s | %+.2f s | %.2f s | %s |\n", s.Name, s.Status, s.Offset, s.Seconds, mdEscape(s.Detail))
+		p("| %s | %s | %+.2f s | %.2f s | %s |\n", mdEscape(s.Name), mdEscape(s.Status), s.Offset, s.Seconds, mdEscape(s.Detail))
 	}
 	if len(rep.Faults) > 0 {
 		p("\n## Injected faults\n\n| | fault | injected | at | detected | evidence |\n|---|---|---|---|---|---|\n")
@@ -165,28 +215,28 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 		p("| %s | %s | %s |\n", mdEscape(e.Description), mark(e.Met), mdEscape(e.Evidence))
 	}
 	for _, v := range rep.Verify {
-		p("\n## Verification (%s)\n\n| region | replica | mode | status | problems |\n|---|---|---|---|---|\n", v.Phase)
+		p("\n## Verification (%s)\n\n| region | replica | mode | status | problems |\n|---|---|---|---|---|\n", mdEscape(v.Phase))
 		for _, r := range v.Replicas {
 			probs := strings.Join(r.Problems, ", ")
 			if r.Error != "" {
 				probs = strings.TrimPrefix(probs+"; "+r.Error, "; ")
 			}
-			p("| %s | `%s` | %s | %s | %s |\n", r.Region, r.URL, r.Mode, r.Status, mdEscape(probs))
+			p("| %s | %s | %s | %s | %s |\n", mdEscape(r.Region), mdCode(r.URL, true), mdEscape(r.Mode), mdEscape(r.Status), mdEscape(probs))
 		}
 	}
 	for _, r := range rep.Repairs {
-		p("\n- repaired %s from %s: %s, %d file(s) copied %s\n", r.Region, r.From, r.Status, r.Copied, mdEscape(r.Detail))
+		p("\n- repaired %s from %s: %s, %d file(s) copied %s\n", mdEscape(r.Region), mdEscape(r.From), mdEscape(r.Status), r.Copied, mdEscape(r.Detail))
 	}
 	if len(rep.Boots) > 0 {
 		p("\n## Candidates booted\n\n| region | verdict | warm after | probe TTFT | reason |\n|---|---|---|---|---|\n")
 		for _, b := range rep.Boots {
-			p("| %s | %s | %s | %s | %s |\n", b.Region, b.Verdict, fsec(b.WarmS, "s"), fmsec(b.TTFTS), mdEscape(b.Reason))
+			p("| %s | %s | %s | %s | %s |\n", mdEscape(b.Region), mdEscape(b.Verdict), fsec(b.WarmS, "s"), fmsec(b.TTFTS), mdEscape(b.Reason))
 		}
 	}
 	if len(rep.Classes) > 0 {
 		p("\n## Traffic per tenant class\n\n| class | eligible | requests | failed | outside eligible | landed | TTFT p50 | TTFT max |\n|---|---|---|---|---|---|---|---|\n")
 		for _, c := range rep.Classes {
-			p("| %s | %s | %d | %d | %d | %s | %.1f ms | %.1f ms |\n", c.Class, strings.Join(c.Eligible, ", "), c.Requests, c.Failed, c.Outside, regionCounts(c.ByRegion), c.TTFTP50MS, c.TTFTMaxMS)
+			p("| %s | %s | %d | %d | %d | %s | %.1f ms | %.1f ms |\n", mdEscape(c.Class), mdEscape(strings.Join(c.Eligible, ", ")), c.Requests, c.Failed, c.Outside, mdEscape(regionCounts(c.ByRegion)), c.TTFTP50MS, c.TTFTMaxMS)
 		}
 	}
 	if failed := failedRequests(rep); len(failed) > 0 {
@@ -205,9 +255,13 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 		left = strings.Join(td.Left, ", ")
 	}
 	p("\n## Teardown\n\nStopped %d candidate(s) (%s); faults put back: %s; temp dir removed: %v; lock released: %v; left behind: %s.\n",
-		len(td.Stopped), strings.Join(td.Stopped, ", "), orNone(td.FaultsUndone), td.TempRemoved, td.LockReleased, left)
+		len(td.Stopped), mdEscape(strings.Join(td.Stopped, ", ")), mdEscape(orNone(td.FaultsUndone)), td.TempRemoved, td.LockReleased, mdEscape(left))
 	if len(rep.Runs) > 0 {
-		p("\nFailover journal runs: %s.\n", "`"+strings.Join(rep.Runs, "`, `")+"`")
+		runs := make([]string, len(rep.Runs))
+		for i, r := range rep.Runs {
+			runs[i] = mdCode(r, false)
+		}
+		p("\nFailover journal runs: %s.\n", strings.Join(runs, ", "))
 	}
 	return nil
 }

@@ -68,15 +68,18 @@ type LockHeldError struct {
 
 func (e *LockHeldError) Error() string {
 	l := e.Lock
-	tail := fmt.Sprintf("if that run is dead: `lifeboat failover resume` takes the lock over once its record has stayed unchanged for its TTL, or break it: lifeboat failover unlock --id %s", l.ID)
+	id := providers.Sanitize(l.ID, 64)
+	tail := fmt.Sprintf("if that run is dead: `lifeboat failover resume` takes the lock over once its record has stayed unchanged for its TTL, or break it: lifeboat failover unlock --id %s", id)
 	switch {
 	case e.Live:
 		tail = "it renewed the lock while this process watched: its holder is alive"
 	case e.Dead != "":
-		tail = "its holder is dead (" + e.Dead + "): `lifeboat failover resume` takes the lock over at once"
+		tail = "its holder is dead (" + providers.Sanitize(e.Dead, 200) + "): `lifeboat failover resume` takes the lock over at once"
 	}
+	// The record is a peer's text: each field is sanitised (providers.Sanitize).
 	return fmt.Sprintf("failover lock %s is held by %s since %s (%s: %q), renewed until %s by its clock; %s",
-		l.ID, l.Holder, l.Since.Format(time.RFC3339), l.Operation, l.Reason, l.Expires.Format(time.RFC3339), tail)
+		id, providers.Sanitize(l.Holder, 200), l.Since.Format(time.RFC3339), providers.Sanitize(l.Operation, 64),
+		providers.Sanitize(l.Reason, 500), l.Expires.Format(time.RFC3339), tail)
 }
 
 // ErrLockLost: the lock was broken or taken over while this run held it, or its lease ran out on

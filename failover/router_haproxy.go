@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lifeboat/providers"
 	"maps"
 	"net"
 	"slices"
@@ -76,14 +77,13 @@ func (h *HAProxyRouter) set(ctx context.Context, cmd string) error {
 	return nil
 }
 
+// firstLine is the first line of a router's reply, sanitised for the terminal and bounded
+// (providers.Sanitize): a router's text is never shown verbatim.
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return providers.Sanitize(s, 200)
 }
 
 // HAProxy server admin-state bits (srv_admin_state).

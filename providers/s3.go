@@ -116,14 +116,16 @@ func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, op
 		}
 	})
 	u := &url.URL{Scheme: "s3", Host: bucket, Path: "/" + ks.prefix}
-	q := url.Values{}
-	if region != "" {
-		q.Set("region", region)
-	}
+	// The query is written as the user would (?endpoint=http://host:port&region=…), escaping only
+	// what would end the value: the URL is shown as it is, never decoded later.
+	var q []string
 	if endpoint != "" {
-		q.Set("endpoint", endpoint)
+		q = append(q, "endpoint="+queryValueEscaper.Replace(endpoint))
 	}
-	u.RawQuery = q.Encode()
+	if region != "" {
+		q = append(q, "region="+queryValueEscaper.Replace(region))
+	}
+	u.RawQuery = strings.Join(q, "&")
 	s := &s3Store{client: client, bucket: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets(),
 		endpoint: "s3." + cfg.Region + ".amazonaws.com"}
 	if endpoint != "" {
@@ -134,6 +136,9 @@ func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, op
 	}
 	return s, nil
 }
+
+// queryValueEscaper escapes what would end a query value or a URL.
+var queryValueEscaper = strings.NewReplacer("%", "%25", "&", "%26", "#", "%23", " ", "%20", "+", "%2B")
 
 func (s *s3Store) String() string   { return s.url }
 func (s *s3Store) GoString() string { return "providers.Store(" + s.String() + ")" }

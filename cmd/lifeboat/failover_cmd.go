@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/failover"
+	"lifeboat/providers"
 )
 
 // failoverCmd is `lifeboat failover plan|run|status|resume|abort|restore|unlock`.
@@ -630,13 +631,13 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		case st.Done:
 			state = "done"
 		case st.Held != "":
-			state = "HELD: " + st.Held
+			state = "HELD: " + providers.Sanitize(st.Held, 500)
 		case st.Failed != "":
-			state = "FAILED: " + st.Failed
+			state = "FAILED: " + providers.Sanitize(st.Failed, 500)
 		}
 		fmt.Fprintf(w, "Run %s: %s — %s\n", st.Run, eventString(st.Event), state)
 		if st.Started != nil {
-			fmt.Fprintf(w, "  by %s at %s: %q\n", st.Holder, st.Started.Format(time.RFC3339), st.Reason)
+			fmt.Fprintf(w, "  by %s at %s: %q\n", providers.Sanitize(st.Holder, 200), st.Started.Format(time.RFC3339), providers.Sanitize(st.Reason, 500))
 		}
 		if st.Plan != nil {
 			fmt.Fprintf(w, "  steps applied: %d of %d\n", st.Applied, len(st.Plan.Steps))

@@ -7,6 +7,7 @@ import (
 
 	"lifeboat/drills/junit"
 	"lifeboat/manifest/lint"
+	"lifeboat/providers"
 )
 
 // The JUnit types are drills/junit's, shared with the drill reports: lint (one case per rule),
@@ -35,7 +36,11 @@ func errorSuites(command string, code int, msg string) junitSuites {
 	return junitSuites{Name: command, Suites: []junitSuite{{Name: command, Tests: 1, Errors: 1, Cases: []junitCase{tc}}}}
 }
 
-func writeJUnit(w io.Writer, s junitSuites) error { return junit.Write(w, s) }
+// writeJUnit redacts the document's values, then encoding/xml is the last step.
+func writeJUnit(w io.Writer, s junitSuites) error {
+	providers.RedactStrings(&s)
+	return junit.Write(w, s)
+}
 
 // lintSuites renders a lint report as one test case per rule: errors fail it, warnings are
 // reported in its output so they are visible without failing the build — unless strict, where a

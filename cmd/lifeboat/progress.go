@@ -30,7 +30,10 @@ func (a *app) newProgress(label string) *progress {
 	if a.quiet {
 		return newProgress(io.Discard, label)
 	}
-	return newProgress(a.stderr, label)
+	if !isTerminal(a.stderr) {
+		return newProgress(io.Discard, label)
+	}
+	return newProgress(a.rawStderr, label) // its label is Lifeboat's; its escapes must pass
 }
 
 // newProgress starts a bar on w if w is a terminal; otherwise it returns a bar that only counts.

@@ -11,6 +11,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync"
+	"unicode/utf8"
 
 	"lifeboat/providers"
 
@@ -21,7 +23,8 @@ import (
 type app struct {
 	stdin          io.Reader
 	rawStdout      io.Writer // data that must pass unchanged (manifest build --out -)
-	stdout, stderr io.Writer // redacting: no secret reaches the terminal or a CI log
+	rawStderr      io.Writer // the progress bar's own escape sequences
+	stdout, stderr io.Writer // terminal encoders (termWriter): no control sequence, no secret
 	output         string
 	verbose, quiet bool
 	log            *slog.Logger
@@ -32,7 +35,10 @@ type app struct {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, rawStdout: stdout, stdout: &redactWriter{w: stdout}, stderr: &redactWriter{w: stderr}}
+	out, errs := &termWriter{w: stdout}, &termWriter{w: stderr}
+	defer out.Flush()
+	defer errs.Flush()
+	a := &app{stdin: stdin, rawStdout: stdout, rawStderr: stderr, stdout: out, stderr: errs}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -166,7 +172,12 @@ func (a *app) writeJSON(v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	a.pendingJSON = b.Bytes()
+	// Values are redacted before the document is encoded for the last time.
+	doc, err := providers.RedactJSON(b.Bytes())
+	if err != nil {
+		return err
+	}
+	a.pendingJSON = doc
 	return nil
 }
 
@@ -204,19 +215,56 @@ func (a *app) flushJSON(code int, msg string) {
 	_, _ = a.stdout.Write(doc)
 }
 
-// redactWriter removes secrets (providers.Redact) from everything written through it.
-type redactWriter struct{ w io.Writer }
+// termWriter is the terminal encoder every text, log and document line passes last on its way to
+// stdout or stderr: every rune a terminal could act on (ESC, other controls but newline and tab,
+// C1, U+2028/U+2029, bidi overrides) becomes U+FFFD (providers.TerminalSafe), and a secret that
+// escaped redaction of its value becomes REDACTED (providers.RedactStream, which never decodes
+// and never changes a quote, backslash, <, > or &, so a JSON or JUnit document keeps its
+// structure). A rune split across writes is held until it is whole.
+type termWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	carry []byte
+}
 
-func (r *redactWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(r.w, providers.Redact(string(p))); err != nil {
+func (t *termWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	data := append(t.carry, p...)
+	t.carry = nil
+	// Hold an incomplete UTF-8 sequence at the end for the next write.
+	for k := 1; k <= 3 && k <= len(data); k++ {
+		c := data[len(data)-k]
+		if c < 0x80 {
+			break
+		}
+		if c >= 0xc0 { // a leading byte: is its sequence complete?
+			if !utf8.FullRune(data[len(data)-k:]) {
+				t.carry = append([]byte(nil), data[len(data)-k:]...)
+				data = data[:len(data)-k]
+			}
+			break
+		}
+	}
+	if _, err := io.WriteString(t.w, providers.TerminalSafe(providers.RedactStream(string(data)))); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
+// Flush writes a held incomplete sequence (as U+FFFD).
+func (t *termWriter) Flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.carry) > 0 {
+		_, _ = io.WriteString(t.w, providers.TerminalSafe(string(t.carry)))
+		t.carry = nil
+	}
+}
+
 // isTerminal reports whether w is a terminal (progress bars only then).
 func isTerminal(w io.Writer) bool {
-	if r, ok := w.(*redactWriter); ok {
+	if r, ok := w.(*termWriter); ok {
 		w = r.w
 	}
 	f, ok := w.(*os.File)

@@ -172,7 +172,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
 		cmd: cmd, pgid: cmd.Process.Pid, logPath: logf.Name(), grace: grace,
 		baseURL: "http://" + net.JoinHostPort(host, strconv.Itoa(port)),
 		exited:  make(chan struct{}),
-		secrets: secretValues(l.Env, s.Env),
+		secrets: append(secretValues(l.Env, s.Env), providers.SecretFlagValues(argv)...),
 	}
 	go func() {
 		err := cmd.Wait()

@@ -26,8 +26,10 @@ type fileFault struct {
 	planted  bool
 }
 
-// plant removes or corrupts the file, keeping the original bytes (bounded) to restore later.
-func (ff *fileFault) plant(ctx context.Context) error {
+// plant removes or corrupts the file, keeping the original bytes (bounded) to restore later;
+// keep is given them before anything changes (the drill records them in the state store, so
+// that a clean-up after a crash can put them back) and an error from it plants nothing.
+func (ff *fileFault) plant(ctx context.Context, keep func([]byte) error) error {
 	var buf bytes.Buffer
 	err := ff.store.Read(ctx, ff.f.Path, providers.ReadOptions{}, func(r io.Reader) error {
 		buf.Reset()
@@ -41,6 +43,9 @@ func (ff *fileFault) plant(ctx context.Context) error {
 		return fmt.Errorf("fault %q: read %s in %s: %w", ff.f.Name, ff.f.Path, ff.store, err)
 	}
 	ff.original = buf.Bytes()
+	if err := keep(ff.original); err != nil {
+		return fmt.Errorf("fault %q: record its undo before injecting it: %w", ff.f.Name, err)
+	}
 	switch ff.f.Kind {
 	case FaultMissingFile:
 		err = ff.store.Delete(ctx, ff.f.Path, providers.DeleteOptions{})

@@ -1,6 +1,7 @@
 package drills
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,8 +64,18 @@ func (x *run) finish() {
 	}
 	rep.Finished = x.now().UTC()
 	rep.Seconds = rep.Finished.Sub(rep.Started).Seconds()
+	if err := x.ctx.Err(); err != nil {
+		why := err.Error()
+		if c := context.Cause(x.ctx); c != nil {
+			why = c.Error()
+		}
+		failures = append([]string{"interrupted (" + why + "): the drill stopped before its end; teardown still ran"}, failures...)
+	}
 	rep.OK = len(failures) == 0
-	if rep.OK {
+	if x.ctx.Err() != nil {
+		rep.Verdict = "INTERRUPTED"
+		rep.Summary = strings.Join(failures, "; ")
+	} else if rep.OK {
 		rep.Verdict = "PASS"
 		rep.Summary = fmt.Sprintf("drill %s passed: %s; %d fault(s) injected and detected; %d expectation(s) met", x.Drill.Name, sla.Detail, len(rep.Faults), len(rep.Expect))
 	} else {

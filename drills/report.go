@@ -33,7 +33,7 @@ type Report struct {
 	Finished time.Time      `json:"finished"`
 	Seconds  float64        `json:"seconds"`
 	OK       bool           `json:"ok"`
-	Verdict  string         `json:"verdict"` // PASS or FAIL
+	Verdict  string         `json:"verdict"` // PASS, FAIL or INTERRUPTED
 	Summary  string         `json:"summary"`
 	SLA      SLAResult      `json:"sla"`
 	Steps    []StepResult   `json:"steps"`
@@ -172,7 +172,10 @@ type Teardown struct {
 	FaultsUndone []string `json:"faults_undone"` // file faults put back
 	TempRemoved  bool     `json:"temp_removed"`
 	LockReleased bool     `json:"lock_released"`
-	Left         []string `json:"left"` // anything still there: a process, the lock, the temp dir
+	// RouterAtBaseline: the router was found at the weights the drill started from, or was
+	// returned there by a ramped abort.
+	RouterAtBaseline bool     `json:"router_at_baseline"`
+	Left             []string `json:"left"` // anything still there: a process, the lock, the temp dir
 }
 
 // ErrMissed is matched by the error of a drill that missed its SLA or an expectation (exit 1).

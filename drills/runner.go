@@ -1,7 +1,10 @@
 package drills
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,9 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"lifeboat/failover"
@@ -55,7 +58,19 @@ type Runner struct {
 	ApproveVia     string
 	FleetDigest    FileDigest
 	ManifestDigest FileDigest
+
+	// FromCurrent starts the drill while the router is not at the fleet's baseline (a failover
+	// is open in the journal): the router as found is the drill's baseline.
+	FromCurrent bool
 }
+
+// ErrNotAtBaseline: the router is not at the fleet's baseline (a failover run moved it), or a
+// previous drill left something behind; the drill refuses to start (exit 3).
+var ErrNotAtBaseline = errors.New("refused: the router is not at the fleet's baseline")
+
+// ErrLeftovers: a previous drill did not finish its teardown (its process died); `lifeboat drill
+// cleanup` puts back what it changed (exit 3 until then).
+var ErrLeftovers = errors.New("refused: a previous drill left things behind")
 
 // run is one drill's state.
 type run struct {
@@ -72,6 +87,7 @@ type run struct {
 	exFl   *failover.Fleet // the fleet as the executor sees it (endpoints of the booted candidates)
 
 	files     []*fileFault
+	drec      *DrillRecord   // what teardown (or a clean-up after a crash) must undo, in the state store
 	faultIdx  map[string]int // fault name → index in rep.Faults
 	boots     map[string]*warm.BootResult
 	insts     map[string]warm.Instance
@@ -209,6 +225,10 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		return nil, fmt.Errorf("state store %s: %w", r.Fleet.State, err)
 	}
 	defer x.state.Close()
+	if err := x.preflight(); err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
 	if err := x.openReplicas(); err != nil {
 		x.teardown()
 		return nil, err
@@ -225,6 +245,51 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}
 	x.finish()
 	return x.rep, nil
+}
+
+// preflight refuses to start over a previous drill's leftovers or while the router is not at
+// the fleet's baseline (unless FromCurrent), then records the baseline in the state store before
+// anything changes.
+func (x *run) preflight() error {
+	ctx := x.ctx
+	open, err := Records(ctx, x.state, true)
+	if err != nil {
+		return err
+	}
+	for _, rec := range open {
+		how := fmt.Sprintf("run `lifeboat drill cleanup %s` to put it back", x.Drill.File)
+		if host, boot := thisHost(); rec.Host == host && rec.Boot == boot && running(rec.PID, rec.PIDStart) {
+			how = "it is still running"
+		}
+		return fmt.Errorf("%w: drill %s (record %s in %s, pid %d on %s, started %s) did not tear down: %s", ErrLeftovers, rec.Drill, recordKey(rec.ID), x.state,
+			rec.PID, rec.Host, rec.Started.Format(time.RFC3339), how)
+	}
+	rs, err := x.base.Read(ctx)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", x.base, err)
+	}
+	if run, start, err := OpenFailover(ctx, x.state); err != nil {
+		return err
+	} else if run != "" && !rs.Weights.Equal(start.Baseline) && !x.FromCurrent {
+		ev := ""
+		if start.Event != nil {
+			ev = start.Event.String() + " "
+		}
+		return fmt.Errorf("%w: failover run %s (%sby %s at %s, reason %q) moved it and is still open: %s; put it back (`lifeboat failover abort`, or `lifeboat drill cleanup` after a drill) or start from the current state with --from-current",
+			ErrNotAtBaseline, run, ev, start.Holder, start.Time.Format(time.RFC3339), start.Reason, strings.Join(failover.Diff(failover.RouterState{Weights: start.Baseline}, rs), ", "))
+	}
+	host, boot := thisHost()
+	_, _, pstart, _ := procStat(os.Getpid())
+	x.drec = &DrillRecord{ID: x.start.UTC().Format("20060102T150405.000Z") + "-" + safeName(x.Drill.Name) + "-" + strconv.Itoa(os.Getpid()),
+		Drill: x.Drill.Name, File: x.Drill.File, Fleet: x.Fleet.File, Host: host, Boot: boot, PID: os.Getpid(), PIDStart: pstart,
+		Holder: x.holder(), LockTTL: x.Drill.LockTTL.Seconds(), Started: x.start.UTC(), FromCurrent: x.FromCurrent,
+		Baseline: rs.Clone(), TempDir: x.tmp, Faults: []FaultUndo{}, Candidates: []CandidateRecord{}, Left: []string{}}
+	x.baseline = rs.Weights.Clone()
+	return saveRecord(ctx, x.state, x.drec)
+}
+
+func (x *run) holder() string {
+	return fmt.Sprintf("lifeboat drill %s (pid %d)", x.Drill.Name, os.Getpid())
 }
 
 func (x *run) openReplicas() error {
@@ -256,7 +321,17 @@ func (x *run) plantFileFaults() error {
 		}
 		ff := &fileFault{f: f, store: x.stores[x.Fleet.Regions[f.Region].Replica], file: file}
 		x.files = append(x.files, ff) // before plant: teardown puts back whatever was changed
-		if err := ff.plant(x.ctx); err != nil {
+		keep := func(orig []byte) error {
+			sum := sha256.Sum256(orig)
+			u := FaultUndo{Name: f.Name, Kind: f.Kind, Region: f.Region, Path: f.Path, Copy: fmt.Sprintf("%s/%s/faults/%d.orig", activeDir, x.drec.ID, i),
+				Size: int64(len(orig)), SHA256: hex.EncodeToString(sum[:])}
+			if _, err := x.state.Write(x.ctx, u.Copy, bytes.NewReader(orig), providers.WriteOptions{Size: u.Size}); err != nil {
+				return fmt.Errorf("copy the original to %s in %s: %w", u.Copy, x.state, err)
+			}
+			x.drec.Faults = append(x.drec.Faults, u)
+			return saveRecord(x.ctx, x.state, x.drec)
+		}
+		if err := ff.plant(x.ctx, keep); err != nil {
 			return err
 		}
 		x.rep.Faults[i].Injected, x.rep.Faults[i].At = true, x.offset(x.now())
@@ -599,6 +674,18 @@ func (x *run) boot() (string, error) {
 		x.detectBoot(region, bs)
 	}
 	x.exFl = x.executorFleet()
+	for _, region := range slices.Sorted(mapsKeys(x.insts)) {
+		c := CandidateRecord{Region: region, URL: x.insts[region].BaseURL()}
+		if pg, ok := x.insts[region].(interface{ PGID() int }); ok {
+			c.PGID = pg.PGID()
+			_, _, c.Start, _ = procStat(c.PGID)
+		}
+		x.drec.Candidates = append(x.drec.Candidates, c)
+	}
+	x.drec.Models = x.models
+	if err := saveRecord(x.ctx, x.state, x.drec); err != nil {
+		return "", fmt.Errorf("record the candidates for a clean-up: %w", err)
+	}
 	detail := fmt.Sprintf("%d of %d candidate(s) warm (%s)", len(warmN), len(cands), strings.Join(warmN, ", "))
 	if len(problems) > 0 {
 		detail += "; not warm: " + strings.Join(problems, ", ")
@@ -718,7 +805,7 @@ func (x *run) liveSignals() *failover.LiveSignals {
 
 func (x *run) executor(p *process) *failover.Executor {
 	ex := &failover.Executor{Fleet: x.exFl, Store: processStore{Store: x.state, p: p}, Router: processRouter{Driver: x.router, p: p},
-		Signals: x.liveSignals(), Log: x.log(), Holder: fmt.Sprintf("lifeboat drill %s (pid %d)", x.Drill.Name, os.Getpid()), LockTTL: x.Drill.LockTTL, Now: x.Now}
+		Signals: x.liveSignals(), Log: x.log(), Holder: x.holder(), LockTTL: x.Drill.LockTTL, Now: x.Now}
 	return ex
 }
 
@@ -730,7 +817,6 @@ func (x *run) evacuate() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", x.base, err)
 	}
-	x.baseline = rs.Weights.Clone()
 	x.weightPoint(x.now(), rs)
 	x.startSampler()
 	ev := x.newEvacuation()
@@ -1080,35 +1166,55 @@ func (x *run) failback() (string, error) {
 	return fmt.Sprintf("run %s: %d step(s); the router is back at the baseline", out.Run, out.Steps), nil
 }
 
-// teardown stops what the drill started, puts the faults back and checks nothing is left.
+// teardown returns the router to the baseline the drill found (a ramped abort with the failover
+// executor, while the candidates still serve), stops what the drill started, puts the faults
+// back and checks nothing is left; then closes the drill's record in the state store.
 func (x *run) teardown() (string, error) {
 	x.stopSampler()
 	td := &x.rep.Teardown
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ctx), time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ctx), 2*time.Minute)
 	defer cancel()
 	var errs []string
+	var r *restorer
+	routerDetail := ""
+	if x.drec != nil {
+		x.ensureExecutorFleet()
+		r = &restorer{rec: x.drec, fleet: x.exFl, manifest: x.Manifest, state: x.state, router: x.base, signals: x.liveSignals(),
+			log: x.log(), now: x.Now, holder: x.holder() + " teardown", td: td,
+			replica: func(region string) (providers.Store, error) {
+				if s := x.stores[x.Fleet.Regions[region].Replica]; s != nil {
+					return s, nil
+				}
+				return nil, fmt.Errorf("region %s: its replica is not open", region)
+			},
+			original: func(name string) ([]byte, bool) {
+				for _, ff := range x.files {
+					if ff.f.Name == name && ff.original != nil {
+						return ff.original, true
+					}
+				}
+				return nil, false
+			}}
+		routerDetail = r.routerBack(ctx)
+		if r.abortRun != "" {
+			x.rep.Runs = append(x.rep.Runs, r.abortRun)
+			if recs, err := failover.ReadRun(ctx, x.state, r.abortRun); err == nil {
+				x.journalWeights(recs)
+			}
+		}
+	}
 	for _, region := range slices.Sorted(mapsKeys(x.insts)) {
 		inst := x.insts[region]
 		if err := inst.Stop(ctx); err != nil {
 			errs = append(errs, fmt.Sprintf("stop %s: %v", region, err))
 		}
 		td.Stopped = append(td.Stopped, region)
-		if pg, ok := inst.(interface{ PGID() int }); ok && pg.PGID() > 0 {
-			if err := syscall.Kill(-pg.PGID(), 0); err == nil || !errors.Is(err, syscall.ESRCH) {
-				td.Left = append(td.Left, fmt.Sprintf("process group %d of %s", pg.PGID(), region))
-			}
+		if pg, ok := inst.(interface{ PGID() int }); ok && pg.PGID() > 0 && groupAlive(pg.PGID()) {
+			td.Left = append(td.Left, fmt.Sprintf("process group %d of %s", pg.PGID(), region))
 		}
 	}
-	for _, ff := range x.files {
-		if !ff.planted {
-			continue
-		}
-		if err := ff.undo(ctx); err != nil {
-			errs = append(errs, err.Error())
-			td.Left = append(td.Left, "fault "+ff.f.Name)
-		} else {
-			td.FaultsUndone = append(td.FaultsUndone, ff.f.Name)
-		}
+	if r != nil {
+		r.faultsBack(ctx)
 	}
 	for _, s := range x.stores {
 		_ = s.Close()
@@ -1123,18 +1229,20 @@ func (x *run) teardown() (string, error) {
 			td.TempRemoved = true
 		}
 	}
-	if x.state != nil {
-		lk, ok, err := (&failover.Locker{Store: x.state, Now: x.Now}).Read(ctx)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Sprintf("read the lock: %v", err))
-		case ok && !lk.Released && x.now().Before(lk.Expires):
-			td.Left = append(td.Left, fmt.Sprintf("failover lock %s held by %s", lk.ID, lk.Holder))
-		default:
-			td.LockReleased = true
+	if r != nil {
+		r.lockCheck(ctx)
+		outcome := "torn down"
+		if x.ctx.Err() != nil {
+			outcome = "interrupted; torn down"
+		}
+		if err := r.close(ctx, outcome); err != nil {
+			td.Left = append(td.Left, "the drill record: "+providers.Redact(err.Error()))
 		}
 	}
 	detail := fmt.Sprintf("stopped %d candidate(s), put back %d fault(s), temp dir removed: %v, lock released: %v", len(td.Stopped), len(td.FaultsUndone), td.TempRemoved, td.LockReleased)
+	if routerDetail != "" {
+		detail = routerDetail + "; " + detail
+	}
 	if len(td.Left) > 0 {
 		errs = append(errs, "left behind: "+strings.Join(td.Left, ", "))
 	}

@@ -31,17 +31,17 @@ func (a *app) drillCmd() *cobra.Command {
 		Example: `  lifeboat drill run drills/lose-eu-west-1.yaml --report reports/
   lifeboat drill history --fleet fleet.yaml`,
 	}
-	c.AddCommand(a.drillRunCmd(), a.drillHistoryCmd())
+	c.AddCommand(a.drillRunCmd(), a.drillCleanupCmd(), a.drillHistoryCmd())
 	return c
 }
 
 func (a *app) drillRunCmd() *cobra.Command {
 	var (
-		reportDir          string
-		approveAll, dryRun bool
+		reportDir                       string
+		approveAll, dryRun, fromCurrent bool
 	)
 	c := &cobra.Command{
-		Use:   "run FILE [--report DIR] [--approve-all] [--dry-run] [-o text|json|junit]",
+		Use:   "run FILE [--report DIR] [--approve-all] [--from-current] [--dry-run] [-o text|json|junit]",
 		Short: "Run a drill file: lose a region on purpose, with game-day faults, and measure recovery against the SLA",
 		Long: `A drill strings together everything Lifeboat checks and leaves evidence an auditor accepts.
 Default steps (the drill file may reorder or skip them; teardown always runs):
@@ -56,20 +56,31 @@ Default steps (the drill file may reorder or skip them; teardown always runs):
   hold      stay failed over for the drill's hold time
   failback  give the lost region its traffic back (failback dwell, ramped)
   reverify  quick-verify every replica again
-  teardown  stop every candidate, put injected faults back, remove the temp dir, check the
-            failover lock is released
+  teardown  return the router to the baseline the drill found (a ramped abort), stop every
+            candidate, put injected faults back, remove the temp dir, check the failover lock
+            is released; whatever cannot be restored is reported left behind (exit 1)
 
 Recovery time is computed from the failover journal: from the evacuation's start record (the
 decision) to the first result with every class's traffic on warm receivers. Steps listed under
 approve: in the drill file are asked for on the terminal; --approve-all approves them (CI).
---dry-run prints the steps and the failover plan from the router's current weights, changing
-nothing. Each run is appended to the drill history in the fleet's state store.
+Without a terminal and without --approve-all such a drill does not start (exit 2, nothing
+recorded). --dry-run prints the steps and the failover plan from the router's current weights,
+changing nothing. Each run is appended to the drill history in the fleet's state store (an
+interrupted one as INTERRUPTED, after its teardown).
+
+Before it changes anything the drill records in the state store (drills/active/) the router's
+weights, a copy of every file it will break and the candidates it starts. It refuses to start
+(exit 3) while a previous drill's record is open (its process died: run 'lifeboat drill
+cleanup FILE'), or while a failover run left the router off the fleet's baseline (the run is
+named) — unless --from-current, which takes the router as found as the drill's baseline.
 
 With --report DIR: report.json (schema: drills/report.schema.json), report.md, report.html (one
 self-contained file with SVG charts) and junit.xml.
 
 Exit codes: 0 the drill met its SLA and every expected outcome; 1 it did not (the message says
-what, and by how much the SLA was missed); 2 bad drill or fleet file; 4 a store stayed unreachable.`,
+what, and by how much the SLA was missed, or what teardown left behind); 2 bad drill or fleet
+file, or approvals without a terminal; 3 refused (leftovers, router not at the baseline); 4 a
+store stayed unreachable; 130/143 interrupted (after the teardown).`,
 		Example: `  lifeboat drill run drills/lose-eu-west-1.yaml --report out/drill
   lifeboat drill run drill.yaml --approve-all -o junit > drill.xml     # CI
   lifeboat drill run drill.yaml --dry-run`,
@@ -86,7 +97,11 @@ what, and by how much the SLA was missed); 2 bad drill or fleet file; 4 a store 
 			if dryRun {
 				return a.drillDryRun(ctx, r)
 			}
+			if err := a.checkApprovals(r.Drill, approveAll); err != nil {
+				return err
+			}
 			r.Approve, r.ApproveVia = a.approver(approveAll)
+			r.FromCurrent = fromCurrent
 			r.OnStep = func(s drills.StepResult) {
 				if s.Status == "" {
 					fmt.Fprintf(a.stderr, "▶ %s\n", s.Name)
@@ -96,9 +111,12 @@ what, and by how much the SLA was missed); 2 bad drill or fleet file; 4 a store 
 			}
 			fmt.Fprintf(a.stderr, "drill %s: losing %s of %s (RTO %s)\n", r.Drill.Name, r.Drill.Lose, r.Fleet.Model.Name, rtoOf(r))
 			rep, err := r.Run(ctx)
-			if errors.Is(err, drills.ErrInvalidDrill) {
+			switch {
+			case errors.Is(err, drills.ErrInvalidDrill):
 				return usageErr("%v", err)
-			} else if err != nil {
+			case errors.Is(err, drills.ErrNotAtBaseline) || errors.Is(err, drills.ErrLeftovers):
+				return withCode(exitRefused, err)
+			case err != nil:
 				return err
 			}
 			// the reports first: the history records their digests (drill history --verify)
@@ -111,8 +129,10 @@ what, and by how much the SLA was missed); 2 bad drill or fleet file; 4 a store 
 			if p, err := filepath.Abs(reportDir); err == nil && reportDir != "" {
 				absDir = p
 			}
-			if st, err := a.openStore(ctx, r.Fleet.State); err == nil {
-				if err := drills.AppendHistory(ctx, st, rep, absDir, digests); err != nil {
+			// after an interrupt too: the history says the drill was interrupted
+			hctx := context.WithoutCancel(ctx)
+			if st, err := a.openStore(hctx, r.Fleet.State); err == nil {
+				if err := drills.AppendHistory(hctx, st, rep, absDir, digests); err != nil {
 					fmt.Fprintf(a.stderr, "lifeboat: %v\n", err)
 				}
 				st.Close()
@@ -144,6 +164,7 @@ what, and by how much the SLA was missed); 2 bad drill or fleet file; 4 a store 
 	f.StringVar(&reportDir, "report", "", "write report.json, report.md, report.html and junit.xml into DIR")
 	f.BoolVar(&approveAll, "approve-all", false, "approve every approval step (CI, scheduled drills)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the steps and the failover plan; change nothing")
+	f.BoolVar(&fromCurrent, "from-current", false, "start even though a failover run left the router off the fleet's baseline: the router as found is the drill's baseline")
 	_ = c.MarkFlagDirname("report")
 	return c
 }
@@ -183,6 +204,27 @@ func (a *app) drillRunner(file string) (*drills.Runner, error) {
 		return nil, usageErr("%v", err)
 	}
 	return r, nil
+}
+
+// checkApprovals refuses, before anything runs, a drill with approval steps when there is no
+// terminal to ask and no --approve-all (a usage error: nothing ran, nothing is recorded).
+func (a *app) checkApprovals(d *drills.Drill, all bool) error {
+	if all {
+		return nil
+	}
+	var need []string
+	for _, s := range d.Order() {
+		if slices.Contains(d.Approve, s) && s != drills.StepTeardown {
+			need = append(need, s)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	if f, ok := a.stdin.(*os.File); ok && isTTY(f.Fd()) {
+		return nil
+	}
+	return usageErr("%s: step(s) %s need approval (approve:) and there is no terminal to ask: run on a terminal, or with --approve-all", d.File, strings.Join(need, ", "))
 }
 
 // approver asks on the terminal, or approves everything with --approve-all. Without a terminal
@@ -579,4 +621,87 @@ func renderHistory(w io.Writer, h []drills.HistoryEntry, width int) {
 		}
 	}
 	fmt.Fprintf(w, "%d run(s): %d passed, %d failed\n", len(h), pass, len(h)-pass)
+}
+
+func (a *app) drillCleanupCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "cleanup FILE [-o text|json]",
+		Short: "Put back what a drill that died left behind: the router at its baseline, the faults, the candidates, the temp dir",
+		Long: `A drill records in the fleet's state store (drills/active/) what it must undo before it changes
+anything: the router's weights as it found them, a copy of every file it breaks, the
+candidates it starts and its temp dir. Its teardown undoes all of it; when the drill process
+died (kill -9, a crash, a lost machine) that record stays open and the next drill refuses to
+start. cleanup undoes every open record of the drill file's fleet, as teardown would have:
+
+  router     returned to the baseline by a ramped abort of the open failover run (the failover
+             executor: lock, journal, every rule); the dead drill's lock is waited out
+  candidates their process groups are stopped (only the processes recorded: same start time)
+  faults     every file put back from its copy (checked against the recorded SHA-256)
+  temp dir   removed
+
+Run it on the host the drill ran on (its candidates and temp dir are there). Each record is
+closed with what was left behind. Exit codes: 0 nothing left behind; 1 something could not be
+restored (listed); 3 a recorded drill still runs; 2 bad drill or fleet file.`,
+		Example: `  lifeboat drill cleanup drills/lose-eu-west-1.yaml`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			r, err := a.drillRunner(args[0])
+			if err != nil {
+				return err
+			}
+			cl := &drills.Cleaner{Fleet: r.Fleet, Manifest: r.Manifest, Open: a.openStore, Log: a.log}
+			res, err := cl.Cleanup(ctx)
+			if res == nil && err != nil {
+				return err
+			}
+			if a.output == "json" {
+				if jerr := a.writeJSON(map[string]any{"drills": res}); jerr != nil {
+					return jerr
+				}
+			} else {
+				renderCleanup(a.stdout, res)
+			}
+			switch {
+			case errors.Is(err, drills.ErrDrillRunning):
+				return withCode(exitRefused, err)
+			case err != nil:
+				return problem("%v", err)
+			}
+			return nil
+		},
+	}
+	return c
+}
+
+func renderCleanup(w io.Writer, res []drills.CleanupResult) {
+	if len(res) == 0 {
+		fmt.Fprintln(w, "No drill left anything behind: nothing to clean up.")
+		return
+	}
+	for _, r := range res {
+		fmt.Fprintf(w, "Drill %s (record %s, pid %d on %s, started %s):\n", r.Drill, r.ID, r.PID, r.Host, r.Started.Format(time.RFC3339))
+		if r.Skipped != "" {
+			fmt.Fprintf(w, "  not cleaned: %s\n", r.Skipped)
+			continue
+		}
+		td := r.Teardown
+		if r.Router != "" {
+			fmt.Fprintf(w, "  router: %s\n", r.Router)
+		}
+		fmt.Fprintf(w, "  stopped: %s\n", orNone(td.Stopped))
+		fmt.Fprintf(w, "  faults put back: %s\n", orNone(td.FaultsUndone))
+		fmt.Fprintf(w, "  temp dir removed: %v, lock released: %v\n", td.TempRemoved, td.LockReleased)
+		fmt.Fprintf(w, "  left behind: %s\n", orNone(td.Left))
+	}
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "nothing"
+	}
+	return strings.Join(xs, "; ")
 }

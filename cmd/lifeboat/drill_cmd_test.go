@@ -78,9 +78,9 @@ func TestDrillImpossibleSLA(t *testing.T) {
 	drill := drillFleet(t, "1ms")
 	dir := filepath.Dir(drill)
 	out := filepath.Join(dir, "report")
-	// without a terminal and without --approve-all, the approval step refuses
+	// without a terminal and without --approve-all, the drill does not start (usage, exit 2)
 	r := cli(t, nil, "drill", "run", drill, "--report", out)
-	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "--approve-all") {
+	if r.code != 2 || !strings.Contains(r.stdout+r.stderr, "--approve-all") {
 		t.Fatalf("unapproved: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = cli(t, nil, "drill", "run", drill, "--report", out, "--approve-all")
@@ -113,7 +113,7 @@ func TestDrillImpossibleSLA(t *testing.T) {
 		t.Fatalf("junit.xml: %v failures %d", err, ju.Failures)
 	}
 	h := cli(t, nil, "drill", "history", "--fleet", filepath.Join(dir, "fleet.yaml"))
-	if h.code != 0 || !strings.Contains(h.stdout, "lose-eu-west-1") || !strings.Contains(h.stdout, "2 run(s): 0 passed, 2 failed") {
+	if h.code != 0 || !strings.Contains(h.stdout, "lose-eu-west-1") || !strings.Contains(h.stdout, "1 run(s): 0 passed, 1 failed") {
 		t.Fatalf("history: exit %d\n%s%s", h.code, h.stdout, h.stderr)
 	}
 	hj := cli(t, nil, "drill", "history", "--fleet", filepath.Join(dir, "fleet.yaml"), "-o", "json")
@@ -124,7 +124,7 @@ func TestDrillImpossibleSLA(t *testing.T) {
 		} `json:"runs"`
 		ExitCode int `json:"exit_code"`
 	}
-	if err := json.Unmarshal([]byte(hj.stdout), &hv); err != nil || len(hv.Runs) != 2 || hv.Runs[1].RecoveryS == nil {
+	if err := json.Unmarshal([]byte(hj.stdout), &hv); err != nil || len(hv.Runs) != 1 || hv.Runs[0].RecoveryS == nil {
 		t.Fatalf("history json %v: %s", err, hj.stdout)
 	}
 	// dry run: plans, changes nothing

@@ -1,0 +1,580 @@
+package drills
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"lifeboat/failover"
+	"lifeboat/manifest"
+	"lifeboat/providers"
+	"lifeboat/verify/warm"
+)
+
+// activeDir holds one record per drill run in the fleet's state store, written before the drill
+// changes anything: the router baseline it found, the undo of every fault it injects (the
+// original bytes are copied next to it), the candidates it starts and its temp dir. Teardown —
+// or `lifeboat drill cleanup` after the drill process died — puts everything back from it and
+// closes it (closed, with what was left behind).
+const activeDir = "drills/active"
+
+// maxRecordBytes bounds one drill record read back.
+const maxRecordBytes = 1 << 20
+
+// DrillRecord is what a drill must undo, as the state store keeps it. JSON field names are stable.
+type DrillRecord struct {
+	ID          string               `json:"id"`
+	Drill       string               `json:"drill"`
+	File        string               `json:"file"`
+	Fleet       string               `json:"fleet"`
+	Host        string               `json:"host"`
+	Boot        string               `json:"boot_id"` // the host's boot: a pid means nothing after a reboot
+	PID         int                  `json:"pid"`
+	PIDStart    string               `json:"pid_start"` // the process's start time (clock ticks since boot)
+	Holder      string               `json:"holder"`    // the failover lock holder of its executor
+	LockTTL     float64              `json:"lock_ttl_s"`
+	Started     time.Time            `json:"started"`
+	FromCurrent bool                 `json:"from_current,omitempty"`
+	Baseline    failover.RouterState `json:"baseline"` // the router as the drill found it
+	TempDir     string               `json:"temp_dir"`
+	Models      []string             `json:"models,omitempty"`
+	Faults      []FaultUndo          `json:"faults"`
+	Candidates  []CandidateRecord    `json:"candidates"`
+	Closed      *time.Time           `json:"closed,omitempty"`
+	Outcome     string               `json:"outcome,omitempty"` // "torn down", "cleaned up", "interrupted"...
+	Left        []string             `json:"left"`
+}
+
+// FaultUndo puts one file fault back: the original bytes are in the state store at Copy.
+type FaultUndo struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Region string `json:"region"`
+	Path   string `json:"path"`
+	Copy   string `json:"copy"` // key in the state store
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// CandidateRecord is one candidate the drill booted: where it serves and its process group.
+type CandidateRecord struct {
+	Region string `json:"region"`
+	URL    string `json:"url"`
+	PGID   int    `json:"pgid"`
+	Start  string `json:"pid_start"`
+}
+
+func recordKey(id string) string { return activeDir + "/" + id + ".json" }
+
+// save writes the record (overwriting the previous version: one writer, the drill, then its
+// cleanup).
+func saveRecord(ctx context.Context, s providers.Store, rec *DrillRecord) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, err := s.Write(ctx, recordKey(rec.ID), bytes.NewReader(b), providers.WriteOptions{Size: int64(len(b))}); err != nil {
+		return fmt.Errorf("drill record %s in %s: %w", recordKey(rec.ID), s, err)
+	}
+	return nil
+}
+
+// Records reads the drill records in the state store, oldest first; open only: those not closed.
+func Records(ctx context.Context, s providers.Store, open bool) ([]DrillRecord, error) {
+	var keys []string
+	err := s.List(ctx, activeDir, func(o providers.Object) error {
+		rest := strings.TrimPrefix(o.Key, activeDir+"/")
+		if strings.HasSuffix(rest, ".json") && !strings.Contains(rest, "/") {
+			keys = append(keys, o.Key)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, providers.ErrNotFound) {
+		return nil, fmt.Errorf("list %s in %s: %w", activeDir, s, err)
+	}
+	sort.Strings(keys)
+	if len(keys) > maxHistory {
+		keys = keys[len(keys)-maxHistory:]
+	}
+	var out []DrillRecord
+	for _, k := range keys {
+		var rec DrillRecord
+		b, err := readBounded(ctx, s, k, maxRecordBytes)
+		if err == nil {
+			err = json.Unmarshal(b, &rec)
+		}
+		if err != nil {
+			return out, fmt.Errorf("drill record %s in %s: %w", k, s, err)
+		}
+		if !open || rec.Closed == nil {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+func readBounded(ctx context.Context, s providers.Store, key string, limit int64) ([]byte, error) {
+	var b []byte
+	err := s.Read(ctx, key, providers.ReadOptions{}, func(r io.Reader) error {
+		var err error
+		b, err = io.ReadAll(io.LimitReader(r, limit+1))
+		if err == nil && int64(len(b)) > limit {
+			return fmt.Errorf("larger than %d bytes", limit)
+		}
+		return err
+	})
+	return b, err
+}
+
+// thisHost names the machine and its boot, so that a pid is only ever compared on the host and
+// boot it was recorded on.
+func thisHost() (host, boot string) {
+	host, _ = os.Hostname()
+	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		boot = strings.TrimSpace(string(b))
+	}
+	return host, boot
+}
+
+// procStat is a process's state and start time from /proc; ok false when there is none.
+func procStat(pid int) (state byte, pgrp int, start string, ok bool) {
+	if pid <= 0 {
+		return 0, 0, "", false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, "", false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command may hold spaces and parentheses
+	if i < 0 {
+		return 0, 0, "", false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, 0, "", false
+	}
+	// after the command: state(3) ppid(4) pgrp(5) ... starttime(22)
+	pgrp, _ = strconv.Atoi(f[2])
+	return f[0][0], pgrp, f[19], true
+}
+
+// running says whether the process recorded as pid with start time start runs (not a zombie).
+func running(pid int, start string) bool {
+	st, _, s, ok := procStat(pid)
+	return ok && s == start && st != 'Z' && st != 'X'
+}
+
+// groupAlive says whether any live (non-zombie) process is in process group pgid.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, pg, _, ok := procStat(pid); ok && pg == pgid && st != 'Z' && st != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// stopGroup ends a recorded candidate's process group: SIGTERM, then SIGKILL after grace. Only
+// when its leader is still the process recorded (same start time), or the group is already gone.
+func stopGroup(ctx context.Context, c CandidateRecord, grace time.Duration) error {
+	if !groupAlive(c.PGID) {
+		return nil
+	}
+	if _, _, start, ok := procStat(c.PGID); ok && start != c.Start {
+		return fmt.Errorf("process group %d of %s: its leader is another process now (started %s, recorded %s): not touched", c.PGID, c.Region, start, c.Start)
+	}
+	_ = syscall.Kill(-c.PGID, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for groupAlive(c.PGID) && time.Now().Before(deadline) {
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			break
+		}
+	}
+	if groupAlive(c.PGID) {
+		_ = syscall.Kill(-c.PGID, syscall.SIGKILL)
+		for i := 0; i < 40 && groupAlive(c.PGID); i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if groupAlive(c.PGID) {
+		return fmt.Errorf("process group %d of %s still runs", c.PGID, c.Region)
+	}
+	return nil
+}
+
+// OpenFailover is the failover the journal holds open: the newest run that began changing the
+// router, unless it closed (back at its baseline). run is "" when none is open.
+func OpenFailover(ctx context.Context, s providers.Store) (run string, start *failover.Record, err error) {
+	runs, err := failover.Runs(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		recs, err := failover.ReadRun(ctx, s, runs[i])
+		if err != nil {
+			return "", nil, err
+		}
+		var st *failover.Record
+		closed := false
+		for j := range recs {
+			switch {
+			case recs[j].Kind == failover.RecStart && st == nil:
+				st = &recs[j]
+			case recs[j].Kind == failover.RecDone && recs[j].Closed:
+				closed = true
+			}
+		}
+		if st == nil {
+			continue
+		}
+		if closed {
+			return "", nil, nil
+		}
+		return runs[i], st, nil
+	}
+	return "", nil, nil
+}
+
+// restorer puts back what a drill changed, from its record: the router to the baseline (a ramped
+// abort with the failover executor), the candidates stopped, the faults put back, the temp dir
+// removed. The drill's own teardown and `drill cleanup` share it.
+type restorer struct {
+	rec      *DrillRecord
+	fleet    *failover.Fleet // as the executor sees it: the candidates' endpoints
+	manifest *manifest.Manifest
+	state    providers.Store
+	router   failover.Driver
+	signals  failover.SignalSource
+	replica  func(region string) (providers.Store, error)
+	log      *slog.Logger
+	now      func() time.Time
+	holder   string // who runs the abort
+	// original gives a fault's original bytes when they are still in memory (the drill's own
+	// teardown); nil or !ok: read the copy in the state store.
+	original func(name string) ([]byte, bool)
+	td       *Teardown
+	abortRun string
+}
+
+// routerBack returns the router to the record's baseline; it says what it did, or adds to Left
+// what it could not.
+func (r *restorer) routerBack(ctx context.Context) string {
+	base := r.rec.Baseline
+	rs, err := r.router.Read(ctx)
+	if err != nil {
+		r.left("router %s: cannot read it to check the baseline: %v", r.router, err)
+		return ""
+	}
+	if rs.Weights.Equal(base.Weights) {
+		r.td.RouterAtBaseline = true
+		return "the router is at the baseline"
+	}
+	diff := strings.Join(failover.Diff(base, rs), ", ")
+	run, start, err := OpenFailover(ctx, r.state)
+	switch {
+	case err != nil:
+		r.left("router not at the baseline (%s); the journal cannot be read: %v", diff, err)
+		return ""
+	case run == "":
+		r.left("router not at the baseline (%s) and no failover is open to abort: someone changed it outside a journaled run", diff)
+		return ""
+	case !start.Baseline.Equal(base.Weights):
+		r.left("router not at the baseline the drill found (%s); the open failover run %s goes back to other weights (%s), so the drill does not abort it: `lifeboat failover abort` when that is what you want", diff, run, strings.Join(failover.Diff(failover.RouterState{Weights: start.Baseline}, failover.RouterState{Weights: base.Weights}), ", "))
+		return ""
+	}
+	ttl := time.Duration(r.rec.LockTTL * float64(time.Second))
+	ex := &failover.Executor{Fleet: r.fleet, Store: r.state, Router: r.router, Signals: r.signals, Log: r.log,
+		Holder: r.holder, LockTTL: ttl, Now: r.now}
+	opts := failover.RunOptions{Event: failover.Event{Kind: failover.Abort}, Reason: fmt.Sprintf("drill %s: back to the baseline it found (open run %s)", r.rec.Drill, run),
+		HoldTimeout: 10 * r.fleet.Failover.StepInterval}
+	deadline := time.Now().Add(2*ttl + 5*time.Second)
+	var out *failover.Outcome
+	for {
+		out, err = ex.Run(ctx, opts)
+		var held *failover.LockHeldError
+		if !errors.As(err, &held) || held.Lock.Holder != r.rec.Holder || !time.Now().Before(deadline) {
+			break
+		}
+		// the drill's own lock, left by its dead process: wait for it to expire
+		wait := min(max(time.Until(held.Lock.Expires)+50*time.Millisecond, 100*time.Millisecond), time.Until(deadline))
+		r.log.Info("waiting for the dead drill's failover lock to expire", "lock", held.Lock.ID, "wait", wait)
+		if err := sleep(ctx, wait); err != nil {
+			break
+		}
+	}
+	if out != nil && out.Run != "" {
+		r.abortRun = out.Run
+	}
+	if err != nil {
+		r.left("router not at the baseline (%s): the abort of run %s failed: %v", diff, run, err)
+		return ""
+	}
+	rs, err = r.router.Read(ctx)
+	if err != nil {
+		r.left("router %s: cannot read it after the abort: %v", r.router, err)
+		return ""
+	}
+	if !rs.Weights.Equal(base.Weights) {
+		r.left("router not at the baseline after the abort run %s: %s", r.abortRun, strings.Join(failover.Diff(base, rs), ", "))
+		return ""
+	}
+	r.td.RouterAtBaseline = true
+	return fmt.Sprintf("the router is back at the baseline (abort run %s, %d step(s), ramped)", r.abortRun, out.Steps)
+}
+
+func (r *restorer) left(format string, args ...any) {
+	r.td.Left = append(r.td.Left, providers.Redact(fmt.Sprintf(format, args...)))
+}
+
+// faultsBack writes every fault's original bytes back (checked against the manifest's sums),
+// then removes its copy.
+func (r *restorer) faultsBack(ctx context.Context) {
+	for _, f := range r.rec.Faults {
+		data, ok := []byte(nil), false
+		if r.original != nil {
+			data, ok = r.original(f.Name)
+		}
+		if !ok {
+			b, err := readBounded(ctx, r.state, f.Copy, maxFaultFile)
+			if err != nil {
+				r.left("fault %s: the original of %s (copy %s in the state store) cannot be read: %v", f.Name, f.Path, f.Copy, err)
+				continue
+			}
+			data = b
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != f.SHA256 || int64(len(data)) != f.Size {
+			r.left("fault %s: the original of %s does not match what was recorded (sha256 %s, %d bytes): not written back", f.Name, f.Path, f.SHA256, f.Size)
+			continue
+		}
+		store, err := r.replica(f.Region)
+		if err != nil {
+			r.left("fault %s: open the replica of %s: %v", f.Name, f.Region, err)
+			continue
+		}
+		o := providers.WriteOptions{Size: int64(len(data))}
+		if r.manifest != nil {
+			for _, mf := range r.manifest.Files {
+				if mf.Path == f.Path {
+					o.Checksums = providers.Checksums(mf.Sums)
+				}
+			}
+		}
+		if _, err := store.Write(ctx, f.Path, bytes.NewReader(data), o); err != nil {
+			r.left("fault %s: put %s back in %s: %v", f.Name, f.Path, store, err)
+			continue
+		}
+		r.td.FaultsUndone = append(r.td.FaultsUndone, f.Name)
+		if err := r.state.Delete(ctx, f.Copy, providers.DeleteOptions{}); err != nil && !errors.Is(err, providers.ErrNotFound) {
+			r.log.Warn("the copy of a put-back fault was not removed", "key", f.Copy, "err", err)
+		}
+	}
+}
+
+// lockCheck: the failover lock is released (or expired).
+func (r *restorer) lockCheck(ctx context.Context) {
+	lk, ok, err := (&failover.Locker{Store: r.state, Now: r.now}).Read(ctx)
+	now := time.Now()
+	if r.now != nil {
+		now = r.now()
+	}
+	switch {
+	case err != nil:
+		r.left("failover lock: cannot read it: %v", err)
+	case ok && !lk.Released && now.Before(lk.Expires):
+		r.left("failover lock %s held by %s", lk.ID, lk.Holder)
+	default:
+		r.td.LockReleased = true
+	}
+}
+
+// close marks the record closed with its outcome and what was left behind.
+func (r *restorer) close(ctx context.Context, outcome string) error {
+	t := time.Now().UTC()
+	if r.now != nil {
+		t = r.now().UTC()
+	}
+	r.rec.Closed, r.rec.Outcome, r.rec.Left = &t, outcome, append([]string{}, r.td.Left...)
+	return saveRecord(ctx, r.state, r.rec)
+}
+
+// Cleaner cleans up after drills whose process died: every open drill record in the fleet's state
+// store is undone as teardown would have.
+type Cleaner struct {
+	Fleet    *failover.Fleet
+	Manifest *manifest.Manifest
+	Open     func(ctx context.Context, url string) (providers.Store, error)
+	Router   failover.Driver // nil: failover.OpenRouter(Fleet)
+	Log      *slog.Logger
+	Probe    warm.ProbeOptions
+	Now      func() time.Time
+	Grace    time.Duration // a candidate's SIGTERM grace; 0: 10s
+}
+
+// CleanupResult is what one drill's clean-up did. JSON field names are stable.
+type CleanupResult struct {
+	ID       string    `json:"id"`
+	Drill    string    `json:"drill"`
+	Started  time.Time `json:"started"`
+	Host     string    `json:"host"`
+	PID      int       `json:"pid"`
+	Router   string    `json:"router"`
+	AbortRun string    `json:"abort_run,omitempty"`
+	Teardown Teardown  `json:"teardown"`
+	Skipped  string    `json:"skipped,omitempty"` // why it was not cleaned (a live drill)
+}
+
+// ErrDrillRunning: a recorded drill's process still runs; it cleans up after itself.
+var ErrDrillRunning = errors.New("drill still running")
+
+// Cleanup undoes every open drill record. Its error is nil only when nothing is left behind
+// (results say what was done either way).
+func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
+	log := c.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	state, err := c.Open(ctx, c.Fleet.State)
+	if err != nil {
+		return nil, fmt.Errorf("state store %s: %w", c.Fleet.State, err)
+	}
+	defer state.Close()
+	recs, err := Records(ctx, state, true)
+	if err != nil {
+		return nil, err
+	}
+	router := c.Router
+	if router == nil {
+		if router, err = failover.OpenRouter(c.Fleet); err != nil {
+			return nil, err
+		}
+	}
+	stores := map[string]providers.Store{}
+	defer func() {
+		for _, s := range stores {
+			_ = s.Close()
+		}
+	}()
+	replica := func(region string) (providers.Store, error) {
+		reg := c.Fleet.Regions[region]
+		if reg == nil || reg.Replica == "" {
+			return nil, fmt.Errorf("region %q has no replica in %s", region, c.Fleet.File)
+		}
+		if s := stores[reg.Replica]; s != nil {
+			return s, nil
+		}
+		s, err := c.Open(ctx, reg.Replica)
+		if err != nil {
+			return nil, err
+		}
+		stores[reg.Replica] = s
+		return s, nil
+	}
+	host, boot := thisHost()
+	grace := c.Grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	var out []CleanupResult
+	var problems []string
+	live := 0
+	for i := range recs {
+		rec := &recs[i]
+		res := CleanupResult{ID: rec.ID, Drill: rec.Drill, Started: rec.Started, Host: rec.Host, PID: rec.PID,
+			Teardown: Teardown{Stopped: []string{}, FaultsUndone: []string{}, Left: []string{}}}
+		switch {
+		case rec.Host != host || rec.Boot != boot:
+			res.Skipped = fmt.Sprintf("the drill ran on %s (boot %s): its candidates and temp dir are there; run the clean-up on that host", rec.Host, rec.Boot)
+		case running(rec.PID, rec.PIDStart):
+			res.Skipped = fmt.Sprintf("the drill still runs (pid %d): it tears down itself; stop it with Ctrl-C", rec.PID)
+			live++
+		}
+		if res.Skipped != "" {
+			problems = append(problems, fmt.Sprintf("drill %s (%s): %s", rec.Drill, rec.ID, res.Skipped))
+			out = append(out, res)
+			continue
+		}
+		r := &restorer{rec: rec, fleet: cleanupFleet(c.Fleet, rec), manifest: c.Manifest, state: state, router: router,
+			replica: replica, log: log, now: c.Now, holder: fmt.Sprintf("lifeboat drill cleanup %s (pid %d)", rec.Drill, os.Getpid()), td: &res.Teardown}
+		po := c.Probe
+		po.Models = rec.Models
+		r.signals = &failover.LiveSignals{Fleet: r.fleet, Probe: po}
+		res.Router = r.routerBack(ctx)
+		res.AbortRun = r.abortRun
+		for _, cand := range rec.Candidates {
+			if err := stopGroup(ctx, cand, grace); err != nil {
+				r.left("%v", err)
+				continue
+			}
+			res.Teardown.Stopped = append(res.Teardown.Stopped, cand.Region)
+		}
+		r.faultsBack(ctx)
+		if rec.TempDir != "" && filepath.IsAbs(rec.TempDir) && strings.HasPrefix(filepath.Base(rec.TempDir), "lifeboat-drill-") {
+			if err := os.RemoveAll(rec.TempDir); err != nil {
+				r.left("temp dir %s: %v", rec.TempDir, err)
+			} else {
+				res.Teardown.TempRemoved = true
+			}
+		}
+		r.lockCheck(ctx)
+		if err := r.close(context.WithoutCancel(ctx), "cleaned up"); err != nil {
+			r.left("%v", err)
+		}
+		for _, l := range res.Teardown.Left {
+			problems = append(problems, fmt.Sprintf("drill %s (%s): left behind: %s", rec.Drill, rec.ID, l))
+		}
+		out = append(out, res)
+	}
+	if len(problems) > 0 {
+		err := errors.New(strings.Join(problems, "; "))
+		if live > 0 {
+			err = fmt.Errorf("%w: %w", ErrDrillRunning, err)
+		}
+		return out, err
+	}
+	return out, nil
+}
+
+// cleanupFleet is the fleet with each candidate's endpoint set to where the dead drill booted it
+// (none for a candidate it did not record: it takes no traffic).
+func cleanupFleet(f *failover.Fleet, rec *DrillRecord) *failover.Fleet {
+	fc := *f
+	fc.Regions = map[string]*failover.Region{}
+	for n, r := range f.Regions {
+		rc := *r
+		if r.Launcher != nil && r.Launcher.Kind == failover.LauncherExec {
+			rc.Endpoint, rc.Signals.Metrics = "", ""
+			for _, c := range rec.Candidates {
+				if c.Region == n {
+					rc.Endpoint = strings.TrimRight(c.URL, "/")
+				}
+			}
+		}
+		fc.Regions[n] = &rc
+	}
+	return &fc
+}

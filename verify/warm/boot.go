@@ -165,7 +165,13 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 	res.LoRAs = append(res.LoRAs, o.Probe.LoRAs...)
 
 	t1 := time.Now()
-	inst, err := o.Launcher.Launch(ctx, spec)
+	lctx := ctx
+	if o.Keep {
+		// a kept replica lives until its caller stops it: a drill interrupted by Ctrl-C still
+		// needs its candidates to ramp the router back before its teardown stops them
+		lctx = context.WithoutCancel(ctx)
+	}
+	inst, err := o.Launcher.Launch(lctx, spec)
 	res.Timings.LaunchS = secs(time.Since(t1))
 	if err != nil {
 		return res, fmt.Errorf("launch: %w", err)

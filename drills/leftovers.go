@@ -312,18 +312,22 @@ func (r *restorer) routerBack(ctx context.Context) string {
 		Holder: r.holder, LockTTL: ttl, Now: r.now}
 	opts := failover.RunOptions{Event: failover.Event{Kind: failover.Abort}, Reason: fmt.Sprintf("drill %s: back to the baseline it found (open run %s)", r.rec.Drill, run),
 		HoldTimeout: 10 * r.fleet.Failover.StepInterval}
-	deadline := time.Now().Add(2*ttl + 5*time.Second)
 	var out *failover.Outcome
-	for {
+	for attempt := 0; ; attempt++ {
 		out, err = ex.Run(ctx, opts)
 		var held *failover.LockHeldError
-		if !errors.As(err, &held) || held.Lock.Holder != r.rec.Holder || !time.Now().Before(deadline) {
+		if attempt > 0 || !errors.As(err, &held) || held.Lock.Holder != r.rec.Holder || (r.rec.PID != os.Getpid() && running(r.rec.PID, r.rec.PIDStart)) {
 			break
 		}
-		// the drill's own lock, left by its dead process: wait for it to expire
-		wait := min(max(time.Until(held.Lock.Expires)+50*time.Millisecond, 100*time.Millisecond), time.Until(deadline))
-		r.log.Info("waiting for the dead drill's failover lock to expire", "lock", held.Lock.ID, "wait", wait)
-		if err := sleep(ctx, wait); err != nil {
+		// the drill's own lock, left by its dead process (or by this drill's own stopped
+		// orchestrator): break exactly that lock, journaled, and abort
+		why := fmt.Sprintf("drill %s: its lock is left by its own dead orchestrator (pid %d): broken to put the router back", r.rec.Drill, r.rec.PID)
+		if held.Dead != "" {
+			why += " (" + held.Dead + ")"
+		}
+		r.log.Info("breaking the dead drill's failover lock", "lock", held.Lock.ID, "holder", held.Lock.Holder)
+		if _, uerr := ex.Unlock(ctx, held.Lock.ID, why); uerr != nil {
+			err = fmt.Errorf("%w; and breaking it failed: %v", err, uerr)
 			break
 		}
 	}

@@ -419,7 +419,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 	}
 	plan := MakePlan(e.Input(ctx, rs, sig, h, o))
 	if o.Event.Kind == Restore && plan.Hold != "" && len(plan.Steps) == 0 && o.HoldTimeout > 0 {
-		plan, sig, err = e.awaitDwell(ctx, o, h, plan)
+		plan, sig, err = e.awaitDwell(s, o, h, plan)
 		if err != nil {
 			return nil, err
 		}
@@ -455,7 +455,8 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 
 // awaitDwell re-reads signals every step_interval until the failback may start or the hold
 // timeout passes.
-func (e *Executor) awaitDwell(ctx context.Context, o RunOptions, h failoverState, plan *Plan) (*Plan, map[string]RegionSignal, error) {
+func (e *Executor) awaitDwell(s *session, o RunOptions, h failoverState, plan *Plan) (*Plan, map[string]RegionSignal, error) {
+	ctx := s.ctx
 	deadline := e.now().Add(o.HoldTimeout)
 	var sig map[string]RegionSignal
 	for plan.Hold != "" && len(plan.Steps) == 0 && e.now().Before(deadline) {
@@ -467,7 +468,7 @@ func (e *Executor) awaitDwell(ctx context.Context, o RunOptions, h failoverState
 		if sig, err = e.Signals.Signals(ctx, false); err != nil {
 			return nil, nil, err
 		}
-		rs, err := e.readRouter(ctx)
+		rs, err := s.observe(ctx) // the plan is made from it: the first write is conditional on it
 		if err != nil {
 			return nil, nil, err
 		}

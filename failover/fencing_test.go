@@ -128,6 +128,7 @@ func TestCaddyEditBetweenStepsStops(t *testing.T) {
 	dir, state := binDir(t, fmt.Sprintf("router: {driver: caddy, url: %q, backends: {eu-only: route-eu, global: route-global}}", c.Admin), "step_interval: 1500ms, lock_ttl: 5s")
 	a := startLB(t, dir, nil, runArgs...)
 	waitJournal(t, a, strings.TrimPrefix(state, "file://"), RecResult, 0, time.Minute)
+	time.Sleep(400 * time.Millisecond) // inside the step interval, after the run's own read
 	edited := caddyRoute("route-eu", binDials, map[string]int{"eu-west-1": 45, "eu-central-1": 55}, nil)
 	b, _ := json.Marshal(edited)
 	req, _ := http.NewRequest(http.MethodPatch, c.Admin+"/id/route-eu", strings.NewReader(string(b)))
@@ -162,6 +163,7 @@ func TestHAProxyEditBetweenStepsStops(t *testing.T) {
 	dir, state := binDir(t, fmt.Sprintf("router: {driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}}", h.Socket), "step_interval: 1500ms, lock_ttl: 5s")
 	a := startLB(t, dir, nil, runArgs...)
 	waitJournal(t, a, strings.TrimPrefix(state, "file://"), RecResult, 0, time.Minute)
+	time.Sleep(400 * time.Millisecond) // inside the step interval, after the run's own read
 	hr := &HAProxyRouter{Socket: h.Socket}
 	if err := hr.set(testbed.Ctx(t), "set weight be_eu/eu-central-1 7"); err != nil {
 		t.Fatal(err)

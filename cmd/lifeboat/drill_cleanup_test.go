@@ -257,15 +257,23 @@ func TestDrillKilledMidRunCleanup(t *testing.T) {
 	if len(recs) != 1 || recs[0]["closed"] == nil || recs[0]["outcome"] != "cleaned up" || len(recs[0]["left"].([]any)) != 0 {
 		t.Fatalf("the record after the cleanup: %v", recs)
 	}
-	// the abort is journaled: the ramp back took more than one step, and the failover is closed
-	st := rig.cli(t, "failover", "status", "--fleet", rig.fleet, "-o", "json")
-	var sv struct {
-		Event   *failover.Event `json:"event"`
-		Done    bool            `json:"done"`
-		Applied int             `json:"steps_applied"`
+	// the abort is journaled in the state store: ramped steps, and the failover closed
+	st, err := fileStoreOpen(context.Background(), rig.state)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(st.stdout), &sv); err != nil || sv.Event == nil || sv.Event.Kind != failover.Abort || !sv.Done || sv.Applied < 1 {
-		t.Fatalf("failover status after the cleanup: %v\n%s%s", err, st.stdout, st.stderr)
+	defer st.Close()
+	run, jrecs, err := failover.LatestRun(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := failover.ViewRun(run, jrecs, time.Now())
+	closed := false
+	for _, rec := range jrecs {
+		closed = closed || (rec.Kind == failover.RecDone && rec.Closed)
+	}
+	if v.Plan == nil || v.Plan.Event.Kind != failover.Abort || !v.Done || !closed || v.Applied < 1 {
+		t.Fatalf("the latest journal run %s after the cleanup: %+v", run, v)
 	}
 	// nothing left: a second cleanup has nothing to do
 	if r := rig.cli(t, "drill", "cleanup", rig.drill); r.code != 0 || !strings.Contains(r.stdout, "nothing to clean up") {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,9 @@ var (
 	ErrExpired = errors.New("failover expired")
 	// ErrNothingToResume: the latest run finished (or there is none).
 	ErrNothingToResume = errors.New("nothing to resume")
+	// ErrIncomplete: the plan cannot reach its target (traffic it cannot place, a failback that
+	// stops short): held for safety (exit 3), with the rule and what is left.
+	ErrIncomplete = errors.New("held for safety")
 )
 
 // Executor carries out plans on a router under the lock, journaling every change.
@@ -60,6 +64,12 @@ type RunOptions struct {
 	Confirm func(*Plan) bool
 	// Plan, when set, is shown the plan once made (whether it proceeds or not).
 	Plan func(*Plan)
+	// AllowPartial applies a plan that cannot reach its target (Plan.Complete false) without
+	// Confirm: the operator accepted it (--allow-partial). Without it and without Confirm such
+	// a plan is refused and nothing changes.
+	AllowPartial bool
+
+	resumed bool // steps: check the first step too (resume and re-assert pick up someone's plan)
 }
 
 // Outcome is how a run ended.
@@ -69,6 +79,11 @@ type Outcome struct {
 	Steps int         `json:"steps_applied"`
 	Held  string      `json:"held,omitempty"`
 	Final RouterState `json:"final"`
+	// Complete: the run reached its plan's target (false when it holds, or its plan could not
+	// complete: see Plan.Shed and Plan.Reason).
+	Complete bool `json:"complete"`
+	// Reasserted: resume re-applied the journaled state of a run the router had forgotten.
+	Reasserted bool `json:"reasserted,omitempty"`
 }
 
 func (e *Executor) log() *slog.Logger {
@@ -125,11 +140,14 @@ type session struct {
 	lease   time.Time
 	// seen is the router's version as this run last read it back (or read it to plan): every
 	// router write is conditional on it. Only the run's goroutine touches it.
-	seen   RouterVersion
-	j      *Journal
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   chan struct{}
+	seen RouterVersion
+	// lastRead is what this run last read back from the router (after its last write, or when
+	// it took over the run); a router that reads otherwise later has drifted.
+	lastRead *RouterState
+	j        *Journal
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	done     chan struct{}
 }
 
 // begin takes the lock (wait: watch a held one until it may be taken over, as resume does) and
@@ -151,7 +169,7 @@ func (e *Executor) begin(ctx context.Context, operation, reason, run string, nex
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	s := &session{e: e, lock: lk, lease: lk.lease, ctx: sctx, cancel: cancel, done: make(chan struct{})}
-	s.j = &Journal{Store: e.Store, Run: run, Holder: lk.Holder, Token: lk.Token, next: next, Now: e.Now, OnRecord: e.OnRecord, fence: s.fence}
+	s.j = &Journal{Store: e.Store, Run: run, Holder: lk.Holder, Token: lk.Token, Fleet: e.fleetID(), next: next, Now: e.Now, OnRecord: e.OnRecord, fence: s.fence}
 	ttl := l.ttl()
 	go func() {
 		defer close(s.done)
@@ -254,6 +272,25 @@ func (s *session) err(err error) error {
 type failoverState struct {
 	baseline    Weights
 	transitions map[string]int
+	// out are the regions the open failover evacuated and has not restored.
+	out []string
+}
+
+func (e *Executor) fleetID() string { return FleetDigest(e.Fleet) }
+
+// outAfter is the set of regions out of service once event ev runs, from the open failover's.
+func outAfter(out []string, ev Event) []string {
+	set := slices.Clone(out)
+	switch ev.Kind {
+	case Evacuate:
+		if !slices.Contains(set, ev.Region) {
+			set = append(set, ev.Region)
+		}
+	case Restore:
+		set = slices.DeleteFunc(set, func(r string) bool { return r == ev.Region })
+	}
+	slices.Sort(set)
+	return set
 }
 
 // history reads the journal: the open failover's baseline (nil when none is open) and each
@@ -271,13 +308,16 @@ func (e *Executor) history(ctx context.Context) (failoverState, error) {
 		if err != nil {
 			return st, err
 		}
+		if !ofFleet(recs, e.fleetID()) {
+			continue
+		}
 		started := false
 		for _, r := range recs {
 			switch {
 			case r.Kind == RecStart && !baselineKnown:
-				st.baseline, started = r.Baseline, true
+				st.baseline, st.out, started = r.Baseline, r.Out, true
 			case r.Kind == RecDone && r.Closed && started:
-				st.baseline = nil
+				st.baseline, st.out = nil, nil
 			case r.Kind == RecResult && r.Time.After(hourAgo) && r.Before != nil && r.After != nil:
 				for reg := range changedRegions(*r.Before, *r.After) {
 					st.transitions[reg]++
@@ -292,9 +332,18 @@ func (e *Executor) history(ctx context.Context) (failoverState, error) {
 	return st, nil
 }
 
-// latestStarted returns the newest run that began changing the router (refused runs are
-// skipped: they changed nothing).
+// latestStarted returns this fleet's newest run that began changing the router (refused runs
+// are skipped: they changed nothing).
+func (e *Executor) latestStarted(ctx context.Context) (string, []Record, error) {
+	return latestStartedOf(ctx, e.Store, e.fleetID())
+}
+
 func latestStarted(ctx context.Context, s providers.Store) (string, []Record, error) {
+	return latestStartedOf(ctx, s, "")
+}
+
+// latestStartedOf is latestStarted among the runs of the fleet with this digest ("": any).
+func latestStartedOf(ctx context.Context, s providers.Store, fleet string) (string, []Record, error) {
 	runs, err := Runs(ctx, s)
 	if err != nil {
 		return "", nil, err
@@ -303,6 +352,9 @@ func latestStarted(ctx context.Context, s providers.Store) (string, []Record, er
 		recs, err := ReadRun(ctx, s, runs[i])
 		if err != nil {
 			return "", nil, err
+		}
+		if fleet != "" && !ofFleet(recs, fleet) {
+			continue
 		}
 		for _, r := range recs {
 			if r.Kind == RecStart {
@@ -339,7 +391,7 @@ func unionStrings(ms ...map[string]int) []string {
 func (e *Executor) Input(ctx context.Context, rs RouterState, sig map[string]RegionSignal, h failoverState, o RunOptions) PlanInput {
 	in := InputFromFleet(e.Fleet)
 	in.Weights, in.States, in.Signals = rs.Weights, rs.States, sig
-	in.Baseline, in.Transitions = h.baseline, h.transitions
+	in.Baseline, in.Transitions, in.Out = h.baseline, h.transitions, h.out
 	in.Event, in.Immediate, in.Overrides = o.Event, o.Immediate, o.Overrides
 	in.MaxWeight = e.Router.MaxWeight()
 	return in
@@ -407,15 +459,9 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 	if h.baseline == nil {
 		h.baseline = rs.Weights.Clone()
 	}
-	e.log().Info("preflight: reading every region's signals (live: the warm prober, /health, /metrics)")
-	sig, err := e.Signals.Signals(ctx, true)
+	sig, err := e.preflight(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("preflight: %w", err)
-	}
-	for _, r := range slices.Sorted(maps.Keys(sig)) {
-		if !sig[r].Warm {
-			e.log().Info("preflight: not a receiver", "region", r, "why", sig[r].Why)
-		}
+		return nil, err
 	}
 	plan := MakePlan(e.Input(ctx, rs, sig, h, o))
 	if o.Event.Kind == Restore && plan.Hold != "" && len(plan.Steps) == 0 && o.HoldTimeout > 0 {
@@ -433,39 +479,61 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 		return out, fmt.Errorf("%w: %s", ErrRefused, plan.Reason)
 	}
 	if len(plan.Steps) == 0 {
-		if plan.Hold != "" {
-			return out, fmt.Errorf("%w: %s", ErrRefused, plan.Hold)
+		if !plan.Complete {
+			return out, fmt.Errorf("%w: %s", ErrRefused, plan.Verdict())
 		}
+		out.Complete = true
 		return out, nil
+	}
+	if !plan.Complete && !o.AllowPartial && o.Confirm == nil {
+		why := plan.Verdict() + "; nothing changed (accept a plan that cannot complete with --allow-partial, or answer its prompt)"
+		_, _ = s.j.Append(ctx, Record{Kind: RecRefused, Event: &o.Event, Reason: o.Reason, Detail: why, Plan: plan})
+		out.Held = why
+		return out, fmt.Errorf("%w: %s", ErrIncomplete, why)
 	}
 	if o.Confirm != nil && !o.Confirm(plan) {
 		return out, errors.New("cancelled: nothing changed")
 	}
 	exp := e.now().Add(e.Fleet.Failover.Expires)
-	if _, err := s.j.Append(ctx, Record{Kind: RecStart, Event: &o.Event, Reason: o.Reason, Plan: plan, Baseline: h.baseline, Expires: &exp, Overrides: o.Overrides}); err != nil {
+	if _, err := s.j.Append(ctx, Record{Kind: RecStart, Event: &o.Event, Reason: o.Reason, Plan: plan, Baseline: h.baseline, Expires: &exp, Overrides: o.Overrides, Out: outAfter(h.out, o.Event)}); err != nil {
 		return out, err
 	}
+
 	for _, r := range o.Overrides {
 		if _, err := s.j.Append(ctx, Record{Kind: RecOverride, Reason: o.Reason, Detail: fmt.Sprintf("rule %s bypassed by %s", r, s.j.Holder)}); err != nil {
 			return out, err
 		}
 	}
+	start := plan.Start.Clone()
+	s.lastRead = &start
 	return e.steps(s, o, plan, 0, h, out)
 }
 
-// awaitDwell re-reads signals every step_interval until the failback may start or the hold
-// timeout passes.
+// awaitDwell observes the regions until the failback may start or the hold timeout passes: a
+// new process has seen the region calm for 0 s, so it watches it (signals every step_interval,
+// the warm prober again while the region is not warm) for failback_dwell, saying how far it is
+// on the progress log, and gives up at once when the dwell cannot end before the timeout.
 func (e *Executor) awaitDwell(s *session, o RunOptions, h failoverState, plan *Plan) (*Plan, map[string]RegionSignal, error) {
 	ctx := s.ctx
 	deadline := e.now().Add(o.HoldTimeout)
+	dwell := e.Fleet.Failover.FailbackDwell
 	var sig map[string]RegionSignal
 	for plan.Hold != "" && len(plan.Steps) == 0 && e.now().Before(deadline) {
-		e.log().Info("waiting", "why", plan.Hold)
+		if plan.Rule == RuleDwell && sig != nil {
+			if c := sig[o.Event.Region].CalmSeconds; c != nil {
+				need := dwell - time.Duration(*c*float64(time.Second))
+				if left := deadline.Sub(e.now()); need > left {
+					plan.Hold += fmt.Sprintf("; %s more would be needed and --hold-timeout leaves %s", need.Round(time.Second), left.Round(time.Second))
+					break
+				}
+			}
+		}
+		e.log().Info("observing before failback", "region", o.Event.Region, "why", plan.Hold, "gives_up_in", deadline.Sub(e.now()).Round(time.Second).String())
 		if err := sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
 			return nil, nil, err
 		}
 		var err error
-		if sig, err = e.Signals.Signals(ctx, false); err != nil {
+		if sig, err = e.Signals.Signals(ctx, plan.Rule == RuleWarm); err != nil {
 			return nil, nil, err
 		}
 		rs, err := s.observe(ctx) // the plan is made from it: the first write is conditional on it
@@ -488,27 +556,38 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// steps carries out plan.Steps[from:], checking each against fresh signals first.
+// steps carries out plan.Steps[from:], checking each against fresh signals first. After each
+// step_interval it reads the router again: a router that no longer reads as this run last read
+// it back (a restart, a reload, another hand) holds the run with a named drift, never a jump
+// from the foreign state to the next target.
 func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failoverState, out *Outcome) (*Outcome, error) {
 	ctx := s.ctx
 	pol := e.Fleet.Failover
 	for k := from; k < len(plan.Steps); k++ {
 		st := plan.Steps[k]
-		cur, err := e.readRouter(ctx)
-		if err != nil {
-			return out, err
-		}
 		if k > 0 {
 			if err := sleep(ctx, pol.StepInterval); err != nil {
 				return out, err
 			}
+		}
+		cur, err := e.readRouter(ctx)
+		if err != nil {
+			return out, err
+		}
+		if err := e.checkDrift(s, plan, k, cur); err != nil {
+			out.Held = err.Error()
+			return out, err
+		}
+		if k > 0 || o.resumed {
 			if held, err := e.checkBefore(s, o, plan, k, h, &cur); err != nil || held != "" {
 				if err == nil && o.RollbackOnFail && plan.Event.Kind != Abort {
 					return e.rollback(s, o, h, held, out)
 				}
-				out.Held = held
 				if err == nil {
+					out.Held = held
 					err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume`, or `lifeboat failover abort`)", ErrHeld, k+1, len(plan.Steps), held)
+				} else if errors.Is(err, ErrDrift) {
+					out.Held = err.Error()
 				}
 				return out, err
 			}
@@ -529,8 +608,39 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 	}
 	out.Final = fin
 	closed := (plan.Event.Kind == Abort || plan.Event.Kind == Restore) && h.baseline != nil && fin.Weights.Equal(h.baseline)
-	_, err = s.j.Append(ctx, Record{Kind: RecDone, Detail: plan.Hold, After: &fin, Closed: closed})
-	return out, err
+	if _, err = s.j.Append(ctx, Record{Kind: RecDone, Detail: plan.Hold, After: &fin, Closed: closed}); err != nil {
+		return out, err
+	}
+	if !plan.Complete {
+		out.Held = plan.Verdict()
+		return out, fmt.Errorf("%w: %s", ErrIncomplete, plan.Verdict())
+	}
+	out.Complete = true
+	return out, nil
+}
+
+// checkDrift compares the router as read now with what this run last read back; a difference
+// is journaled as a hold naming the drift and returned as ErrHeld and ErrDrift.
+func (e *Executor) checkDrift(s *session, plan *Plan, k int, cur RouterState) error {
+	if s.lastRead == nil {
+		return nil
+	}
+	d := e.diff(*s.lastRead, cur)
+	if len(d) == 0 {
+		return nil
+	}
+	why := fmt.Sprintf("drift: %s changed since this run last read it back (%s)", e.Router, strings.Join(d, "; "))
+	step := k
+	if _, err := s.j.Append(s.ctx, Record{Kind: RecHold, Step: &step, Detail: why, Before: s.lastRead, After: &cur}); err != nil {
+		return err
+	}
+	e.log().Warn("hold", "step", k+1, "why", why)
+	next := "`lifeboat failover resume` re-asserts what this run last applied and goes on"
+	if k == 0 {
+		next = "`lifeboat failover resume` checks the first step against the router as it is now"
+	}
+	return fmt.Errorf("%w before step %d of %d: %w: %s; nothing was written over it. See who changed it (`lifeboat failover status`), then %s, or `lifeboat failover abort`",
+		ErrHeld, k+1, len(plan.Steps), ErrDrift, why, next)
 }
 
 // checkBefore re-reads signals and checks step k from the router's current state; it returns
@@ -562,6 +672,9 @@ func (e *Executor) checkBefore(s *session, o RunOptions, plan *Plan, k int, h fa
 			return "", err
 		}
 		if *cur, err = e.readRouter(ctx); err != nil {
+			return "", err
+		}
+		if err := e.checkDrift(s, plan, k, *cur); err != nil {
 			return "", err
 		}
 	}
@@ -652,6 +765,7 @@ func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) erro
 		_, _ = s.j.Append(ctx, Record{Kind: RecFailed, Step: &step, Detail: err.Error()})
 		return err
 	}
+	s.lastRead = &after
 	if e.AfterApply != nil {
 		e.AfterApply(k)
 	}
@@ -696,65 +810,105 @@ func (e *Executor) diff(want, got RouterState) []string {
 	return Diff(want, got)
 }
 
-// Resume continues the latest run from its journal: it re-applies the last intended state
-// (routers forget runtime changes on reload), then carries out the remaining steps.
+// Resume continues this fleet's latest run from its journal, read under the lock (never a view
+// taken before another operator's run or abort finished): it probes every region as run does,
+// re-applies the last intended state (routers forget runtime changes on reload), then carries
+// out the remaining steps with the same checks. A finished run whose router no longer routes as
+// it left it is re-asserted. Whatever the journal says is input: every state resume would apply
+// is first re-validated against this fleet (validateJournaled) and checked like a step
+// (CheckStep) from the router as it is now.
 func (e *Executor) Resume(ctx context.Context, o RunOptions) (*Outcome, error) {
-	run, recs, err := latestStarted(ctx, e.Store)
+	// The journal is read once the lock is ours: the run is named then (a take-over of a dead
+	// holder's lock is journaled under the new token's name).
+	s, err := e.begin(ctx, "failover resume", o.Reason, "", 0, true)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end()
+	out, err := e.resume(s, o)
+	return out, s.err(err)
+}
+
+func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
+	ctx := s.ctx
+	run, recs, err := e.latestStarted(ctx)
 	if err != nil {
 		return nil, err
 	}
 	v := ViewRun(run, recs, e.now())
 	if run == "" || v.Start == nil {
-		return nil, fmt.Errorf("%w: the journal holds no run", ErrNothingToResume)
+		return nil, fmt.Errorf("%w: the journal holds no run of this fleet", ErrNothingToResume)
 	}
-	if v.Done {
-		return nil, fmt.Errorf("%w: run %s finished at %s", ErrNothingToResume, run, v.Last.Time.Format(time.RFC3339))
-	}
-	if v.Expired {
-		return nil, fmt.Errorf("%w: run %s expired at %s; fail back with `lifeboat failover restore` or abort", ErrExpired, run, v.Start.Expires.Format(time.RFC3339))
-	}
-	s, err := e.begin(ctx, "failover resume "+run, o.Reason, run, len(recs), true)
-	if err != nil {
-		return nil, err
-	}
-	defer s.end()
-	out, err := e.resume(s, o, v)
-	return out, s.err(err)
-}
-
-func (e *Executor) resume(s *session, o RunOptions, v RunView) (*Outcome, error) {
-	ctx := s.ctx
+	s.j.Run, s.j.next, s.j.Fleet = run, len(recs), e.fleetID()
 	plan := v.Plan
-	o.Event, o.Overrides, o.Immediate = plan.Event, plan.Overrides, plan.Immediate
+	out := &Outcome{Run: v.Run, Plan: plan, Steps: v.Applied}
+	if err := e.validateJournaled(run, plan, v.Start.Baseline); err != nil {
+		return out, err
+	}
+	// Judged from the plan itself, not from a journaled flag (older journals carry none).
+	plan.Complete = !plan.Refused && plan.Hold == "" && len(plan.Shed) == 0
+	o.Event, o.Overrides, o.Immediate, o.resumed = plan.Event, plan.Overrides, plan.Immediate, true
 	h, err := e.history(ctx)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	h.baseline = v.Start.Baseline
-	if _, err := s.j.Append(ctx, Record{Kind: RecResume, Reason: o.Reason, Detail: fmt.Sprintf("taking over run %s at step %d of %d", v.Run, v.NextStep+1, len(plan.Steps))}); err != nil {
-		return nil, err
-	}
-	out := &Outcome{Run: v.Run, Plan: plan, Steps: v.Applied}
 	cur, err := s.observe(ctx)
 	if err != nil {
 		return out, err
 	}
+	out.Final = cur
+	want, _ := v.Expected()
+	if v.Done && len(e.diff(want, cur)) == 0 {
+		return out, fmt.Errorf("%w: run %s finished at %s, and the router routes as it left it", ErrNothingToResume, run, v.Last.Time.Format(time.RFC3339))
+	}
+	if v.Expired && !v.Done || v.Expired && v.Done && !v.Closed {
+		return out, fmt.Errorf("%w: run %s expired at %s; fail back with `lifeboat failover restore` or abort", ErrExpired, run, v.Start.Expires.Format(time.RFC3339))
+	}
+	if _, err := e.preflight(ctx); err != nil {
+		return out, err
+	}
+	if v.Done {
+		// The run finished and the router forgot (a reload, a restart): put back its final state.
+		if _, err := s.j.Append(ctx, Record{Kind: RecResume, Reason: o.Reason, Detail: fmt.Sprintf("re-asserting the final state of finished run %s: the router reads otherwise", v.Run)}); err != nil {
+			return out, err
+		}
+		after, err := e.reassert(s, o, h, v.LastApplied, cur, want)
+		if err != nil {
+			return out, err
+		}
+		out.Final, out.Reasserted = after, true
+		if _, err := s.j.Append(ctx, Record{Kind: RecDone, Detail: v.Held, After: &after, Closed: v.Closed}); err != nil {
+			return out, err
+		}
+		if v.Held != "" {
+			out.Held = v.Held
+			return out, fmt.Errorf("%w: run %s re-asserted, and it still ends short of its target: %s", ErrIncomplete, run, v.Held)
+		}
+		out.Complete = true
+		return out, nil
+	}
+	if _, err := s.j.Append(ctx, Record{Kind: RecResume, Reason: o.Reason, Detail: fmt.Sprintf("taking over run %s at step %d of %d", v.Run, v.NextStep+1, len(plan.Steps))}); err != nil {
+		return out, err
+	}
+	s.lastRead = &cur
 	if v.InFlight >= 0 {
-		// The intent was written, the result was not: apply it again (idempotent) and record
-		// its one result.
+		// The intent was written, the result was not: check it again from the router as it is
+		// now, apply it again (idempotent) and record its one result.
+		if held, err := e.checkBefore(s, o, plan, v.InFlight, h, &cur); err != nil || held != "" {
+			if err == nil {
+				out.Held = held
+				err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume` again, or `lifeboat failover abort`)", ErrHeld, v.InFlight+1, len(plan.Steps), held)
+			}
+			return out, err
+		}
 		if err := e.apply(s, plan, v.InFlight, cur); err != nil {
 			return out, err
 		}
 		out.Steps++
 	} else if v.LastApplied >= 0 {
-		target := plan.After(v.LastApplied)
-		if len(e.diff(target, cur)) > 0 {
-			step := v.LastApplied
-			after, err := e.applyAndReadBack(s, target)
-			if err != nil {
-				return out, err
-			}
-			if _, err := s.j.Append(ctx, Record{Kind: RecReassert, Step: &step, Before: &cur, After: &after}); err != nil {
+		if target := plan.After(v.LastApplied); len(e.diff(target, cur)) > 0 {
+			if _, err := e.reassert(s, o, h, v.LastApplied, cur, target); err != nil {
 				return out, err
 			}
 		}
@@ -763,23 +917,171 @@ func (e *Executor) resume(s *session, o RunOptions, v RunView) (*Outcome, error)
 	return e.steps(s, o, plan, next, h, out)
 }
 
+// preflight reads every region's signals with the warm prober, as run does before planning:
+// a resume after Ctrl-C or kill -9 is a new process that has probed nothing yet.
+func (e *Executor) preflight(ctx context.Context) (map[string]RegionSignal, error) {
+	e.log().Info("preflight: reading every region's signals (live: the warm prober, /health, /metrics)")
+	sig, err := e.Signals.Signals(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: %w", err)
+	}
+	for _, r := range slices.Sorted(maps.Keys(sig)) {
+		if !sig[r].Warm {
+			e.log().Info("preflight: not a receiver", "region", r, "why", sig[r].Why)
+		}
+	}
+	return sig, nil
+}
+
+// reassert puts back a state the journal says this run reached (step, the index of its last
+// result) that the router no longer holds: checked first as one immediate step from the router
+// as it is now (residency, totals, warm, headroom... — step_percent and the drain wait do not
+// apply: the run already ramped there), then under the lock, intent first, applied and read back.
+func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int, cur, target RouterState) (RouterState, error) {
+	ctx := s.ctx
+	sig, err := e.Signals.Signals(ctx, false)
+	if err != nil {
+		return cur, err
+	}
+	in := e.Input(ctx, cur, sig, h, o)
+	in.Immediate = true
+	// A drift may have changed a class's total (someone's edit): putting back the journaled
+	// total (validated against the run's start by validateJournaled) is the point.
+	vs := slices.DeleteFunc(CheckStep(in, stepTo(e.Fleet, target)), func(v Violation) bool { return v.Rule == RuleTotals && v.Region == "" })
+	if len(vs) > 0 {
+		why := vs[0].String()
+		_, _ = s.j.Append(ctx, Record{Kind: RecHold, Step: &step, Detail: "re-assert: " + why, Violations: vs})
+		return cur, fmt.Errorf("%w: re-asserting the journaled state of step %d: %s (fix it and run `lifeboat failover resume` again, or `lifeboat failover abort`)", ErrHeld, step+1, why)
+	}
+	if err := s.checkLock(ctx); err != nil {
+		return cur, err
+	}
+	if _, err := s.j.Append(ctx, Record{Kind: RecReassertIntent, Step: &step, Before: &cur, Target: &target}); err != nil {
+		return cur, err
+	}
+	e.log().Info("re-asserting", "step", step+1, "drift", e.diff(target, cur))
+	after, err := e.applyAndReadBack(s, target)
+	if err != nil {
+		_, _ = s.j.Append(ctx, Record{Kind: RecFailed, Step: &step, Detail: err.Error()})
+		return cur, err
+	}
+	s.lastRead = &after
+	_, err = s.j.Append(ctx, Record{Kind: RecReassert, Step: &step, Before: &cur, After: &after})
+	return after, err
+}
+
+// stepTo is the step that sets every class of the fleet to target (complete vectors and states).
+func stepTo(f *Fleet, target RouterState) *Step {
+	st := &Step{Weights: Weights{}, States: States{}}
+	for c, elig := range f.Tenants {
+		if vec, ok := target.Weights[c]; ok {
+			st.Weights[c] = maps.Clone(vec)
+		}
+		for _, r := range elig {
+			st.States.Set(c, r, target.States.Get(c, r))
+		}
+	}
+	return st
+}
+
+// validateJournaled checks a journaled plan and baseline against this fleet before resume or
+// re-assert applies any of it. The journal is input like any other: a plan this fleet's planner
+// could not have made — a class or region the fleet does not have, weight outside a class's
+// eligible regions, a total that changes, a weight out of the driver's range — is refused
+// (ErrRefused, exit 3) and nothing is applied.
+func (e *Executor) validateJournaled(run string, plan *Plan, baseline Weights) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: the journal of run %s %s; nothing applied (this fleet's planner never makes such a plan: check who can write the state store, then `lifeboat failover abort` or fix the router by hand)", ErrRefused, run, fmt.Sprintf(format, args...))
+	}
+	if plan == nil {
+		return bad("carries no plan")
+	}
+	if len(plan.Steps) > maxPlanSteps {
+		return bad("has %d steps (at most %d)", len(plan.Steps), maxPlanSteps)
+	}
+	switch plan.Event.Kind {
+	case Evacuate, Restore:
+		if e.Fleet.Regions[plan.Event.Region] == nil {
+			return bad("names region %q, which the fleet does not define", plan.Event.Region)
+		}
+	case Spill, Abort:
+	default:
+		return bad("names event %q", plan.Event.Kind)
+	}
+	maxW := e.Router.MaxWeight()
+	check := func(label string, w Weights, st States, totals bool) error {
+		for _, c := range slices.Sorted(maps.Keys(w)) {
+			elig, ok := e.Fleet.Tenants[c]
+			if !ok {
+				return bad("%s: class %q is not a tenant class of %s", label, c, e.Fleet.File)
+			}
+			for _, r := range slices.Sorted(maps.Keys(w[c])) {
+				v := w[c][r]
+				if v < 0 || (maxW > 0 && v > maxW) {
+					return bad("%s: class %s weight %d on %s is outside the driver's range 0..%d (%s)", label, c, v, r, maxW, RuleTotals)
+				}
+				if v > 0 && !slices.Contains(elig, r) {
+					return bad("%s would send class %s (weight %d) to %s, outside its eligible regions %v (%s)", label, c, v, r, elig, RuleResidency)
+				}
+			}
+			if totals && w.Total(c) != plan.Start.Weights.Total(c) {
+				return bad("%s: class %s totals %d, the run started at %d (%s)", label, c, w.Total(c), plan.Start.Weights.Total(c), RuleTotals)
+			}
+		}
+		for _, c := range slices.Sorted(maps.Keys(st)) {
+			elig, ok := e.Fleet.Tenants[c]
+			if !ok {
+				return bad("%s: class %q is not a tenant class of %s", label, c, e.Fleet.File)
+			}
+			for _, r := range slices.Sorted(maps.Keys(st[c])) {
+				switch v := st[c][r]; {
+				case v != Ready && v != Drain && v != Maint:
+					return bad("%s: class %s region %s has state %q", label, c, r, v)
+				case v != Maint && !slices.Contains(elig, r):
+					return bad("%s: class %s region %s is %s, outside its eligible regions %v (%s)", label, c, r, v, elig, RuleResidency)
+				}
+			}
+		}
+		return nil
+	}
+	if err := check("start", plan.Start.Weights, plan.Start.States, false); err != nil {
+		return err
+	}
+	if err := check("baseline", baseline, nil, false); err != nil {
+		return err
+	}
+	for k := range plan.Steps {
+		if plan.Steps[k] == nil {
+			return bad("step %d is empty", k+1)
+		}
+		after := plan.After(k)
+		if err := check(fmt.Sprintf("step %d", k+1), after.Weights, after.States, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RunView is what a run's journal says.
 type RunView struct {
-	Run         string   `json:"run"`
-	Start       *Record  `json:"-"`
-	Plan        *Plan    `json:"plan,omitempty"`
-	Last        *Record  `json:"-"`
-	Applied     int      `json:"steps_applied"`
-	LastApplied int      `json:"last_applied"` // step index of the last result, -1 none
-	InFlight    int      `json:"in_flight"`    // step with an intent and no result, -1 none
-	NextStep    int      `json:"next_step"`
-	Done        bool     `json:"done"`
-	Refused     bool     `json:"refused"`
-	Held        string   `json:"held,omitempty"`
-	Failed      string   `json:"failed,omitempty"`
-	Expired     bool     `json:"expired"`
-	Results     []int    `json:"-"` // step index of every result record, in order
-	Overrides   []string `json:"overrides,omitempty"`
+	Run         string  `json:"run"`
+	Start       *Record `json:"-"`
+	Plan        *Plan   `json:"plan,omitempty"`
+	Last        *Record `json:"-"`
+	Applied     int     `json:"steps_applied"`
+	LastApplied int     `json:"last_applied"` // step index of the last result, -1 none
+	InFlight    int     `json:"in_flight"`    // step with an intent and no result, -1 none
+	NextStep    int     `json:"next_step"`
+	Done        bool    `json:"done"`
+	Closed      bool    `json:"closed"` // done, and the failover is over (back at the baseline)
+	// Complete: done, and the run reached its plan's target (false: it ended held, see Held).
+	Complete  bool     `json:"complete"`
+	Refused   bool     `json:"refused"`
+	Held      string   `json:"held,omitempty"`
+	Failed    string   `json:"failed,omitempty"`
+	Expired   bool     `json:"expired"`
+	Results   []int    `json:"-"` // step index of every result record, in order
+	Overrides []string `json:"overrides,omitempty"`
 }
 
 // ViewRun reads a run's records.
@@ -807,12 +1109,13 @@ func ViewRun(run string, recs []Record, now time.Time) RunView {
 		case RecFailed:
 			v.Failed = r.Detail
 		case RecDone:
-			v.Done = true
+			v.Done, v.Closed, v.Held = true, r.Closed, r.Detail
 		case RecOverride:
 			v.Overrides = append(v.Overrides, r.Detail)
 		}
 	}
 	v.NextStep = max(v.InFlight, v.LastApplied) + 1
+	v.Complete = v.Done && !v.Refused && v.Held == ""
 	if v.Start != nil && v.Start.Expires != nil && !now.Before(*v.Start.Expires) {
 		v.Expired = true
 	}
@@ -849,12 +1152,12 @@ type Status struct {
 
 // Status reports the latest run, the lock and the router, with drift.
 func (e *Executor) Status(ctx context.Context) (*Status, error) {
-	run, recs, err := latestStarted(ctx, e.Store)
+	run, recs, err := e.latestStarted(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if run == "" {
-		run, recs, err = LatestRun(ctx, e.Store)
+		run, recs, err = e.latestRun(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -886,6 +1189,24 @@ func (e *Executor) Status(ctx context.Context) (*Status, error) {
 		st.Drift = append(st.Drift, d...)
 	}
 	return st, nil
+}
+
+// latestRun is this fleet's newest run (refused ones too); "" when there is none.
+func (e *Executor) latestRun(ctx context.Context) (string, []Record, error) {
+	runs, err := Runs(ctx, e.Store)
+	if err != nil {
+		return "", nil, err
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		recs, err := ReadRun(ctx, e.Store, runs[i])
+		if err != nil {
+			return "", nil, err
+		}
+		if ofFleet(recs, e.fleetID()) {
+			return runs[i], recs, nil
+		}
+	}
+	return "", nil, nil
 }
 
 // Unlock breaks the lock with the exact id and journals it.

@@ -3,10 +3,14 @@ package failover
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,15 +28,18 @@ const (
 	RecHold      = "hold"     // a check failed between steps
 	RecDrainWait = "drain"    // the wait before a withdraw ended
 	RecReassert  = "reassert" // resume re-applied a completed step's state (routers forget)
-	RecRollback  = "rollback" // --rollback-on-fail: the plan back to the baseline
-	RecDone      = "done"     // the run reached the end of its plan
-	RecFailed    = "failed"   // the run stopped on an error
-	RecUnlock    = "unlock"   // break-glass unlock
-	RecOverride  = "override" // a rule bypassed with --override
-	RecResume    = "resume"   // a new process took over the run
-	RecTakeover  = "takeover" // the lock of a dead or silent holder was taken over
-	runsDir      = "failover/runs"
-	maxRecordLen = 8 << 20
+	// RecReassertIntent is written before a re-assert changes the router: the state about to be
+	// applied (Target) over the router as it was (Before).
+	RecReassertIntent = "reassert_intent"
+	RecRollback       = "rollback" // --rollback-on-fail: the plan back to the baseline
+	RecDone           = "done"     // the run reached the end of its plan
+	RecFailed         = "failed"   // the run stopped on an error
+	RecUnlock         = "unlock"   // break-glass unlock
+	RecOverride       = "override" // a rule bypassed with --override
+	RecResume         = "resume"   // a new process took over the run
+	RecTakeover       = "takeover" // the lock of a dead or silent holder was taken over
+	runsDir           = "failover/runs"
+	maxRecordLen      = 8 << 20
 )
 
 // Record is one journal entry. Records are append-only objects, each created with a
@@ -57,6 +64,12 @@ type Record struct {
 	Overrides  []Rule       `json:"overrides,omitempty"`
 	Violations []Violation  `json:"violations,omitempty"`
 	Closed     bool         `json:"closed,omitempty"` // done: the failover is over (back at the baseline)
+	// Fleet is the digest of the fleet that wrote the record (FleetDigest): a run is only ever
+	// resumed, aborted, re-asserted or reported by the fleet that started it.
+	Fleet string `json:"fleet,omitempty"`
+	// Out are the regions an open failover took out of service (evacuated and not yet
+	// restored), carried by each start record: no later plan moves traffic into them.
+	Out []string `json:"out,omitempty"`
 }
 
 // Journal appends records of one run.
@@ -65,6 +78,7 @@ type Journal struct {
 	Run    string
 	Holder string
 	Token  int64
+	Fleet  string // FleetDigest of the fleet writing
 	next   int
 	Now    func() time.Time
 	// OnRecord is called after each record is durably written (tests crash the process here).
@@ -86,7 +100,7 @@ func (j *Journal) Append(ctx context.Context, rec Record) (Record, error) {
 			return rec, err
 		}
 	}
-	rec.Seq, rec.Run, rec.Holder, rec.Token, rec.Time = j.next, j.Run, j.Holder, j.Token, now
+	rec.Seq, rec.Run, rec.Holder, rec.Token, rec.Time, rec.Fleet = j.next, j.Run, j.Holder, j.Token, now, j.Fleet
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return rec, err
@@ -119,6 +133,36 @@ func (j *Journal) landed(ctx context.Context, key string, want []byte) bool {
 		return err
 	})
 	return err == nil && bytes.Equal(got, want)
+}
+
+// FleetDigest identifies a fleet in the journal: a SHA-256 over its model, its regions, its
+// tenant classes with their eligible regions, and its router (driver, address, backends). Two
+// fleets that share a state store never act on or report each other's runs.
+func FleetDigest(f *Fleet) string {
+	h := sha256.New()
+	field := func(parts ...string) {
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:%s,", len(p), p)
+		}
+		h.Write([]byte{'\n'})
+	}
+	field("model", f.Model.Name)
+	field(append([]string{"regions"}, slices.Sorted(maps.Keys(f.Regions))...)...)
+	for _, c := range slices.Sorted(maps.Keys(f.Tenants)) {
+		field(append([]string{"class", c}, f.Tenants[c]...)...)
+	}
+	field("router", f.Router.Driver, f.Router.Socket, f.Router.URL, f.Router.Path)
+	for _, c := range slices.Sorted(maps.Keys(f.Router.Backends)) {
+		field("backend", c, f.Router.Backends[c])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// ofFleet says whether a run's records were written by the fleet with this digest. A run
+// without a digest (journaled before digests existed) is taken as anyone's: every step it
+// would apply is re-validated against the fleet anyway.
+func ofFleet(recs []Record, digest string) bool {
+	return len(recs) == 0 || recs[0].Fleet == "" || recs[0].Fleet == digest
 }
 
 // NewRunID names a run by the fencing token its lock was taken with, then the start time (for

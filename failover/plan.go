@@ -123,6 +123,9 @@ type PlanInput struct {
 	Overrides []Rule
 	// MaxWeight is the driver's largest weight (HAProxy 256); 0 means no limit.
 	MaxWeight int
+	// Out are regions an open failover took out of service (evacuated, not yet restored): no
+	// evacuation, spill or other region's restore moves traffic into them (abort may).
+	Out []string
 }
 
 // InputFromFleet starts a PlanInput from a fleet: classes, capacities, policy.
@@ -143,8 +146,12 @@ func (in *PlanInput) overridden(r Rule) bool { return slices.Contains(in.Overrid
 type Plan struct {
 	Event   Event `json:"event"`
 	Refused bool  `json:"refused"`
-	// Rule is the rule that refused the plan, and Reason says why in words, naming the class and
-	// what would be needed.
+	// Complete: the plan reaches its target. False when it is refused or holds short of it
+	// (traffic it cannot place, a failback that stops before the baseline): carried out, such a
+	// plan ends held for safety (exit 3), and run applies it only when the operator accepts.
+	Complete bool `json:"complete"`
+	// Rule is the rule that refused the plan or stopped it short of its target, and Reason says
+	// why in words, naming the class and what would be needed.
 	Rule   Rule   `json:"rule,omitempty"`
 	Reason string `json:"reason"`
 	// Hold says why the plan stops before its goal (a rule that will pass later: dwell,
@@ -159,6 +166,26 @@ type Plan struct {
 	Overrides   []Rule             `json:"overrides,omitempty"`
 	Immediate   bool               `json:"immediate,omitempty"`
 	Assumptions []string           `json:"assumptions,omitempty"`
+	// DecidedByAssumption: the hold or refusal rests on these assumptions (an unmeasured
+	// inflow, assumed_utilization_percent of capacity), each with the measurement that would
+	// settle it.
+	DecidedByAssumption []string `json:"decided_by_assumption,omitempty"`
+}
+
+// Verdict is the plan's outcome in one line: what it reaches, or the rule that stops it and
+// what is left.
+func (p *Plan) Verdict() string {
+	switch {
+	case p.Refused:
+		return fmt.Sprintf("REFUSED (%s): %s", p.Rule, p.Reason)
+	case p.Complete:
+		return fmt.Sprintf("%s: complete in %d step(s)", p.Event, len(p.Steps))
+	}
+	why := p.Hold
+	if why == "" {
+		why = p.Reason
+	}
+	return fmt.Sprintf("HELD for safety (%s): %s cannot complete: %s", p.Rule, p.Event, why)
 }
 
 // Step is one change of the router.
@@ -241,6 +268,7 @@ type model struct {
 	q0, d0   []float64
 	receive  []bool   // warm, healthy, queue wait and capacity known
 	why      []string // why a region cannot receive
+	assumed  []string // regions whose inflow was assumed (not measured)
 	classes  []*mclass
 }
 
@@ -317,6 +345,8 @@ func newModel(in *PlanInput) (*model, []string) {
 			m.why[i] = "queue wait unknown"
 		case m.capacity[i] <= 0:
 			m.why[i] = "capacity unknown (capacity.replicas × prefill_tokens_per_s)"
+		case in.Event.Kind != Abort && slices.Contains(in.Out, r) && !(in.Event.Kind == Restore && in.Event.Region == r):
+			m.why[i] = "taken out by the open failover (evacuated): restore it first"
 		default:
 			m.receive[i] = true
 		}
@@ -333,6 +363,7 @@ func newModel(in *PlanInput) (*model, []string) {
 			m.d0[i] = m.capacity[i] * float64(in.Policy.AssumedUtilizationPercent) / 100
 			if m.capacity[i] > 0 {
 				assumptions = append(assumptions, fmt.Sprintf("%s: prefill inflow not measured, assumed %d%% of capacity", r, in.Policy.AssumedUtilizationPercent))
+				m.assumed = append(m.assumed, r)
 			}
 		}
 	}

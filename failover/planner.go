@@ -23,6 +23,8 @@ type planner struct {
 	plan    *Plan
 	gained  map[int]bool // regions that gained weight in some step
 	blocked map[Rule]bool
+	// holdRule is the rule that stopped the plan short of its goal (with plan.Hold).
+	holdRule Rule
 }
 
 // MakePlan plans the event in in. It never returns a step that breaks a rule: each step is
@@ -46,7 +48,30 @@ func MakePlan(in PlanInput) *Plan {
 		}
 	}
 	p.plan.Final = p.plan.After(len(p.plan.Steps) - 1)
+	p.verdict()
 	return p.plan
+}
+
+// verdict fills Complete, and for a plan that holds short of its goal the rule and the reason;
+// when the rule is headroom and an inflow was assumed, it names the assumption and the
+// measurement that would settle it.
+func (p *planner) verdict() {
+	pl := p.plan
+	pl.Complete = !pl.Refused && pl.Hold == "" && len(pl.Shed) == 0
+	rule := pl.Rule
+	if !pl.Refused && pl.Hold != "" {
+		pl.Rule, rule = p.holdRule, p.holdRule
+		if pl.Reason == "" {
+			pl.Reason = pl.Hold
+		}
+	}
+	if pl.Complete || rule != RuleHeadroom {
+		return
+	}
+	for _, r := range p.m.assumed {
+		pl.DecidedByAssumption = append(pl.DecidedByAssumption, fmt.Sprintf("%s: prefill inflow not measured, assumed %d%% of capacity (failover.assumed_utilization_percent); measure it to settle this: %s on %s's metrics, read twice a step_interval apart, or prefill_tokens_per_s in --signals",
+			r, p.in.Policy.AssumedUtilizationPercent, MetricPromptTotal, r))
+	}
 }
 
 func newPlanner(in *PlanInput) *planner {
@@ -71,6 +96,28 @@ func newPlanner(in *PlanInput) *planner {
 		p.trans[i] = in.Transitions[r]
 	}
 	return p
+}
+
+// hold ends the plan short of its goal: the steps before it are safe, the rest waits for rule.
+func (p *planner) hold(rule Rule, why string) {
+	p.plan.Hold, p.holdRule = why, rule
+}
+
+// shortOfTarget says, per class, where the plan ends against the target (restore, abort).
+func (p *planner) shortOfTarget() string {
+	var parts []string
+	for ci, mc := range p.m.classes {
+		if slices.Equal(p.w[ci], p.target[ci]) {
+			continue
+		}
+		var have, want []string
+		for k, i := range mc.elig {
+			have = append(have, fmt.Sprintf("%s %d", p.m.regions[i], p.w[ci][k]))
+			want = append(want, fmt.Sprintf("%d", p.target[ci][k]))
+		}
+		parts = append(parts, fmt.Sprintf("%s ends at %s (target %s)", mc.name, strings.Join(have, "/"), strings.Join(want, "/")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (p *planner) refuse(rule Rule, reason string) {
@@ -404,7 +451,7 @@ func (p *planner) evacuate() {
 	for n := 0; n < maxPlanSteps; n++ {
 		s := p.newStep()
 		if !p.canLose(s, R) {
-			p.plan.Hold = fmt.Sprintf("%s reached max_transitions_per_hour %d: holding", in.Event.Region, in.Policy.MaxTransitionsPerHour)
+			p.hold(RuleTransitions, fmt.Sprintf("%s reached max_transitions_per_hour %d: holding", in.Event.Region, in.Policy.MaxTransitionsPerHour))
 			break
 		}
 		moved := false
@@ -441,8 +488,12 @@ func (p *planner) evacuate() {
 			p.refuse(rule, fmt.Sprintf("cannot move any traffic off %s: %s", in.Event.Region, why))
 		}
 	} else if p.weightOn(R) > 0 && p.plan.Hold == "" {
-		_, why := p.whyBlocked()
-		p.plan.Hold = fmt.Sprintf("%s keeps traffic that cannot be placed (%s): see shed", in.Event.Region, why)
+		rule, why := p.whyBlocked()
+		var left []string
+		for _, c := range slices.Sorted(maps.Keys(p.plan.Shed)) {
+			left = append(left, fmt.Sprintf("%.1f%% of %s", p.plan.Shed[c], c))
+		}
+		p.hold(rule, fmt.Sprintf("%s keeps %s that cannot be placed (%s: %s)", in.Event.Region, strings.Join(left, " and "), rule, why))
 	}
 }
 
@@ -570,8 +621,8 @@ func (p *planner) spill() {
 		}
 	}
 	if len(p.plan.Steps) == 0 && !p.plan.Refused {
-		_, why := p.whyBlocked()
-		p.plan.Hold = "no load can spill: " + why
+		rule, why := p.whyBlocked()
+		p.hold(rule, fmt.Sprintf("no load can spill (%s): %s", rule, why))
 	}
 }
 
@@ -583,17 +634,17 @@ func (p *planner) restore() {
 	sig := in.Signals[in.Event.Region]
 	switch {
 	case !p.m.receive[R]:
-		p.plan.Hold = fmt.Sprintf("%s cannot take traffic back yet: %s", in.Event.Region, p.m.why[R])
+		p.hold(RuleWarm, fmt.Sprintf("%s cannot take traffic back yet: %s", in.Event.Region, p.m.why[R]))
 		return
 	case !in.overridden(RuleDwell) && *sig.QueueWaitMS >= float64(in.Policy.SpillStopMS):
-		p.plan.Hold = fmt.Sprintf("%s queue wait %.0f ms is not under spill_stop_ms %d: failback waits", in.Event.Region, *sig.QueueWaitMS, in.Policy.SpillStopMS)
+		p.hold(RuleDwell, fmt.Sprintf("%s queue wait %.0f ms is not under spill_stop_ms %d: failback waits", in.Event.Region, *sig.QueueWaitMS, in.Policy.SpillStopMS))
 		return
 	case !in.overridden(RuleDwell) && (sig.CalmSeconds == nil || *sig.CalmSeconds < in.Policy.FailbackDwell.Seconds()):
 		calm := "unknown"
 		if sig.CalmSeconds != nil {
 			calm = fmt.Sprintf("%.0fs", *sig.CalmSeconds)
 		}
-		p.plan.Hold = fmt.Sprintf("%s has been warm and under spill_stop_ms for %s, failback_dwell is %s: failback waits", in.Event.Region, calm, in.Policy.FailbackDwell)
+		p.hold(RuleDwell, fmt.Sprintf("%s has been warm and under spill_stop_ms for %s, failback_dwell is %s: failback waits", in.Event.Region, calm, in.Policy.FailbackDwell))
 		return
 	}
 	p.target = make([][]int, len(p.m.classes))
@@ -731,10 +782,11 @@ func (p *planner) converge() {
 	}
 	if !done {
 		rule, why := p.whyBlocked()
+		left := p.shortOfTarget()
 		if len(p.plan.Steps) == 0 {
-			p.plan.Hold = fmt.Sprintf("cannot move toward the target yet (%s): %s", rule, why)
+			p.hold(rule, fmt.Sprintf("cannot move toward the target yet (%s: %s); left: %s", rule, why, left))
 		} else {
-			p.plan.Hold = fmt.Sprintf("stops short of the target (%s): %s", rule, why)
+			p.hold(rule, fmt.Sprintf("stops short of the target (%s: %s); left: %s", rule, why, left))
 		}
 	}
 }

@@ -48,9 +48,11 @@ plan — run, abort, resume, restore, rollback — is checked against named safe
 
 --override RULE bypasses one overridable rule, and is journaled.
 
-Exit codes: 0 done; 1 held (a check failed between steps), drift (status), nothing to resume;
-2 bad input; 3 refused for safety (residency, no capacity, lock held, expired); 4 the router
-or the state store stayed unreachable.`,
+Exit codes: 0 done, the target reached; 1 held (a check failed between steps, or the router
+drifted from what the run last read back), drift (status), nothing to resume; 2 bad input;
+3 refused or held for safety (residency, no capacity, lock held, expired, a journal this fleet
+could not have written, or an outcome short of its target: traffic that cannot be placed, a
+failback that stops before the baseline); 4 the router or the state store stayed unreachable.`,
 	}
 	unknownSubcommand(c)
 	c.AddCommand(a.failoverPlanCmd(), a.failoverRunCmd(), a.failoverStatusCmd(), a.failoverResumeCmd(),
@@ -66,6 +68,9 @@ type failoverFlags struct {
 	overrides              []string
 	rollback               bool
 	holdTimeout            time.Duration
+	allowPartial           bool
+	// dwellTimeout: --hold-timeout not given to restore: observe for failback_dwell.
+	dwellTimeout bool
 }
 
 func (f *failoverFlags) common(c *cobra.Command) {
@@ -83,6 +88,7 @@ func (f *failoverFlags) acting(c *cobra.Command) {
 	c.Flags().BoolVar(&f.yes, "yes", false, "do not ask for confirmation")
 	c.Flags().BoolVar(&f.rollback, "rollback-on-fail", false, "when a check fails between steps, step back to the baseline (ramped) instead of holding")
 	c.Flags().DurationVar(&f.holdTimeout, "hold-timeout", 0, "re-check a failed step every step_interval for this long before holding")
+	c.Flags().BoolVar(&f.allowPartial, "allow-partial", false, "apply a plan that cannot reach its target (traffic it cannot place, a failback that stops short); the outcome still exits 3")
 }
 
 func (a *app) loadFleet(name string) (*failover.Fleet, error) {
@@ -185,7 +191,7 @@ func failoverExit(err error) error {
 	switch {
 	case errors.As(err, &held), errors.Is(err, failover.ErrRefused), errors.Is(err, failover.ErrRouterTopology),
 		errors.Is(err, failover.ErrExpired), errors.Is(err, failover.ErrLockLost), errors.Is(err, failover.ErrRouterConflict),
-		errors.Is(err, failover.ErrTokenExhausted):
+		errors.Is(err, failover.ErrTokenExhausted), errors.Is(err, failover.ErrIncomplete):
 		return withCode(exitRefused, err)
 	case errors.Is(err, context.Canceled):
 		return err // interrupted: exitCode says 130
@@ -207,8 +213,14 @@ or, with --signals FILE, takes weights and signals from a recorded file ("what i
 the evening peak?"), and prints the plan: for each step the weights of every class × region, the
 receivers' predicted queue wait, the regions drained or withdrawn, and what cannot be placed.
 
-Exit codes: 0 a plan with steps (or nothing to do); 3 refused, or nothing can move yet (hold);
-2 bad input; 4 the router or a store stayed unreachable.`,
+The last line is the verdict. A plan that cannot reach its target — traffic it cannot place
+(shed), a failback that stops short of the baseline — says HELD for safety with the rule and
+what is left, and its JSON carries "complete": false, "rule", "reason" and "shed"; when an
+assumed inflow decided it, "decided_by_assumption" names the measurement that would settle it.
+
+Exit codes: 0 a plan that reaches its target (or nothing to do); 3 refused, or a plan that
+cannot reach its target (held for safety); 2 bad input; 4 the router or a store stayed
+unreachable.`,
 		Example: `  lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1
   lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1 --signals peak.json -o json`,
 		Args: cobra.NoArgs,
@@ -254,13 +266,16 @@ Exit codes: 0 a plan with steps (or nothing to do); 3 refused, or nothing can mo
 			plan := failover.MakePlan(in)
 			if a.output == "json" {
 				err = a.writeJSON(plan)
+				if !plan.Complete {
+					fmt.Fprintf(a.stderr, "VERDICT: %s\n", plan.Verdict())
+				}
 			} else {
 				err = renderPlan(a.stdout, f, plan)
 			}
 			if err != nil {
 				return err
 			}
-			if plan.Refused || (len(plan.Steps) == 0 && plan.Hold != "") {
+			if !plan.Complete {
 				return &exitError{code: exitRefused}
 			}
 			return nil
@@ -277,7 +292,7 @@ Exit codes: 0 a plan with steps (or nothing to do); 3 refused, or nothing can mo
 func (a *app) failoverRunCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
-		Use:   "run --fleet FILE (--evacuate REGION | --spill) [--reason TEXT] [--yes] [--rollback-on-fail] [--immediate] [--override RULE]...",
+		Use:   "run --fleet FILE (--evacuate REGION | --spill) [--reason TEXT] [--yes] [--allow-partial] [--rollback-on-fail] [--immediate] [--override RULE]...",
 		Short: "Plan and carry out a failover under the lock, journaling every change",
 		Long: `Run takes the lock in the fleet's state store (exit 3 naming the holder if someone has it),
 probes every region with the warm prober (a region that is not warm is excluded; the plan is
@@ -286,7 +301,17 @@ journal the intent, change the router, read it back, journal the result. Between
 step_interval, re-reads the signals and checks the next step again; a failing check holds the
 run (exit 1; --rollback-on-fail steps back to the baseline instead). A withdraw waits for the
 region's in-flight requests to drain (or drain_timeout). A crash at any point is continued with
-'lifeboat failover resume'.`,
+'lifeboat failover resume'.
+
+After each step_interval the router is read again: if it no longer reads as this run last read
+it back (a restart, a reload, another hand), the run holds with the drift named (exit 1), and
+nothing is written over it.
+
+A plan that cannot reach its target (traffic it cannot place; see 'failover plan') is applied
+only when the operator accepts it: at the prompt, or with --allow-partial beside --yes; without
+either it is refused (exit 3, nothing changed). Carried out, it ends "HELD for safety" (exit 3)
+with the rule and what is left. A region an open failover evacuated never receives traffic from
+a later evacuation or spill until it is restored.`,
 		Example: `  lifeboat failover run --fleet fleet.yaml --evacuate eu-west-1 --reason "INC-4411 eu-west-1 GPU pool lost"
   lifeboat failover run --fleet fleet.yaml --evacuate eu-west-1 --immediate --yes --reason "region down"`,
 		Args: cobra.NoArgs,
@@ -313,17 +338,22 @@ func (a *app) failoverRestoreCmd() *cobra.Command {
 	var ff failoverFlags
 	var region string
 	c := &cobra.Command{
-		Use:     "restore --fleet FILE --region REGION [--reason TEXT] [--yes] [--hold-timeout D]",
+		Use:     "restore --fleet FILE --region REGION [--reason TEXT] [--yes] [--allow-partial] [--hold-timeout D]",
 		Short:   "Fail back: give a region its traffic back under the same rules",
 		Example: `  lifeboat failover restore --fleet fleet.yaml --region eu-west-1 --reason "INC-1234 resolved"`,
 		Long: `Restore moves each class back toward the weights it had before the failover (the journal's
-baseline), ramped, only once the region is warm and under spill_stop_ms for failback_dwell
-(--hold-timeout waits for that, re-checking every step_interval).`,
+baseline), ramped, only once the region is warm and under spill_stop_ms for failback_dwell.
+A new process has seen the region for 0 s: restore observes it (the warm prober, then /health
+and /metrics every step_interval, progress on stderr) until it has been warm and calm for
+failback_dwell, for at most --hold-timeout (default: failback_dwell plus two step_intervals),
+and refuses at once (exit 3) when the dwell cannot fit in what is left of --hold-timeout. A
+failback that stops short of the baseline ends "HELD for safety" (exit 3).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if region == "" {
 				return usageErr("restore needs --region REGION")
 			}
+			ff.dwellTimeout = !cmd.Flags().Changed("hold-timeout")
 			return a.failoverAct(cmd, &ff, failover.Event{Kind: failover.Restore, Region: region}, false)
 		},
 	}
@@ -355,11 +385,20 @@ func (a *app) failoverResumeCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
 		Use:     "resume --fleet FILE [--reason TEXT]",
-		Short:   "Continue a crashed or held run from its journal",
+		Short:   "Continue a crashed or held run from its journal, or re-assert a finished run's state",
 		Example: `  lifeboat failover resume --fleet fleet.yaml`,
-		Long: `Resume takes the lock, re-applies the last state the journal intended (routers forget runtime
-changes on reload: the journal is the source of truth) and carries out the remaining steps with
-the same checks. An expired failover is refused (exit 3): restore or abort it.`,
+		Long: `Resume takes the lock, then reads this fleet's latest run from the journal (a run another fleet
+sharing the state store wrote is never touched), probes every region as run does (the warm
+prober), re-applies the last state the journal intended (routers forget runtime changes on
+reload: the journal is the source of truth) and carries out the remaining steps with the same
+checks. A finished run whose router no longer routes as it left it (a reload, a restart) is
+re-asserted: its final state is checked, journaled as an intent, applied and read back.
+
+Everything the journal says is re-validated against the fleet before any write: a plan with a
+class or region the fleet lacks, weight outside a class's eligible regions, or a changed total
+is refused (exit 3) and the router is left as it is; each state is then checked like a step
+against the live signals (a failing check holds, exit 1). An expired failover is refused
+(exit 3): restore or abort it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ff.yes = true
@@ -371,6 +410,22 @@ the same checks. An expired failover is refused (exit 3): restore or abort it.`,
 	c.Flags().BoolVar(&ff.rollback, "rollback-on-fail", false, "when a check fails, step back to the baseline instead of holding")
 	c.Flags().DurationVar(&ff.holdTimeout, "hold-timeout", 0, "re-check a failed step for this long before holding")
 	return c
+}
+
+// verdictLine is the last line of run, restore, abort and resume: what the outcome reached,
+// impossible to miss.
+func verdictLine(out *failover.Outcome, err error) string {
+	switch {
+	case err == nil && out.Reasserted:
+		return fmt.Sprintf("VERDICT: done: run %s's final state re-asserted", out.Run)
+	case err == nil:
+		return fmt.Sprintf("VERDICT: done: %s reached its target", out.Plan.Event)
+	case errors.Is(err, failover.ErrIncomplete):
+		return "VERDICT: " + out.Held
+	case errors.Is(err, failover.ErrHeld):
+		return "VERDICT: HELD (exit 1): " + out.Held
+	}
+	return ""
 }
 
 // failoverFleet is the preamble of the failover subcommands that print: check -o, load --fleet.
@@ -400,7 +455,10 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 		return err
 	}
 	defer closeFn()
-	o := failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules, Reason: ff.reason, RollbackOnFail: ff.rollback, HoldTimeout: ff.holdTimeout}
+	if ff.dwellTimeout {
+		ff.holdTimeout = f.Failover.FailbackDwell + 2*f.Failover.StepInterval
+	}
+	o := failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules, Reason: ff.reason, RollbackOnFail: ff.rollback, HoldTimeout: ff.holdTimeout, AllowPartial: ff.allowPartial}
 	o.Plan = func(p *failover.Plan) {
 		if a.output != "json" {
 			_ = renderPlan(a.stderr, f, p)
@@ -408,6 +466,11 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	}
 	if !ff.yes {
 		o.Confirm = func(p *failover.Plan) bool {
+			if !p.Complete && !ff.allowPartial {
+				fmt.Fprintf(a.stderr, "This plan cannot reach its target: %s\nApply its %d steps anyway (the outcome ends held for safety)? Type yes to go on: ", p.Verdict(), len(p.Steps))
+				line, _ := bufio.NewReader(io.LimitReader(a.stdin, 1024)).ReadString('\n')
+				return strings.TrimSpace(line) == "yes"
+			}
 			fmt.Fprintf(a.stderr, "Apply these %d steps to %s? Type yes to go on: ", len(p.Steps), e.Router)
 			line, _ := bufio.NewReader(io.LimitReader(a.stdin, 1024)).ReadString('\n')
 			return strings.TrimSpace(line) == "yes"
@@ -424,12 +487,14 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 			_ = a.writeJSON(out)
 		} else {
 			fmt.Fprintf(a.stdout, "Run %s: %d step(s) applied.\n", out.Run, out.Steps)
-			if out.Held != "" {
-				fmt.Fprintf(a.stdout, "HELD: %s\n", out.Held)
-			}
-			if err == nil {
+			if err == nil || errors.Is(err, failover.ErrIncomplete) && out.Steps > 0 {
 				fmt.Fprintln(a.stdout, "Final weights:")
 				renderWeights(a.stdout, f, out.Final)
+			}
+			if v := verdictLine(out, err); v != "" {
+				fmt.Fprintln(a.stdout, v)
+			} else if out.Held != "" {
+				fmt.Fprintf(a.stdout, "HELD: %s\n", out.Held)
 			}
 		}
 	}
@@ -523,7 +588,10 @@ func renderPlan(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
 	fmt.Fprintf(w, "Plan: %s — %d step(s); step_percent %d, step_interval %s, spill_start_ms %d\n",
 		p.Event, len(p.Steps), f.Failover.StepPercent, f.Failover.StepInterval, f.Failover.SpillStartMS)
 	if p.Refused {
-		fmt.Fprintf(w, "REFUSED (%s): %s\n", p.Rule, p.Reason)
+		fmt.Fprintf(w, "VERDICT: %s\n", p.Verdict())
+		for _, s := range p.DecidedByAssumption {
+			fmt.Fprintf(w, "  decided by an assumption: %s\n", s)
+		}
 		return nil
 	}
 	regions := f.RegionNames()
@@ -584,10 +652,7 @@ func renderPlan(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
 		}
 		fmt.Fprintf(w, "Cannot be placed (stays on %s; shed if it is down): %s\n", p.Event.Region, strings.Join(parts, ", "))
 	}
-	if p.Hold != "" {
-		fmt.Fprintf(w, "HOLD: %s\n", p.Hold)
-	}
-	if p.Reason != "" {
+	if p.Reason != "" && p.Reason != p.Hold {
 		fmt.Fprintln(w, p.Reason)
 	}
 	for _, s := range p.Assumptions {
@@ -595,6 +660,10 @@ func renderPlan(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
 	}
 	for _, r := range p.Overrides {
 		fmt.Fprintf(w, "OVERRIDE: rule %s is bypassed\n", r)
+	}
+	fmt.Fprintf(w, "VERDICT: %s\n", p.Verdict())
+	for _, s := range p.DecidedByAssumption {
+		fmt.Fprintf(w, "  decided by an assumption: %s\n", s)
 	}
 	return nil
 }
@@ -628,6 +697,8 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		switch {
 		case st.Refused:
 			state = "refused (nothing changed)"
+		case st.Done && st.Held != "":
+			state = "held: " + st.Held + " (held for safety: the run ended short of its target)"
 		case st.Done:
 			state = "done"
 		case st.Held != "":

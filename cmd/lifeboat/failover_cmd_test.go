@@ -120,6 +120,15 @@ func TestFailoverRunStatusCLI(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stdout, "DRIFT") {
 		t.Fatalf("drift: exit %d %s", r.code, r.stdout)
 	}
+	// resume re-asserts a finished run's final state the router no longer holds
+	r = lifeboat(t, "failover", "resume", "--fleet", "fleet.yaml", "--signals", "warm.json")
+	if r.code != 0 || !strings.Contains(r.stdout, "re-asserted") {
+		t.Fatalf("resume of a finished run with drift: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = lifeboat(t, "failover", "status", "--fleet", "fleet.yaml")
+	if r.code != 0 || strings.Contains(r.stdout, "DRIFT") {
+		t.Fatalf("status after the re-assert: exit %d %s", r.code, r.stdout)
+	}
 	r = lifeboat(t, "failover", "resume", "--fleet", "fleet.yaml", "--signals", "warm.json")
 	if r.code != 1 || !strings.Contains(r.stderr, "nothing to resume") {
 		t.Fatalf("resume of a finished run: %d %s", r.code, r.stderr)

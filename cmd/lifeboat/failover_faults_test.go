@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
+	"lifeboat/providers"
 )
 
 // Tests of issue 18 §1–§3 through the built binary, one process per command, on the file
@@ -52,10 +58,69 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
+// stateStore is where a test's fleets keep their lock and journal: the file store, or a bucket
+// on versitygw (the S3 emulator).
+type stateStore struct {
+	name, url string
+	env       []string
+	put       func(t *testing.T, key string, data []byte)
+}
+
+func stateStores(t *testing.T) []func(t *testing.T, dir string) stateStore {
+	testbed.LifeboatBinary(t)
+	gw := emulators.SharedVersityGW(t) // found from the module, before a test moves into its directory
+	return []func(t *testing.T, dir string) stateStore{
+		func(t *testing.T, dir string) stateStore {
+			return stateStore{name: "file", url: "file://./state", put: func(t *testing.T, key string, data []byte) {
+				p := filepath.Join(dir, "state", filepath.FromSlash(key))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}}
+		},
+		func(t *testing.T, dir string) stateStore {
+			if err := gw.Bucket(context.Background(), "failover-state"); err != nil {
+				t.Fatal(err)
+			}
+			url := gw.URL("failover-state", testbed.FreshPrefix("fo18"))
+			return stateStore{name: "s3", url: url,
+				env: []string{"AWS_ACCESS_KEY_ID=" + gw.AccessKey, "AWS_SECRET_ACCESS_KEY=" + gw.SecretKey, "AWS_EC2_METADATA_DISABLED=true"},
+				put: func(t *testing.T, key string, data []byte) {
+					st, err := providers.Open(context.Background(), url, providers.Options{S3Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer st.Close()
+					if _, err := st.Write(context.Background(), key, bytes.NewReader(data), providers.WriteOptions{Size: int64(len(data))}); err != nil {
+						t.Fatal(err)
+					}
+				}}
+		},
+	}
+}
+
+// useState points fleet.yaml (and fleets) at the store.
+func useState(t *testing.T, dir string, st stateStore, files ...string) {
+	for _, f := range append([]string{"fleet.yaml"}, files...) {
+		p := filepath.Join(dir, f)
+		os.WriteFile(p, []byte(strings.Replace(readFile(t, p), "state: file://./state", "state: "+st.url, 1)), 0o644)
+	}
+}
+
 // A forged journal (a start record whose step sends 100 % of eu-only to us-east-1) is refused
-// by resume (exit 3, the router byte for byte as it was); status and abort still run.
+// by resume (exit 3, the router byte for byte as it was); status and abort still run. On the
+// file store and on versitygw.
 func TestFailoverForgedJournalRefused(t *testing.T) {
-	dir := faultDir(t)
+	for _, open := range stateStores(t) {
+		dir := faultDir(t)
+		st := open(t, dir)
+		t.Run(st.name, func(t *testing.T) { forgedJournal(t, dir, st) })
+	}
+}
+
+func forgedJournal(t *testing.T, dir string, st stateStore) {
+	useState(t, dir, st)
 	run := time.Now().UTC().Format("20060102T150405.000Z") + "-f0f0f0"
 	exp := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	start := `{"weights": {"eu-only": {"eu-west-1": 50, "eu-central-1": 50}, "global": {"us-east-1": 60, "eu-west-1": 40}}, "states": {}}`
@@ -66,22 +131,21 @@ func TestFailoverForgedJournalRefused(t *testing.T) {
     "shed": {}, "start": %s, "final": %s},
   "baseline": {"eu-only": {"eu-west-1": 50, "eu-central-1": 50}, "global": {"us-east-1": 60, "eu-west-1": 40}},
   "expires": %q}`, run, time.Now().UTC().Format(time.RFC3339Nano), start, start, exp)
-	os.MkdirAll(filepath.Join(dir, "state", "failover", "runs", run), 0o755)
-	os.WriteFile(filepath.Join(dir, "state", "failover", "runs", run, "000000.json"), []byte(rec), 0o644)
+	st.put(t, "failover/runs/"+run+"/000000.json", []byte(rec))
 	before := readFile(t, filepath.Join(dir, "weights.json"))
 
-	r := cli(t, nil, "failover", "resume", "--fleet", "fleet.yaml", "--signals", "warm.json")
+	r := cli(t, st.env, "failover", "resume", "--fleet", "fleet.yaml", "--signals", "warm.json")
 	if r.code != 3 || !strings.Contains(r.stderr, "residency") || !strings.Contains(r.stderr, "us-east-1") {
 		t.Fatalf("resume of a forged journal: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if got := readFile(t, filepath.Join(dir, "weights.json")); got != before {
 		t.Fatalf("the router changed on a refused resume:\n%s", got)
 	}
-	r = cli(t, nil, "failover", "status", "--fleet", "fleet.yaml")
+	r = cli(t, st.env, "failover", "status", "--fleet", "fleet.yaml")
 	if r.code != 0 || !strings.Contains(r.stdout, run) {
 		t.Fatalf("status after the refused resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	r = cli(t, nil, "failover", "abort", "--fleet", "fleet.yaml", "--signals", "warm.json", "--yes")
+	r = cli(t, st.env, "failover", "abort", "--fleet", "fleet.yaml", "--signals", "warm.json", "--yes")
 	if r.code != 0 {
 		t.Fatalf("abort after the refused resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -90,27 +154,36 @@ func TestFailoverForgedJournalRefused(t *testing.T) {
 	}
 }
 
-// Two fleets share one state store: fleet B never reports, resumes or aborts fleet A's run.
+// Two fleets share one state store (the file store, and versitygw): fleet B never reports,
+// resumes or aborts fleet A's run.
 func TestFailoverFleetsShareStateStore(t *testing.T) {
-	dir := faultDir(t)
+	for _, open := range stateStores(t) {
+		dir := faultDir(t)
+		st := open(t, dir)
+		t.Run(st.name, func(t *testing.T) { fleetsShareStore(t, dir, st) })
+	}
+}
+
+func fleetsShareStore(t *testing.T, dir string, st stateStore) {
 	fleetB := strings.NewReplacer("llama-demo", "llama-other", "weights.json", "weights-b.json").Replace(cliFleet)
 	os.WriteFile(filepath.Join(dir, "fleet-b.yaml"), []byte(fleetB), 0o644)
 	weightsB := strings.NewReplacer(`"eu-west-1": {"weight": 50}`, `"eu-west-1": {"weight": 70}`, `"eu-central-1": {"weight": 50}`, `"eu-central-1": {"weight": 30}`).Replace(cliWeights)
 	os.WriteFile(filepath.Join(dir, "weights-b.json"), []byte(weightsB), 0o644)
+	useState(t, dir, st, "fleet-b.yaml")
 
-	r := cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", "fleet A")
+	r := cli(t, st.env, "failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", "fleet A")
 	if r.code != 0 {
 		t.Fatalf("fleet A's run: exit %d\n%s", r.code, r.stderr)
 	}
-	r = cli(t, nil, "failover", "status", "--fleet", "fleet-b.yaml")
+	r = cli(t, st.env, "failover", "status", "--fleet", "fleet-b.yaml")
 	if r.code != 0 || !strings.Contains(r.stdout, "No failover run") {
 		t.Fatalf("fleet B's status reports fleet A's run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	r = cli(t, nil, "failover", "resume", "--fleet", "fleet-b.yaml", "--signals", "warm.json")
+	r = cli(t, st.env, "failover", "resume", "--fleet", "fleet-b.yaml", "--signals", "warm.json")
 	if r.code != 1 || !strings.Contains(r.stderr, "nothing to resume") {
 		t.Fatalf("fleet B's resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	r = cli(t, nil, "failover", "abort", "--fleet", "fleet-b.yaml", "--signals", "warm.json", "--yes")
+	r = cli(t, st.env, "failover", "abort", "--fleet", "fleet-b.yaml", "--signals", "warm.json", "--yes")
 	if r.code != 3 || !strings.Contains(r.stderr, "no failover is open") {
 		t.Fatalf("fleet B's abort: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -118,7 +191,7 @@ func TestFailoverFleetsShareStateStore(t *testing.T) {
 		t.Fatalf("fleet B's router changed:\n%s", got)
 	}
 	// a router reload on B: fleet A's finished run is still not B's to re-assert
-	r = cli(t, nil, "failover", "status", "--fleet", "fleet.yaml", "-o", "json")
+	r = cli(t, st.env, "failover", "status", "--fleet", "fleet.yaml", "-o", "json")
 	if r.code != 0 || !strings.Contains(r.stdout, `"done": true`) || !strings.Contains(r.stdout, `"fleet": "sha256:`) {
 		t.Fatalf("fleet A's status: exit %d\n%s", r.code, r.stdout)
 	}

@@ -504,16 +504,19 @@ func (p *prober) models(ctx context.Context) (string, bool) {
 	return want[0], ok
 }
 
+// snippet is a replica's text as one sanitised, bounded line (providers.Sanitize).
 func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
+	return providers.Sanitize(string(b), 300)
 }
 
-// apiErrorMessage extracts vLLM's {"error": {"message", "type"}} (or {"message"}) from a body.
+// apiErrorMessage extracts vLLM's {"error": {"message", "type"}} (or {"message"}) from a body,
+// each sanitised (providers.Sanitize): it is a peer's text.
 func apiErrorMessage(b []byte) (msg, typ string) {
+	msg, typ = rawAPIErrorMessage(b)
+	return providers.Sanitize(msg, 300), providers.Sanitize(typ, 64)
+}
+
+func rawAPIErrorMessage(b []byte) (msg, typ string) {
 	var e struct {
 		Error json.RawMessage `json:"error"`
 		Msg   string          `json:"message"`

@@ -281,3 +281,35 @@ func TestFailoverAssumptionDecidedHold(t *testing.T) {
 		t.Fatalf("plan JSON:\n%s", r.stdout)
 	}
 }
+
+// A failback that stops short of the baseline (the returning region's predicted queue wait
+// crosses spill_start_ms half-way) is refused without acceptance, ends held for safety (exit 3)
+// with what is left when accepted, and status says held, never done.
+func TestFailoverFailbackShortOfBaseline(t *testing.T) {
+	dir := faultDir(t)
+	r := cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json", "--yes")
+	if r.code != 0 {
+		t.Fatalf("evacuation: exit %d\n%s", r.code, r.stderr)
+	}
+	back := `{"weights": {"eu-only": {"eu-west-1": 50, "eu-central-1": 50}, "global": {"us-east-1": 60, "eu-west-1": 40}},
+ "regions": {"us-east-1": {"warm": true, "healthy": true, "queue_wait_ms": 20, "running": 2, "prefill_tokens_per_s": 9600},
+             "eu-west-1": {"warm": true, "healthy": true, "queue_wait_ms": 140, "running": 0, "calm_seconds": 3600},
+             "eu-central-1": {"warm": true, "healthy": true, "queue_wait_ms": 10, "running": 1, "prefill_tokens_per_s": 60000}}}`
+	os.WriteFile("back.json", []byte(back), 0o644)
+	evacuated := readFile(t, filepath.Join(dir, "weights.json"))
+	r = cli(t, nil, "failover", "restore", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "back.json", "--yes", "--hold-timeout", "0s")
+	if r.code != 3 || !strings.Contains(r.stderr, "stops short of the target") || !strings.Contains(r.stderr, "--allow-partial") {
+		t.Fatalf("unaccepted short failback: exit %d\n%s", r.code, r.stderr)
+	}
+	if readFile(t, filepath.Join(dir, "weights.json")) != evacuated {
+		t.Fatal("an unaccepted short failback changed the router")
+	}
+	r = cli(t, nil, "failover", "restore", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "back.json", "--yes", "--allow-partial", "--hold-timeout", "0s")
+	if r.code != 3 || !strings.Contains(r.stdout, "VERDICT: HELD for safety (headroom)") || !strings.Contains(r.stdout, "target 50/50") {
+		t.Fatalf("accepted short failback: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, nil, "failover", "status", "--fleet", "fleet.yaml")
+	if !strings.Contains(r.stdout, "restore eu-west-1 — held: stops short of the target") {
+		t.Fatalf("status of a short failback:\n%s", r.stdout)
+	}
+}

@@ -304,10 +304,17 @@ func (e *Executor) history(ctx context.Context) (failoverState, error) {
 	hourAgo := e.now().Add(-time.Hour)
 	baselineKnown := false
 	for i := len(runs) - 1; i >= 0; i-- {
-		recs, err := ReadRun(ctx, e.Store, runs[i])
+		// A bad object (junk, too large, a gap) ends what is read of its run and is reported,
+		// never the end of an abort: the planner goes back to the baseline of the records before
+		// it, checked against the live router as always.
+		j, err := ScanRun(ctx, e.Store, runs[i])
 		if err != nil {
 			return st, err
 		}
+		for _, b := range j.Bad {
+			e.log().Warn("journal: bad object skipped", "object", b.Key, "why", b.Err)
+		}
+		recs := j.Records
 		if !ofFleet(recs, e.fleetID()) {
 			continue
 		}
@@ -336,6 +343,37 @@ func (e *Executor) history(ctx context.Context) (failoverState, error) {
 // are skipped: they changed nothing).
 func (e *Executor) latestStarted(ctx context.Context) (string, []Record, error) {
 	return latestStartedOf(ctx, e.Store, e.fleetID())
+}
+
+// scanLatestStarted is latestStarted for readers that report rather than refuse (status): the
+// fleet's newest run with a start among its valid records (else its newest run), and every bad
+// object seen on the way.
+func scanLatestStarted(ctx context.Context, s providers.Store, fleet string) (RunJournal, []*BadRecordError, error) {
+	runs, err := Runs(ctx, s)
+	if err != nil {
+		return RunJournal{}, nil, err
+	}
+	var bad []*BadRecordError
+	var newest RunJournal
+	for i := len(runs) - 1; i >= 0; i-- {
+		j, err := ScanRun(ctx, s, runs[i])
+		if err != nil {
+			return RunJournal{}, bad, err
+		}
+		bad = append(bad, j.Bad...)
+		if fleet != "" && !ofFleet(j.Records, fleet) {
+			continue
+		}
+		if newest.Run == "" {
+			newest = j
+		}
+		for _, r := range j.Records {
+			if r.Kind == RecStart {
+				return j, bad, nil
+			}
+		}
+	}
+	return newest, bad, nil
 }
 
 func latestStarted(ctx context.Context, s providers.Store) (string, []Record, error) {
@@ -1148,22 +1186,27 @@ type Status struct {
 	Expected RouterState `json:"expected"`
 	Drift    []string    `json:"drift"`
 	Journal  []Record    `json:"journal"`
+	// JournalErrors name the journal objects that are not valid records (read up to them);
+	// LockError says the lock object is corrupt and how to break it.
+	JournalErrors []string `json:"journal_errors"`
+	LockError     string   `json:"lock_error,omitempty"`
 }
 
 // Status reports the latest run, the lock and the router, with drift.
 func (e *Executor) Status(ctx context.Context) (*Status, error) {
-	run, recs, err := e.latestStarted(ctx)
+	j, bad, err := scanLatestStarted(ctx, e.Store, e.fleetID())
 	if err != nil {
 		return nil, err
 	}
-	if run == "" {
-		run, recs, err = e.latestRun(ctx)
-		if err != nil {
-			return nil, err
-		}
+	run, recs := j.Run, j.Records
+	st := &Status{RunView: ViewRun(run, recs, e.now()), Journal: recs, Drift: []string{}, JournalErrors: []string{}}
+	for _, b := range bad {
+		st.JournalErrors = append(st.JournalErrors, b.Error())
 	}
-	st := &Status{RunView: ViewRun(run, recs, e.now()), Journal: recs, Drift: []string{}}
-	if lk, ok, err := e.locker().Read(ctx); err != nil {
+	var corrupt *LockCorruptError
+	if lk, ok, err := e.locker().Read(ctx); errors.As(err, &corrupt) {
+		st.LockError = corrupt.Error()
+	} else if err != nil {
 		return nil, err
 	} else if ok && !lk.Released { // held until released or taken over: its expiry is another clock's
 		st.Lock = &lk
@@ -1213,15 +1256,42 @@ func (e *Executor) latestRun(ctx context.Context) (string, []Record, error) {
 func (e *Executor) Unlock(ctx context.Context, id, reason string) (Lock, error) {
 	by := e.holder()
 	lk, err := e.locker().Break(ctx, id, by)
+	var corrupt *LockCorruptError
+	if errors.As(err, &corrupt) && id == corrupt.ID() {
+		lk, err = e.locker().BreakCorrupt(ctx, id, by, e.tokenFloor(ctx))
+	}
 	if err != nil {
 		return lk, err
 	}
-	run, recs, err := LatestRun(ctx, e.Store)
-	if err == nil && run != "" {
-		j := &Journal{Store: e.Store, Run: run, Holder: by, Token: lk.Token, next: len(recs), Now: e.Now}
+	// Journaled in the newest run, past every object there (a junk one included).
+	runs, err := Runs(ctx, e.Store)
+	if err == nil && len(runs) > 0 {
+		var rj RunJournal
+		run := runs[len(runs)-1]
+		if rj, err = ScanRun(ctx, e.Store, run); err != nil {
+			return lk, fmt.Errorf("lock %s released, but not journaled: %w", lk.ID, err)
+		}
+		j := &Journal{Store: e.Store, Run: run, Holder: by, Token: lk.Token, next: rj.Next, Now: e.Now}
 		_, err = j.Append(ctx, Record{Kind: RecUnlock, Reason: reason, Detail: fmt.Sprintf("lock %s of %s (since %s, token %d) broken by %s", lk.ID, lk.Holder, lk.Since.Format(time.RFC3339), lk.Token, by)})
 	}
 	return lk, err
+}
+
+// tokenFloor is the fencing token a replacement of a corrupt lock takes: past the newest run's
+// (its id starts with the token it was taken with) and every token its records carry.
+func (e *Executor) tokenFloor(ctx context.Context) int64 {
+	runs, err := Runs(ctx, e.Store)
+	if err != nil || len(runs) == 0 {
+		return 1
+	}
+	run := runs[len(runs)-1]
+	floor := runOrder(run)
+	if j, err := ScanRun(ctx, e.Store, run); err == nil {
+		for _, r := range j.Records {
+			floor = max(floor, r.Token)
+		}
+	}
+	return max(floor, 0) + 1
 }
 
 // ResultCounts counts result records per step index (a test and audit aid: each step applied

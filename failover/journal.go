@@ -39,7 +39,7 @@ const (
 	RecResume         = "resume"   // a new process took over the run
 	RecTakeover       = "takeover" // the lock of a dead or silent holder was taken over
 	runsDir           = "failover/runs"
-	maxRecordLen      = 8 << 20
+	maxRecordLen      = 1 << 20 // one record, read whole
 )
 
 // Record is one journal entry. Records are append-only objects, each created with a
@@ -212,38 +212,209 @@ func Runs(ctx context.Context, s providers.Store) ([]string, error) {
 	return out, nil
 }
 
-// ReadRun returns a run's records in order.
+// Bounds of what is read of a journal: one record, and one run's records together (count and
+// bytes). A real run stays far below them (a 20-step plan over 20 regions and 10 classes is a few
+// hundred KB); past them the run is reported, never read without end.
+const (
+	maxRunRecords = 10_000
+	maxRunBytes   = 16 << 20
+)
+
+// ErrBadJournal is matched by a *BadRecordError: an object in the journal that is not a valid
+// record of its run. Resume refuses such a run (exit 3); status reports it and goes on.
+var ErrBadJournal = errors.New("bad journal record")
+
+// BadRecordError names the journal object that cannot be trusted and why.
+type BadRecordError struct {
+	Key string // the object, relative to the state store
+	Err error
+}
+
+func (e *BadRecordError) Error() string {
+	return fmt.Sprintf("journal object %s: %v", e.Key, e.Err)
+}
+func (e *BadRecordError) Unwrap() error        { return e.Err }
+func (e *BadRecordError) Is(target error) bool { return target == ErrBadJournal }
+
+// RunJournal is a run's journal as read: the valid records, in order, up to the first object
+// that is not the next valid record; that object (and any foreign object in the run's
+// directory) is in Bad.
+type RunJournal struct {
+	Run     string
+	Records []Record
+	// Next is the sequence number a new record of this run takes: past every object in the
+	// run's directory, bad ones included (a conditional create must not collide with them).
+	Next int
+	Bad  []*BadRecordError
+}
+
+// Err is the first bad object, or nil.
+func (j RunJournal) Err() error {
+	if len(j.Bad) == 0 {
+		return nil
+	}
+	return j.Bad[0]
+}
+
+// ReadRun returns a run's records in order; a bad record (too large, not JSON, not the next
+// record of this run, inconsistent with the run's plan) is a *BadRecordError naming its object.
 func ReadRun(ctx context.Context, s providers.Store, run string) ([]Record, error) {
-	var keys []string
-	err := s.List(ctx, runsDir+"/"+run, func(o providers.Object) error {
-		keys = append(keys, o.Key)
+	j, err := ScanRun(ctx, s, run)
+	if err != nil {
+		return nil, err
+	}
+	return j.Records, j.Err()
+}
+
+// ScanRun reads a run's journal without stopping at a bad object: every record before it is
+// returned and the object is named in Bad. The error is only the store's (listing, reading).
+// Each record is read whole only up to maxRecordLen, and the run only up to maxRunRecords
+// objects and maxRunBytes: memory stays bounded whatever the store holds.
+func ScanRun(ctx context.Context, s providers.Store, run string) (RunJournal, error) {
+	j := RunJournal{Run: run}
+	dir := runsDir + "/" + run
+	type entry struct {
+		key  string
+		seq  int
+		size int64
+	}
+	var objs []entry
+	errTooMany := errors.New("too many objects")
+	err := s.List(ctx, dir, func(o providers.Object) error {
+		seq, ok := recordSeq(dir, o.Key)
+		if !ok {
+			j.Bad = append(j.Bad, &BadRecordError{Key: o.Key, Err: errors.New("not a journal record's name (RUN/NNNNNN.json)")})
+			return nil
+		}
+		if len(objs) >= maxRunRecords {
+			return errTooMany
+		}
+		objs = append(objs, entry{o.Key, seq, o.Size})
+		j.Next = max(j.Next, seq+1)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list journal of %s: %w", run, err)
+	if errors.Is(err, errTooMany) {
+		j.Bad = append(j.Bad, &BadRecordError{Key: dir, Err: fmt.Errorf("the run has more than %d records: not read", maxRunRecords)})
+		return j, nil
 	}
-	sort.Strings(keys)
-	out := make([]Record, 0, len(keys))
-	for _, k := range keys {
-		var data []byte
-		err := s.Read(ctx, k, providers.ReadOptions{}, func(r io.Reader) error {
-			b, err := io.ReadAll(io.LimitReader(r, maxRecordLen))
-			data = b
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read journal %s: %w", k, err)
+	if err != nil {
+		return j, fmt.Errorf("list journal of %s: %w", run, err)
+	}
+	slices.SortFunc(objs, func(a, b entry) int { return a.seq - b.seq })
+	var total int64
+	var plan *Plan
+	for _, o := range objs {
+		bad := func(err error) { j.Bad = append([]*BadRecordError{{Key: o.key, Err: err}}, j.Bad...) }
+		if o.size > maxRecordLen {
+			bad(fmt.Errorf("%w: %d bytes, a record is at most %d", providers.ErrObjectTooLarge, o.size, maxRecordLen))
+			return j, nil
 		}
+		if total+o.size > maxRunBytes {
+			bad(fmt.Errorf("the run's records pass %d bytes here: not read further", maxRunBytes))
+			return j, nil
+		}
+		data, err := providers.ReadSmall(ctx, s, o.key, providers.ReadOptions{}, maxRecordLen)
+		if errors.Is(err, providers.ErrObjectTooLarge) {
+			bad(err)
+			return j, nil
+		}
+		if err != nil {
+			return j, fmt.Errorf("read journal %s: %w", o.key, err)
+		}
+		total += int64(len(data))
 		var rec Record
 		if err := json.Unmarshal(data, &rec); err != nil {
-			return nil, fmt.Errorf("journal %s: %v", k, err)
+			bad(fmt.Errorf("not a journal record: %v", err))
+			return j, nil
 		}
-		if rec.Seq != len(out) {
-			return nil, fmt.Errorf("journal %s: record %d where %d was expected (a gap or a foreign object)", k, rec.Seq, len(out))
+		if err := checkRecord(rec, run, len(j.Records), o.seq, plan); err != nil {
+			bad(err)
+			return j, nil
 		}
-		out = append(out, rec)
+		switch rec.Kind {
+		case RecStart, RecRollback, RecRefused:
+			if rec.Plan != nil {
+				plan = rec.Plan
+			}
+		}
+		j.Records = append(j.Records, rec)
 	}
-	return out, nil
+	return j, nil
+}
+
+// recordSeq parses the sequence number of a record key dir/NNNNNN.json.
+func recordSeq(dir, key string) (int, bool) {
+	name, ok := strings.CutPrefix(key, dir+"/")
+	if !ok {
+		return 0, false
+	}
+	num, ok := strings.CutSuffix(name, ".json")
+	if !ok || len(num) < 6 || len(num) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, fmt.Sprintf("%06d", n) == num
+}
+
+// stepKinds are the record kinds that name a step of the run's plan.
+var stepKinds = map[string]bool{RecIntent: true, RecResult: true, RecHold: true, RecDrainWait: true, RecReassert: true}
+
+// checkRecord is the structure every reader of a record relies on: the record is the next of
+// this run, has a kind, and a step it names is a step of the plan in force.
+func checkRecord(rec Record, run string, want, seq int, plan *Plan) error {
+	switch {
+	case seq != want:
+		return fmt.Errorf("record %d where %d was expected (a gap in the journal)", seq, want)
+	case rec.Seq != seq:
+		return fmt.Errorf("seq is %d in object %06d", rec.Seq, seq)
+	case rec.Run != run:
+		return fmt.Errorf("run is %q, the object is in run %s", rec.Run, run)
+	}
+	switch rec.Kind {
+	case RecStart, RecRollback:
+		if rec.Plan == nil {
+			return fmt.Errorf("a %s record without a plan", rec.Kind)
+		}
+		if rec.Kind == RecStart && rec.Event == nil {
+			return errors.New("a start record without an event")
+		}
+	case "":
+		return errors.New("a record without a kind")
+	}
+	// Other kinds (a newer release's) carry nothing the readers here rely on.
+	for _, p := range []*Plan{rec.Plan} {
+		if p == nil {
+			continue
+		}
+		for k, st := range p.Steps {
+			if st == nil {
+				return fmt.Errorf("plan.steps[%d] is null", k)
+			}
+		}
+	}
+	if stepKinds[rec.Kind] {
+		switch {
+		case rec.Step == nil:
+			return fmt.Errorf("a %s record without a step", rec.Kind)
+		case plan == nil:
+			return fmt.Errorf("a %s record before the run's plan", rec.Kind)
+		case *rec.Step < 0 || *rec.Step >= len(plan.Steps):
+			return fmt.Errorf("step %d is not a step of the plan (%d steps)", *rec.Step, len(plan.Steps))
+		}
+	}
+	switch {
+	case rec.Kind == RecIntent && rec.Target == nil:
+		return errors.New("an intent record without a target")
+	case (rec.Kind == RecResult || rec.Kind == RecReassert) && rec.After == nil:
+		return fmt.Errorf("a %s record without the state read back", rec.Kind)
+	}
+	return nil
 }
 
 // LatestRun returns the newest run and its records; "" when there is none.

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"time"
 
@@ -128,7 +128,36 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// read returns the lock object and its revision; ok false when there is none.
+// maxLockBytes bounds the lock object (a real one is a few hundred bytes).
+const maxLockBytes = 64 << 10
+
+// ErrLockCorrupt is matched by a *LockCorruptError.
+var ErrLockCorrupt = errors.New("failover lock object is corrupt")
+
+// LockCorruptError: the lock object cannot be read as a lock (not JSON, too large, no id or
+// token). Nobody can hold such a lock — a holder's renewal compares the revision it wrote — so
+// break-glass unlock may replace it, by the pseudo-id ID names, bound to the exact object seen.
+type LockCorruptError struct {
+	Key      string
+	Revision string
+	Err      error
+}
+
+// ID is the id `lifeboat failover unlock --id` takes to break this corrupt object (and no other
+// version of it).
+func (e *LockCorruptError) ID() string {
+	h := sha256.Sum256([]byte(e.Revision))
+	return "corrupt-" + hex.EncodeToString(h[:6])
+}
+
+func (e *LockCorruptError) Error() string {
+	return fmt.Sprintf("failover lock %s is corrupt (%v); nothing can hold it: after checking no failover is running, replace it with: lifeboat failover unlock --id %s", e.Key, e.Err, e.ID())
+}
+func (e *LockCorruptError) Unwrap() error        { return e.Err }
+func (e *LockCorruptError) Is(target error) bool { return target == ErrLockCorrupt }
+
+// read returns the lock object and its revision; ok false when there is none. A lock object that
+// is not a lock is a *LockCorruptError.
 func (l *Locker) read(ctx context.Context) (Lock, bool, error) {
 	obj, err := l.Store.Stat(ctx, LockKey)
 	if errors.Is(err, providers.ErrNotFound) {
@@ -137,21 +166,41 @@ func (l *Locker) read(ctx context.Context) (Lock, bool, error) {
 	if err != nil {
 		return Lock{}, false, fmt.Errorf("read lock: %w", err)
 	}
-	var data []byte
-	err = l.Store.Read(ctx, LockKey, providers.ReadOptions{IfMatch: obj.Revision}, func(r io.Reader) error {
-		b, err := io.ReadAll(io.LimitReader(r, 1<<20))
-		data = b
-		return err
-	})
-	if err != nil {
-		return Lock{}, false, fmt.Errorf("read lock: %w", err)
-	}
 	var lk Lock
-	if err := json.Unmarshal(data, &lk); err != nil {
-		return Lock{}, false, fmt.Errorf("read lock %s: %v", LockKey, err)
+	err = providers.ReadJSON(ctx, l.Store, LockKey, providers.ReadOptions{IfMatch: obj.Revision}, maxLockBytes, &lk)
+	switch {
+	case errors.Is(err, providers.ErrNotJSON), errors.Is(err, providers.ErrObjectTooLarge):
+		return Lock{}, false, &LockCorruptError{Key: LockKey, Revision: obj.Revision, Err: err}
+	case err != nil:
+		return Lock{}, false, fmt.Errorf("read lock: %w", err)
+	case lk.ID == "" || lk.Token < 1:
+		return Lock{}, false, &LockCorruptError{Key: LockKey, Revision: obj.Revision, Err: errors.New("no id or fencing token")}
 	}
 	lk.revision = obj.Revision
 	return lk, true, nil
+}
+
+// BreakCorrupt replaces a corrupt lock object (the exact revision the pseudo-id id names) by a
+// released lock whose fencing token is token (the caller's floor: past every token journaled).
+func (l *Locker) BreakCorrupt(ctx context.Context, id, by string, token int64) (Lock, error) {
+	_, _, err := l.read(ctx)
+	var ce *LockCorruptError
+	if !errors.As(err, &ce) {
+		if err == nil {
+			return Lock{}, fmt.Errorf("the lock is not corrupt (any more): nothing broken; unlock it by its id")
+		}
+		return Lock{}, err
+	}
+	if ce.ID() != id {
+		return Lock{}, fmt.Errorf("the corrupt lock object's id is %s, not %s: nothing broken (it changed since)", ce.ID(), id)
+	}
+	now := l.now()
+	next := Lock{ID: newID(), Holder: "(corrupt lock object)", Reason: ce.Err.Error(), Operation: "unlock", Since: now, Expires: now,
+		Token: max(token, 1), Released: true, BrokenBy: by}
+	if err := l.write(ctx, &next, ce.Revision, false); err != nil && !l.ours(ctx, &next) {
+		return Lock{}, fmt.Errorf("break corrupt lock: %w", err)
+	}
+	return next, nil
 }
 
 func (l *Locker) write(ctx context.Context, lk *Lock, ifMatch string, create bool) error {

@@ -191,7 +191,8 @@ func failoverExit(err error) error {
 	switch {
 	case errors.As(err, &held), errors.Is(err, failover.ErrRefused), errors.Is(err, failover.ErrRouterTopology),
 		errors.Is(err, failover.ErrExpired), errors.Is(err, failover.ErrLockLost), errors.Is(err, failover.ErrRouterConflict),
-		errors.Is(err, failover.ErrTokenExhausted), errors.Is(err, failover.ErrIncomplete):
+		errors.Is(err, failover.ErrTokenExhausted), errors.Is(err, failover.ErrIncomplete), errors.Is(err, failover.ErrBadJournal),
+		errors.Is(err, failover.ErrLockCorrupt):
 		return withCode(exitRefused, err)
 	case errors.Is(err, context.Canceled):
 		return err // interrupted: exitCode says 130
@@ -535,6 +536,12 @@ does an expired failover.`,
 				return err
 			}
 			switch {
+			case len(st.JournalErrors) > 0 || st.LockError != "":
+				why := slices.Clone(st.JournalErrors)
+				if st.LockError != "" {
+					why = append(why, st.LockError)
+				}
+				return problem("the state store holds objects that cannot be trusted: %s", strings.Join(why, "; "))
 			case len(st.Drift) > 0:
 				return withCode(exitProblem, fmt.Errorf("%w: %s", failover.ErrDrift, strings.Join(st.Drift, "; ")))
 			case st.Expired && !st.Done:
@@ -724,7 +731,12 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 			fmt.Fprintf(w, "  override: %s\n", o)
 		}
 	}
-	if st.Lock != nil {
+	for _, e := range st.JournalErrors {
+		fmt.Fprintf(w, "JOURNAL: %s (not read past it)\n", providers.Sanitize(e, 500))
+	}
+	if st.LockError != "" {
+		fmt.Fprintf(w, "LOCK: %s\n", providers.Sanitize(st.LockError, 500))
+	} else if st.Lock != nil {
 		fmt.Fprintf(w, "Lock %s held by %s since %s (%s), last renewed until %s by the holder's clock\n", st.Lock.ID, st.Lock.Holder, st.Lock.Since.Format(time.RFC3339), st.Lock.Operation, st.Lock.Expires.Format(time.RFC3339))
 	} else {
 		fmt.Fprintln(w, "Lock: free")

@@ -856,9 +856,13 @@ func (e *Executor) diff(want, got RouterState) []string {
 // is first re-validated against this fleet (validateJournaled) and checked like a step
 // (CheckStep) from the router as it is now.
 func (e *Executor) Resume(ctx context.Context, o RunOptions) (*Outcome, error) {
-	// The journal is read once the lock is ours: the run is named then (a take-over of a dead
-	// holder's lock is journaled under the new token's name).
-	s, err := e.begin(ctx, "failover resume", o.Reason, "", 0, true)
+	// The journal is read again once the lock is ours (resume acts on that view only); this
+	// first look names the run a take-over of a dead holder's lock is journaled in.
+	peek, precs, err := e.latestStarted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.begin(ctx, "failover resume "+peek, o.Reason, peek, len(precs), true)
 	if err != nil {
 		return nil, err
 	}

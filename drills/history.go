@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"time"
@@ -139,16 +138,7 @@ func History(ctx context.Context, s providers.Store) ([]HistoryEntry, error) {
 	out := []HistoryEntry{}
 	for _, k := range keys {
 		var e HistoryEntry
-		err := s.Read(ctx, k, providers.ReadOptions{}, func(r io.Reader) error {
-			b, err := io.ReadAll(io.LimitReader(r, maxHistoryEntry+1))
-			if err != nil {
-				return err
-			}
-			if len(b) > maxHistoryEntry {
-				return fmt.Errorf("larger than %d bytes", maxHistoryEntry)
-			}
-			return json.Unmarshal(b, &e)
-		})
+		err := providers.ReadJSON(ctx, s, k, providers.ReadOptions{}, maxHistoryEntry, &e)
 		if err != nil {
 			return out, fmt.Errorf("read %s: %w", k, err)
 		}

@@ -46,6 +46,8 @@ var (
 	authHeaderRE = regexp.MustCompile(`(?i)\b(authorization|proxy-authorization|x-ms-authorization|cookie|set-cookie|x-api-key)(\\?["']?)(\s*:\s*)(\\"[^"\\<>&\n]*\\"|"[^"\\<>&\n]*"|'[^'\\<>&\n]*'|[^"'\n\r\\<>&]*)`)
 	// bearerRE finds a bearer token.
 	bearerRE = regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]+`)
+	// numberRE is a bare number.
+	numberRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 	// quotedRE is one quoted element of a list value.
 	quotedRE = regexp.MustCompile(`"[^"]*"|'[^']*'`)
 	// secretEnvRE names environment variables whose values are secrets.
@@ -160,6 +162,11 @@ func redactValue(v string, header bool) string {
 	if !header {
 		switch strings.ToLower(v) {
 		case "none", "null", "nil", "true", "false", Redacted, strings.ToLower(Redacted):
+			return v
+		}
+		// A number is not a credential (a lock's fencing "token": 7) and, in a JSON document,
+		// replacing it would break the document.
+		if numberRE.MatchString(v) {
 			return v
 		}
 	}

@@ -1,6 +1,7 @@
 package providers_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -34,6 +35,7 @@ func TestRedactForms(t *testing.T) {
 		// Not secrets.
 		{"max_num_batched_tokens=8192 --max-tokens 64 tokenizer: x --api-key-file /k", ""},
 		{"'hf_token': None", ""},
+		{`{"token": 7, "lock": {"token": 12, "renewal": 3}}`, ""},
 		// Never decodes, never breaks a character reference.
 		{"router http://127.0.0.1:9/&#34;x&#34; unreachable", ""},
 		{"http://h/p?endpoint=%3Cscript%3E&region=%253C", ""},
@@ -75,8 +77,12 @@ func TestRedactKeepsMarkup(t *testing.T) {
 		`{"error": "HTTP 500: \"token\": \"abc\" <script>alert(1)</script> %253C &#34;"}`,
 		`<failure message="Authorization: Bearer abc &#34;x&#34;">]]&gt; cookie: a=b</failure>`,
 		"--api-key \"sk-1234567890\" 'api_key': ['a<b', \"c&d\"]",
+		`{"token": 7, "password": "x", "sig": -1.5e3}`,
 	} {
 		got := providers.RedactStream(in)
+		if json.Valid([]byte(in)) && !json.Valid([]byte(got)) {
+			t.Errorf("RedactStream broke the JSON document\n %s\nto\n %s", in, got)
+		}
 		if markup(got) != markup(in) {
 			t.Errorf("RedactStream changed the markup of\n %s\nto\n %s", in, got)
 		}

@@ -50,9 +50,6 @@ var (
 	numberRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 	// quotedRE is one quoted element of a list value.
 	quotedRE = regexp.MustCompile(`"[^"]*"|'[^']*'`)
-	// jsonNumberRE is a bare JSON number: in already-encoded text (the stderr/stdout safety net)
-	// replacing one with REDACTED would turn a JSON document into something that does not parse.
-	jsonNumberRE = regexp.MustCompile(`^-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
 	// secretEnvRE names environment variables whose values are secrets.
 	secretEnvRE = regexp.MustCompile(`(?i)(secret|password|passwd|token|connection_string|_key$|access_key|api_key|sas|credential)`)
 )
@@ -136,9 +133,6 @@ func redact(s string, encoded bool) string {
 	})
 	s = secretPairRE.ReplaceAllStringFunc(s, func(m string) string {
 		sub := secretPairRE.FindStringSubmatch(m)
-		if encoded && jsonNumberRE.MatchString(sub[4]) {
-			return m // a bare number in encoded text is a JSON value (a fencing token), not a secret
-		}
 		return sub[1] + sub[2] + sub[3] + redactValue(sub[4], false)
 	})
 	for _, v := range envSecrets() {

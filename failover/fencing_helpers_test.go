@@ -199,6 +199,14 @@ func newHTTPDocRouter(t *testing.T, start RouterState) *httpDocRouter {
 	return d
 }
 
+// setHook installs hook under the lock: the server may already be answering (binDir reads the
+// router), and an unguarded write races with ServeHTTP's read.
+func (d *httpDocRouter) setHook(hook func(r *http.Request)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.hook = hook
+}
+
 func (d *httpDocRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	hook := d.hook

@@ -33,7 +33,7 @@ func TestPausedHolderNeverWritesAfterTakeover(t *testing.T) {
 	stalled, release := make(chan struct{}), make(chan struct{})
 	var armed sync.Once
 	var arm = make(chan struct{})
-	d.hook = func(r *http.Request) {
+	d.setHook(func(r *http.Request) {
 		if r.Method != http.MethodPut {
 			return
 		}
@@ -48,7 +48,7 @@ func TestPausedHolderNeverWritesAfterTakeover(t *testing.T) {
 			close(stalled)
 			<-release // A's write waits here while A is stopped and B runs
 		}
-	}
+	})
 	t.Cleanup(func() {
 		select {
 		case <-release:
@@ -99,7 +99,7 @@ func TestHTTPRouterEditBetweenStepsStops(t *testing.T) {
 	edit := map[string]int{"eu-west-1": 45, "eu-central-1": 55}
 	var once sync.Once
 	armed := make(chan struct{})
-	d.hook = func(r *http.Request) {
+	d.setHook(func(r *http.Request) {
 		select {
 		case <-armed:
 		default:
@@ -108,7 +108,7 @@ func TestHTTPRouterEditBetweenStepsStops(t *testing.T) {
 		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/eu-only") {
 			once.Do(func() { d.edit("eu-only", edit) }) // lands just before the run's next write
 		}
-	}
+	})
 	a := startLB(t, dir, nil, runArgs...)
 	waitJournal(t, a, strings.TrimPrefix(state, "file://"), RecResult, 0, time.Minute)
 	close(armed)

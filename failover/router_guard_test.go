@@ -22,7 +22,7 @@ import (
 func TestRouterRedirectRefused(t *testing.T) {
 	d := newHTTPDocRouter(t, binStart)
 	var followed atomic.Int32
-	d.hook = func(*http.Request) { followed.Add(1) }
+	d.setHook(func(*http.Request) { followed.Add(1) })
 	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, d.srv.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	}))

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
 	"lifeboat/drills/junit"
 	"lifeboat/providers"
+	"lifeboat/providers/localfile"
 )
 
 // Report file names in the report directory.
@@ -27,8 +27,10 @@ const (
 // missing), each replaced atomically, then SHA256SUMS listing their digests. It returns the
 // digests (for the history: see AppendHistory and VerifyReports).
 func WriteReports(dir string, rep *Report) (ReportDigests, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("report directory: %w", err)
+	// Created by us (0700), ours, writable by nobody else, not reached through a symbolic link:
+	// another local user must not redirect or replace what root writes here.
+	if err := localfile.PrepareDir(dir, "report directory"); err != nil {
+		return nil, err
 	}
 	// Secrets are removed from the report's values; then each format's encoder is the last step
 	// (encoding/json, mdEscape, esc/html.EscapeString, encoding/xml). Nothing rewrites the
@@ -64,7 +66,7 @@ func WriteReports(dir string, rep *Report) (ReportDigests, error) {
 }
 
 func writeFile(path string, data []byte) error {
-	if err := providers.WriteFileAtomic(path, 0o644, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+	if err := providers.WriteFileAtomic(path, 0o600, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil

@@ -377,11 +377,12 @@ func checkRecord(rec Record, run string, want, seq int, plan *Plan) error {
 		return fmt.Errorf("run is %q, the object is in run %s", rec.Run, run)
 	}
 	switch rec.Kind {
-	case RecStart, RecRollback:
+	case RecRollback:
 		if rec.Plan == nil {
-			return fmt.Errorf("a %s record without a plan", rec.Kind)
+			return errors.New("a rollback record without a plan")
 		}
-		if rec.Kind == RecStart && rec.Event == nil {
+	case RecStart:
+		if rec.Event == nil {
 			return errors.New("a start record without an event")
 		}
 	case "":

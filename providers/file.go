@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"lifeboat/providers/localfile"
 )
 
 // tmpPrefix marks the file store's temporary files; they are never listed, and keys whose last
@@ -33,6 +35,11 @@ func NewFileStore(root string, opts Options) (Store, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("file store %q: %w", root, err)
+	}
+	if opts.Private {
+		if err := localfile.PrepareDir(abs, "state directory"); err != nil {
+			return nil, fmt.Errorf("file store %s: %w", abs, err)
+		}
 	}
 	return &fileStore{root: filepath.Clean(abs), opts: opts.withoutSecrets()}, nil
 }
@@ -139,7 +146,11 @@ func (s *fileStore) List(ctx context.Context, dir string, fn func(Object) error)
 			bad.add(key)
 			return nil
 		}
-		fi, err := os.Stat(p)
+		stat := os.Stat
+		if s.opts.Private {
+			stat = os.Lstat
+		}
+		fi, err := stat(p)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // deleted meanwhile, or a dangling link
@@ -179,7 +190,11 @@ func (s *fileStore) Stat(ctx context.Context, key string) (Object, error) {
 	if err := ctx.Err(); err != nil {
 		return Object{}, &Error{Op: "stat", Store: s.String(), Key: key, Err: err}
 	}
-	fi, err := os.Stat(s.path(key))
+	stat := os.Stat
+	if s.opts.Private {
+		stat = os.Lstat // a link is not an object of a private store
+	}
+	fi, err := stat(s.path(key))
 	if err != nil {
 		return Object{}, s.fail("stat", key, err)
 	}
@@ -199,7 +214,11 @@ func (s *fileStore) Read(ctx context.Context, key string, opts ReadOptions, fn f
 	if opts.Offset < 0 || opts.Length < 0 {
 		return &Error{Op: "read", Store: s.String(), Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
 	}
-	f, err := os.Open(s.path(key))
+	flags := os.O_RDONLY
+	if s.opts.Private {
+		flags |= syscall.O_NOFOLLOW | syscall.O_NONBLOCK // a link or a FIFO is refused, never followed or waited on
+	}
+	f, err := os.OpenFile(s.path(key), flags, 0)
 	if err != nil {
 		return s.fail("read", key, err)
 	}
@@ -265,7 +284,11 @@ func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts Wri
 	// Every local write goes through an os.Root on the store's root: each path element is opened
 	// beneath it (openat), so a directory in the tree that is a symbolic link leading out of it —
 	// planted, or left by a careless copy — refuses the write instead of being followed.
-	if err := os.MkdirAll(s.root, 0o755); err != nil {
+	dirMode, fileMode := os.FileMode(0o755), os.FileMode(0o644)
+	if s.opts.Private {
+		dirMode, fileMode = 0o700, 0o600
+	}
+	if err := os.MkdirAll(s.root, dirMode); err != nil {
 		return Object{}, s.fail("write", key, err)
 	}
 	root, err := os.OpenRoot(s.root)
@@ -275,10 +298,10 @@ func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts Wri
 	defer root.Close()
 	final := filepath.FromSlash(key)
 	dir := filepath.Dir(final)
-	if err := root.MkdirAll(dir, 0o755); err != nil {
+	if err := root.MkdirAll(dir, dirMode); err != nil {
 		return Object{}, s.contained("write", key, err)
 	}
-	tmpName, tmp, err := createTemp(root, dir)
+	tmpName, tmp, err := createTemp(root, dir, fileMode)
 	if err != nil {
 		return Object{}, s.contained("write", key, err)
 	}
@@ -357,12 +380,12 @@ func (s *fileStore) contained(op, key string, err error) error {
 // createTemp creates a new temporary file in dir beneath root, named tmpPrefix + this process's
 // id + a random suffix (so a later run can tell a dead process's leftovers from a live one's),
 // mode 0644: a replica is read by other users too (a vLLM container running as its own uid).
-func createTemp(root *os.Root, dir string) (string, *os.File, error) {
+func createTemp(root *os.Root, dir string, mode os.FileMode) (string, *os.File, error) {
 	for range 100 {
 		var b [6]byte
 		rand.Read(b[:])
 		name := filepath.Join(dir, fmt.Sprintf("%s%d-%x", tmpPrefix, os.Getpid(), b))
-		f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -370,7 +393,7 @@ func createTemp(root *os.Root, dir string) (string, *os.File, error) {
 			return "", nil, err
 		}
 		// The umask may have narrowed the mode.
-		if err := f.Chmod(0o644); err != nil {
+		if err := f.Chmod(mode); err != nil {
 			f.Close()
 			root.Remove(name)
 			return "", nil, err

@@ -238,6 +238,12 @@ type Options struct {
 	// Log, when set, receives one debug line per HTTP request (method, host, key, status, attempt)
 	// and one line per retry as the SDK schedules it; never a credential or a query value.
 	Log *slog.Logger
+	// Private marks a store of control state (the failover lock and journal, drill history). On
+	// file:// its root must be the caller's own directory — created 0700 if missing; refused if
+	// it is a symbolic link, owned by another user, writable by group or others, or below a
+	// directory another user controls — its files are created 0600 and its directories 0700,
+	// and a read never follows a symbolic link. Other schemes ignore it.
+	Private bool
 }
 
 // RetryOptions bound the SDK retryers (requests) and WithRetry (broken read bodies); see

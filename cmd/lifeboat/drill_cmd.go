@@ -94,6 +94,12 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			if err != nil {
 				return err
 			}
+			if reportDir != "" {
+				// before the drill, not after it: the directory is ours, private, no link
+				if err := localfile.PrepareDir(reportDir, "report directory"); err != nil {
+					return usageErr("--report: %v", err)
+				}
+			}
 			if dryRun {
 				return a.drillDryRun(ctx, r)
 			}
@@ -131,7 +137,7 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			}
 			// after an interrupt too: the history says the drill was interrupted
 			hctx := context.WithoutCancel(ctx)
-			if st, err := a.openStore(hctx, r.Fleet.State); err == nil {
+			if st, err := a.openStateStore(hctx, r.Fleet.State); err == nil {
 				if err := drills.AppendHistory(hctx, st, rep, absDir, digests); err != nil {
 					fmt.Fprintf(a.stderr, "lifeboat: %v\n", err)
 				}
@@ -198,7 +204,7 @@ func (a *app) drillRunner(file string) (*drills.Runner, error) {
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	r := &drills.Runner{Drill: d, Fleet: fl, Manifest: m, Log: a.log, Command: selfCommand, Open: a.openStore,
+	r := &drills.Runner{Drill: d, Fleet: fl, Manifest: m, Log: a.log, Command: selfCommand, Open: a.opener(fl.State),
 		Version: versionString(), FleetDigest: drills.DigestBytes(d.Fleet, fleetBytes), ManifestDigest: drills.DigestBytes(fl.Model.Manifest, mBytes)}
 	if err := r.Check(); err != nil {
 		return nil, usageErr("%v", err)
@@ -434,7 +440,7 @@ directory's SHA256SUMS is for sha256sum -c, and is not read).`,
 					return usageErr("--verify %s: not a report directory", verifyDir)
 				}
 			}
-			st, err := a.openStore(ctx, state)
+			st, err := a.openStateStore(ctx, state)
 			if err != nil {
 				return err
 			}
@@ -653,7 +659,7 @@ restored (listed); 3 a recorded drill still runs; 2 bad drill or fleet file.`,
 			if err != nil {
 				return err
 			}
-			cl := &drills.Cleaner{Fleet: r.Fleet, Manifest: r.Manifest, Open: a.openStore, Log: a.log}
+			cl := &drills.Cleaner{Fleet: r.Fleet, Manifest: r.Manifest, Open: a.opener(r.Fleet.State), Log: a.log}
 			res, err := cl.Cleanup(ctx)
 			if res == nil && err != nil {
 				return err
@@ -704,4 +710,15 @@ func orNone(xs []string) string {
 		return "nothing"
 	}
 	return strings.Join(xs, "; ")
+}
+
+// opener opens store URLs for a drill: the fleet's state store private (openStateStore), the
+// replicas as openStore.
+func (a *app) opener(state string) func(context.Context, string) (providers.Store, error) {
+	return func(ctx context.Context, u string) (providers.Store, error) {
+		if u == state {
+			return a.openStateStore(ctx, u)
+		}
+		return a.openStore(ctx, u)
+	}
 }

@@ -165,7 +165,7 @@ func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	store, err := a.openStore(ctx, f.State)
+	store, err := a.openStateStore(ctx, f.State)
 	if err != nil {
 		return nil, nil, err
 	}

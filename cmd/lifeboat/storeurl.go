@@ -25,3 +25,17 @@ func (a *app) openStore(ctx context.Context, raw string) (providers.Store, error
 	}
 	return providers.Open(ctx, raw, o)
 }
+
+// openStateStore opens a fleet's state store (the failover lock and journal, the drill history):
+// as openStore, private (a file:// root must be the caller's own directory, writable by nobody
+// else, reached through no symbolic link; see providers.Options.Private).
+func (a *app) openStateStore(ctx context.Context, raw string) (providers.Store, error) {
+	if _, err := providers.ParseURL(raw); err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	o := providers.Options{Private: true}
+	if a.verbose {
+		o.Log = a.log
+	}
+	return providers.Open(ctx, raw, o)
+}

@@ -159,6 +159,17 @@ func (e *LockCorruptError) Is(target error) bool { return target == ErrLockCorru
 // read returns the lock object and its revision; ok false when there is none. A lock object that
 // is not a lock is a *LockCorruptError.
 func (l *Locker) read(ctx context.Context) (Lock, bool, error) {
+	// Stat, then a read conditional on that revision: a renewal landing in between makes the
+	// read fail its precondition. That is a live holder, not an error; look again.
+	for attempt := 0; ; attempt++ {
+		lk, ok, err := l.readOnce(ctx)
+		if !errors.Is(err, providers.ErrPreconditionFailed) || attempt == 4 {
+			return lk, ok, err
+		}
+	}
+}
+
+func (l *Locker) readOnce(ctx context.Context) (Lock, bool, error) {
 	obj, err := l.Store.Stat(ctx, LockKey)
 	if errors.Is(err, providers.ErrNotFound) {
 		return Lock{}, false, nil

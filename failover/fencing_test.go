@@ -323,3 +323,45 @@ func TestLostLockAnswersAreOurs(t *testing.T) {
 		t.Fatalf("the run did not finish: %+v\n%s", got, errOut)
 	}
 }
+
+// Issue 18 §2: HAProxy restarted between two steps of a live run (its weights back to its
+// config) is drift seen when it happens: the run reads the router after the step interval, holds
+// with the drift named (exit 1) and journaled, and writes nothing over the restarted router.
+func TestHAProxyRestartBetweenStepsHolds(t *testing.T) {
+	cfg := "defaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n"
+	for class, be := range map[string]string{"eu-only": "be_eu", "global": "be_global"} {
+		cfg += fmt.Sprintf("backend %s\n  balance roundrobin\n", be)
+		for r, w := range binStart.Weights[class] {
+			cfg += fmt.Sprintf("  server %s %s weight %d\n", r, binDials[r], w)
+		}
+	}
+	h := emulators.StartHAProxy(t, cfg)
+	dir, state := binDir(t, fmt.Sprintf("router: {driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}}", h.Socket), "step_interval: 1500ms, lock_ttl: 5s")
+	a := startLB(t, dir, nil, runArgs...)
+	waitJournal(t, a, strings.TrimPrefix(state, "file://"), RecResult, 0, time.Minute)
+	h.Restart(t)
+	code := a.wait(t, time.Minute)
+	if code != 1 || !strings.Contains(a.stderr.String(), "drift") {
+		t.Fatalf("run over a restarted HAProxy: exit %d, want 1 with the drift named\n%s", code, a.stderr)
+	}
+	hr := &HAProxyRouter{Socket: h.Socket}
+	for class, be := range map[string]string{"eu-only": "be_eu", "global": "be_global"} {
+		srv, err := hr.servers(testbed.Ctx(t), be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, w := range binStart.Weights[class] {
+			if srv[r].weight != w {
+				t.Fatalf("%s/%s: weight %d after the hold, the restarted router had %d: the run wrote over it", be, r, srv[r].weight, w)
+			}
+		}
+	}
+	store := testbed.OpenStore(t, state, testbed.StoreOptions())
+	_, recs, err := LatestRun(testbed.Ctx(t), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := recs[len(recs)-1]; last.Kind != RecHold || !strings.Contains(last.Detail, "drift") {
+		t.Fatalf("last journal record %s %q, want a hold naming the drift", last.Kind, last.Detail)
+	}
+}

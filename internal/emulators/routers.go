@@ -16,6 +16,7 @@ import (
 type HAProxy struct {
 	Socket string // the admin socket (level admin)
 	*Process
+	config string // the config file, kept for Restart
 }
 
 // HAProxyBinary finds haproxy on PATH or in /usr/sbin; ErrNotInstalled when missing
@@ -46,8 +47,28 @@ func StartHAProxy(t testing.TB, config string) *HAProxy {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	h := &HAProxy{Socket: sock, config: path}
+	h.start(t, bin)
+	return h
+}
+
+// Restart stops haproxy and starts it again from its config file on the same admin socket, as
+// a reload or a crash does in production: every runtime change (weights, states) is gone.
+func (h *HAProxy) Restart(t testing.TB) {
+	t.Helper()
+	bin, err := HAProxyBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Process.Stop()
+	_ = os.Remove(h.Socket)
+	h.start(t, bin)
+}
+
+func (h *HAProxy) start(t testing.TB, bin string) {
+	t.Helper()
 	out := &tailBuffer{max: 16 << 10}
-	cmd := exec.Command(bin, "-db", "-f", path)
+	cmd := exec.Command(bin, "-db", "-f", h.config)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -55,13 +76,14 @@ func StartHAProxy(t testing.TB, config string) *HAProxy {
 	}
 	p := &Process{Name: "haproxy", cmd: cmd, out: out, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	h := &HAProxy{Socket: sock, Process: p}
-	t.Cleanup(h.Stop)
+	h.Process = p
+	t.Cleanup(p.Stop)
+	sock := h.Socket
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if c, err := net.Dial("unix", sock); err == nil {
 			c.Close()
-			return h
+			return
 		}
 		select {
 		case <-p.done:

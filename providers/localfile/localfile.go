@@ -102,6 +102,17 @@ func PrepareDir(dir, what string) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	// Again, now that every ancestor exists: one created meanwhile by someone else counts.
+	return CheckDir(abs, what)
+}
+
+// CheckDir applies PrepareDir's rules to an existing directory without creating anything: for a
+// reader that must not trust what it finds in a directory someone else could write (a restore
+// record in a boot's working directory).
+func CheckDir(dir, what string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
 	if err := checkAncestors(filepath.Dir(abs), what); err != nil {
 		return err
 	}
@@ -109,7 +120,7 @@ func PrepareDir(dir, what string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	uid, me := owner(fi), os.Geteuid()
+	uid, me := Owner(fi), os.Geteuid()
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return fmt.Errorf("%w: %s %s is a symbolic link", ErrUnsafeDir, what, abs)
@@ -147,7 +158,7 @@ func checkAncestors(dir, what string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		uid := owner(fi)
+		uid := Owner(fi)
 		if uid != 0 && uid != me {
 			return fmt.Errorf("%w: %s (above the %s) is owned by uid %d", ErrUnsafeDir, p, what, uid)
 		}
@@ -160,7 +171,8 @@ func checkAncestors(dir, what string) error {
 	}
 }
 
-func owner(fi fs.FileInfo) int {
+// Owner is the uid that owns fi (-1 where the platform does not say).
+func Owner(fi fs.FileInfo) int {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return int(st.Uid)
 	}

@@ -312,7 +312,7 @@ func writeRecord(wd string, m *manifest.Manifest) error {
 // writable by nobody else, in a working directory that is itself safe (PrepareWorkdir's rules):
 // a record someone else could have written proves nothing.
 func readRecord(wd string) ([]byte, bool) {
-	if checkOwnDir(wd) != nil || checkAncestors(filepath.Dir(wd)) != nil {
+	if localfile.CheckDir(wd, "working directory") != nil {
 		return nil, false
 	}
 	f, err := os.OpenFile(recordPath(wd), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
@@ -321,7 +321,7 @@ func readRecord(wd string) ([]byte, bool) {
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || owner(fi) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 || fi.Size() > 64<<20 {
+	if err != nil || !fi.Mode().IsRegular() || localfile.Owner(fi) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 || fi.Size() > 64<<20 {
 		return nil, false
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 64<<20))

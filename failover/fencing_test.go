@@ -152,14 +152,7 @@ func TestCaddyEditBetweenStepsStops(t *testing.T) {
 // read-back immediately before its commands, so an edit between steps stops it (exit 3) and the
 // edit stays.
 func TestHAProxyEditBetweenStepsStops(t *testing.T) {
-	cfg := "defaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n"
-	for class, be := range map[string]string{"eu-only": "be_eu", "global": "be_global"} {
-		cfg += fmt.Sprintf("backend %s\n  balance roundrobin\n", be)
-		for r, w := range binStart.Weights[class] {
-			cfg += fmt.Sprintf("  server %s %s weight %d\n", r, binDials[r], w)
-		}
-	}
-	h := emulators.StartHAProxy(t, cfg)
+	h := emulators.StartHAProxy(t, binHAProxyConfig())
 	dir, state := binDir(t, fmt.Sprintf("router: {driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}}", h.Socket), "step_interval: 1500ms, lock_ttl: 5s")
 	a := startLB(t, dir, nil, runArgs...)
 	waitJournal(t, a, strings.TrimPrefix(state, "file://"), RecResult, 0, time.Minute)
@@ -328,14 +321,7 @@ func TestLostLockAnswersAreOurs(t *testing.T) {
 // config) is drift seen when it happens: the run reads the router after the step interval, holds
 // with the drift named (exit 1) and journaled, and writes nothing over the restarted router.
 func TestHAProxyRestartBetweenStepsHolds(t *testing.T) {
-	cfg := "defaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n"
-	for class, be := range map[string]string{"eu-only": "be_eu", "global": "be_global"} {
-		cfg += fmt.Sprintf("backend %s\n  balance roundrobin\n", be)
-		for r, w := range binStart.Weights[class] {
-			cfg += fmt.Sprintf("  server %s %s weight %d\n", r, binDials[r], w)
-		}
-	}
-	h := emulators.StartHAProxy(t, cfg)
+	h := emulators.StartHAProxy(t, binHAProxyConfig())
 	dir, state := binDir(t, fmt.Sprintf("router: {driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}}", h.Socket), "step_interval: 1500ms, lock_ttl: 5s")
 	a := startLB(t, dir, nil, runArgs...)
 	waitJournal(t, a, strings.TrimPrefix(state, "file://"), RecResult, 0, time.Minute)
@@ -364,4 +350,17 @@ func TestHAProxyRestartBetweenStepsHolds(t *testing.T) {
 	if last := recs[len(recs)-1]; last.Kind != RecHold || !strings.Contains(last.Detail, "drift") {
 		t.Fatalf("last journal record %s %q, want a hold naming the drift", last.Kind, last.Detail)
 	}
+}
+
+// binHAProxyConfig is an HAProxy config with one backend per class (be_eu, be_global), its
+// servers named by region at binStart's weights.
+func binHAProxyConfig() string {
+	cfg := "defaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n"
+	for class, be := range map[string]string{"eu-only": "be_eu", "global": "be_global"} {
+		cfg += fmt.Sprintf("backend %s\n  balance roundrobin\n", be)
+		for r, w := range binStart.Weights[class] {
+			cfg += fmt.Sprintf("  server %s %s weight %d\n", r, binDials[r], w)
+		}
+	}
+	return cfg
 }

@@ -420,8 +420,34 @@ func (p *prober) get(ctx context.Context, path string) (int, []byte, error) {
 	return resp.StatusCode, body, err
 }
 
+// getSettled is get, asked up to three times when the request itself failed (no HTTP answer)
+// while the engine's process lives: one refused or timed-out connection on a loaded machine is not
+// an engine death, and a dead engine keeps failing all three. An HTTP answer, whatever its
+// status, a spent budget and an exited process are final at once.
+func (p *prober) getSettled(ctx context.Context, path string) (int, []byte, error) {
+	var (
+		code int
+		body []byte
+		err  error
+	)
+	for i, pause := range []time.Duration{0, 200 * time.Millisecond, 600 * time.Millisecond} {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return code, body, err
+			case <-time.After(pause):
+			}
+		}
+		code, body, err = p.get(ctx, path)
+		if err == nil || code != 0 || budgetSpent(ctx) != nil || ctx.Err() != nil || p.exited() {
+			return code, body, err
+		}
+	}
+	return code, body, err
+}
+
 func (p *prober) health(ctx context.Context, name string) bool {
-	code, _, err := p.get(ctx, "/health")
+	code, _, err := p.getSettled(ctx, "/health")
 	switch {
 	case err != nil:
 		if p.awaitExit(2 * time.Second) {
@@ -799,7 +825,7 @@ func (p *prober) streamErr(err error, stalled *atomic.Bool, ctx context.Context,
 type scrape map[string]*dto.MetricFamily
 
 func (p *prober) metrics(ctx context.Context) (scrape, error) {
-	code, body, err := p.get(ctx, "/metrics")
+	code, body, err := p.getSettled(ctx, "/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("GET /metrics: %v", err)
 	}

@@ -22,6 +22,20 @@ type fakeVLLM struct {
 	chat     func(w http.ResponseWriter, r *http.Request)
 	finished atomic.Bool
 	quit     chan struct{} // closed at test end: stalling handlers return
+	// drop, when set, is asked before each request: true closes the connection unanswered.
+	drop func(path string) bool
+}
+
+// dropAfter drops the requests for path from its (first+1)th on, n of them (n < 0: all).
+func dropAfter(path string, first, n int) func(string) bool {
+	var seen, dropped atomic.Int32
+	return func(p string) bool {
+		if p != path || int(seen.Add(1)) <= first || (n >= 0 && int(dropped.Load()) >= n) {
+			return false
+		}
+		dropped.Add(1)
+		return true
+	}
 }
 
 const goodModels = `{"object":"list","data":[{"id":"llama-demo","object":"model","parent":null,"max_model_len":8192},
@@ -70,6 +84,11 @@ func goodChat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.drop != nil && f.drop(r.URL.Path) {
+		c, _, _ := w.(http.Hijacker).Hijack()
+		c.Close()
+		return
+	}
 	switch r.URL.Path {
 	case "/health":
 		w.WriteHeader(int(f.health.Load()))
@@ -179,6 +198,13 @@ func TestProbeHostileServers(t *testing.T) {
 			}
 		}, nil, ChatFailed, "HTTP 400: As of transformers"},
 		{"health 503", func(f *fakeVLLM) { f.health.Store(503) }, nil, EngineDead, "503"},
+		// One connection dropped on a loaded machine is not an engine death; an engine that stops
+		// answering is.
+		// (Two drops: net/http itself resends an unanswered GET once when it was on a reused
+		// connection.)
+		{"one health request dropped", func(f *fakeVLLM) { f.drop = dropAfter("/health", 1, 2) }, nil, Warm, ""},
+		{"one metrics request dropped", func(f *fakeVLLM) { f.drop = dropAfter("/metrics", 1, 2) }, nil, Warm, ""},
+		{"health gone after the probe", func(f *fakeVLLM) { f.drop = dropAfter("/health", 1, -1) }, nil, EngineDead, "GET /health"},
 		{"model missing", nil, func(o *ProbeOptions) { o.Models = []string{"other"} }, ModelMissing, "not in /v1/models"},
 		{"adapter wrong parent", nil, func(o *ProbeOptions) { o.Models = []string{"llama-demo", "x"} }, ModelMissing, ""},
 		{"adapter missing", nil, func(o *ProbeOptions) { o.LoRAs = []string{"nope"} }, AdapterMissing, "nope"},

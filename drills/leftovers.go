@@ -568,7 +568,7 @@ func cleanupFleet(f *failover.Fleet, rec *DrillRecord) *failover.Fleet {
 	fc.Regions = map[string]*failover.Region{}
 	for n, r := range f.Regions {
 		rc := *r
-		if r.Launcher != nil && r.Launcher.Kind == failover.LauncherExec {
+		if r.Candidate() {
 			rc.Endpoint, rc.Signals.Metrics = "", ""
 			for _, c := range rec.Candidates {
 				if c.Region == n {

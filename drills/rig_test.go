@@ -121,7 +121,7 @@ sla: {rto: 5m}
 	}
 	rig := &drillRig{dir: dir, fleet: fl, m: fx.M, open: open}
 	if fl.Router.Driver == failover.DriverFile {
-		if err := (&failover.FileRouter{Path: fl.Router.Path}).Apply(context.Background(), o.baseline); err != nil {
+		if err := (&failover.FileRouter{Path: fl.Router.Config.(*failover.FileConfig).Path}).Apply(context.Background(), o.baseline); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -135,8 +135,8 @@ func (r *Runner) Check() error {
 		if fl.Path != "" && r.Manifest != nil && !slices.ContainsFunc(r.Manifest.Files, func(m manifest.File) bool { return m.Path == fl.Path }) {
 			at(fl.Line, fmt.Sprintf("faults[%d].path", i), "%s is not a file of the manifest", fl.Path)
 		}
-		if (fl.Kind == FaultBootFails || fl.Kind == FaultSaturate) && f.Regions[fl.Region] != nil && (f.Regions[fl.Region].Launcher == nil || f.Regions[fl.Region].Launcher.Kind != failover.LauncherExec) {
-			at(fl.Line, fmt.Sprintf("faults[%d].region", i), "%s has no exec launcher: the drill cannot start its candidate", fl.Region)
+		if reg := f.Regions[fl.Region]; (fl.Kind == FaultBootFails || fl.Kind == FaultSaturate) && reg != nil && !commandLauncher(reg) {
+			at(fl.Line, fmt.Sprintf("faults[%d].region", i), "%s has no launcher that runs a command line (such as exec): the drill cannot alter its candidate's", fl.Region)
 		}
 	}
 	for i, e := range d.Expect {
@@ -450,11 +450,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// candidates are the regions whose replica the drill boots (an exec launcher), sorted.
+// commandLauncher: the region's candidate runs a command line a fault can alter.
+func commandLauncher(r *failover.Region) bool {
+	if !r.Candidate() {
+		return false
+	}
+	_, ok := r.Launcher.Config.(failover.CommandLauncher)
+	return ok
+}
+
+// candidates are the regions whose replica the drill boots (a launcher that starts one, of
+// whatever kind), sorted.
 func (x *run) candidates() []string {
 	var out []string
 	for _, n := range x.Fleet.RegionNames() {
-		if l := x.Fleet.Regions[n].Launcher; l != nil && l.Kind == failover.LauncherExec {
+		if x.Fleet.Regions[n].Candidate() {
 			out = append(out, n)
 		}
 	}
@@ -732,26 +742,32 @@ func (x *run) detectBoot(region string, bs BootSummary) {
 	}
 }
 
+// bootOne boots the region's candidate through the fleet's own launcher (Fleet.BootOptions),
+// whatever its kind; a fault that alters the command line (boot-fails, saturate) rewrites it
+// through LaunchOptions.Command, which Check made sure the region's launcher takes.
 func (x *run) bootOne(region string) (*warm.BootResult, error) {
 	r := x.Fleet.Regions[region]
-	cmd := r.Launcher.Command
-	if x.Command != nil {
-		cmd = x.Command(cmd)
-	}
-	for _, f := range x.rep.Faults {
-		switch {
-		case f.Region != region:
-		case f.Kind == FaultBootFails:
-			cmd = `/bin/sh -c "echo 'drill fault boot-fails: this candidate exits at launch' >&2; exit 3"`
-		case f.Kind == FaultSaturate:
-			cmd += " " + f.Args
+	lo := failover.LaunchOptions{Command: func(cmd string) string {
+		if x.Command != nil {
+			cmd = x.Command(cmd)
 		}
+		for _, f := range x.rep.Faults {
+			switch {
+			case f.Region != region:
+			case f.Kind == FaultBootFails:
+				cmd = `/bin/sh -c "echo 'drill fault boot-fails: this candidate exits at launch' >&2; exit 3"`
+			case f.Kind == FaultSaturate:
+				cmd += " " + f.Args
+			}
+		}
+		return cmd
+	}}
+	o, err := x.Fleet.BootOptions(region, lo)
+	if err != nil {
+		return nil, err
 	}
-	o := warm.BootOptions{Manifest: x.Manifest, From: x.stores[r.Replica], Workdir: filepath.Join(x.tmp, "boot", region),
-		Launcher: &warm.ExecLauncher{Command: cmd, Port: r.Launcher.Port}, Probe: x.Probe, Keep: true, Restore: replicate.Options{Log: x.log()}}
-	for _, k := range slices.Sorted(mapsKeys(r.Launcher.Env)) {
-		o.Env = append(o.Env, k+"="+r.Launcher.Env[k])
-	}
+	o.Manifest, o.From, o.Workdir = x.Manifest, x.stores[r.Replica], filepath.Join(x.tmp, "boot", region)
+	o.Probe, o.Keep, o.Restore = x.Probe, true, replicate.Options{Log: x.log()}
 	if err := os.MkdirAll(filepath.Join(x.tmp, "boot"), 0o700); err != nil {
 		return nil, err
 	}
@@ -783,7 +799,7 @@ func (x *run) executorFleet() *failover.Fleet {
 	fc.Regions = map[string]*failover.Region{}
 	for n, r := range x.Fleet.Regions {
 		rc := *r
-		if r.Launcher != nil && r.Launcher.Kind == failover.LauncherExec {
+		if r.Candidate() {
 			rc.Endpoint, rc.Signals.Metrics = "", ""
 			if inst := x.insts[n]; inst != nil {
 				rc.Endpoint = strings.TrimRight(inst.BaseURL(), "/")
@@ -1076,7 +1092,7 @@ func (x *run) whyNotReceiver(region string) string {
 	switch {
 	case r == nil:
 		return "not in the fleet"
-	case r.Launcher != nil && r.Launcher.Kind == failover.LauncherExec:
+	case r.Candidate():
 		if b := x.boots[region]; b != nil {
 			return fmt.Sprintf("its candidate was judged %s", b.Verdict)
 		}
@@ -1108,7 +1124,7 @@ func (x *run) onWarmReceivers(rs failover.RouterState) bool {
 // its own endpoint, judged by the failover's preflight).
 func (x *run) receives(region string) bool {
 	r := x.Fleet.Regions[region]
-	if r.Launcher != nil && r.Launcher.Kind == failover.LauncherExec {
+	if r.Candidate() {
 		return x.insts[region] != nil
 	}
 	return r.Endpoint != ""

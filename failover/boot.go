@@ -8,12 +8,13 @@ import (
 	"lifeboat/verify/warm"
 )
 
-// BootOptions turns a region of the fleet into what warm.Boot needs to start it: the launcher
-// (exec: the command checked now, so a bad template is bad input before anything is restored;
-// endpoint: a replica already running, nothing to restore) and the launcher's env, sorted.
-// command rewrites an exec command line before it is checked (the CLI makes "lifeboat …" run
-// itself). Restore source, manifest, workdir and probe settings are the caller's.
-func (f *Fleet) BootOptions(region string, command func(string) string) (warm.BootOptions, error) {
+// BootOptions turns a region of the fleet into what warm.Boot needs to start it, through the
+// region's launcher kind: the launcher (an exec command is checked now, so a bad template is bad
+// input before anything is restored), whether there is anything to restore (nothing for a
+// launcher that only attaches to a replica already serving), and the launcher's env, sorted.
+// Restore source, manifest, workdir and probe settings are the caller's. It is the one place a
+// region's launcher is built: the boot command and the drills both come here.
+func (f *Fleet) BootOptions(region string, lo LaunchOptions) (warm.BootOptions, error) {
 	var o warm.BootOptions
 	r := f.Regions[region]
 	if r == nil {
@@ -26,6 +27,9 @@ func (f *Fleet) BootOptions(region string, command func(string) string) (warm.Bo
 	if r.Launcher == nil {
 		return o, fmt.Errorf("%s:%d: regions.%s has no launcher: add launcher: {kind: exec, command: ...} or {kind: endpoint}", f.File, r.Line, region)
 	}
+	if r.Launcher.Config == nil {
+		return o, fmt.Errorf("%s:%d: regions.%s.launcher.kind: %s", f.File, r.Line, region, unknownKind(r.Launcher.Kind, LauncherKinds()))
+	}
 	keys := make([]string, 0, len(r.Launcher.Env))
 	for k := range r.Launcher.Env {
 		keys = append(keys, k)
@@ -34,22 +38,10 @@ func (f *Fleet) BootOptions(region string, command func(string) string) (warm.Bo
 	for _, k := range keys {
 		o.Env = append(o.Env, k+"="+r.Launcher.Env[k])
 	}
-	if r.Launcher.Kind == LauncherEndpoint {
-		u := r.Launcher.URL
-		if u == "" {
-			u = r.Endpoint
-		}
-		o.Launcher, o.NoRestore = &warm.EndpointLauncher{URL: u}, true
-		return o, nil
+	l, err := r.Launcher.Config.Launcher(f, r, lo)
+	if err != nil {
+		return o, err
 	}
-	cmdline := r.Launcher.Command
-	if command != nil {
-		cmdline = command(cmdline)
-	}
-	el := &warm.ExecLauncher{Command: cmdline, Port: r.Launcher.Port}
-	if _, err := el.CommandArgs(warm.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 1}); err != nil {
-		return o, fmt.Errorf("%s: regions.%s.launcher.command: %w", f.File, region, err)
-	}
-	o.Launcher = el
+	o.Launcher, o.NoRestore = l, r.Launcher.AttachesOnly()
 	return o, nil
 }

@@ -81,7 +81,7 @@ func newRig(t testing.TB, state string, store providers.Store) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{dir: dir, fleet: f, router: &FileRouter{Path: f.Router.Path}}
+	r := &rig{dir: dir, fleet: f, router: &FileRouter{Path: f.Router.Config.(*FileConfig).Path}}
 	if err := r.router.Apply(context.Background(), startWeights); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func childRun() int {
 	if err != nil {
 		return 4
 	}
-	e := &Executor{Fleet: f, Store: store, Router: &FileRouter{Path: f.Router.Path}, Signals: &StaticSignals{Regions: calmSignals(f)}, LockTTL: 2 * time.Second}
+	e := &Executor{Fleet: f, Store: store, Router: &FileRouter{Path: f.Router.Config.(*FileConfig).Path}, Signals: &StaticSignals{Regions: calmSignals(f)}, LockTTL: 2 * time.Second}
 	if n, err := strconv.Atoi(os.Getenv("LIFEBOAT_FAILOVER_CRASH_AT")); err == nil {
 		marker := os.Getenv("LIFEBOAT_FAILOVER_MARKER")
 		e.OnRecord = func(rec Record) {

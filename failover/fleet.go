@@ -17,7 +17,6 @@ import (
 
 	"lifeboat/failover/yamlnode"
 	"lifeboat/providers"
-	"lifeboat/verify/warm"
 )
 
 // Fleet is a parsed, validated fleet file: the model, its regions (replica, endpoint, capacity,
@@ -86,38 +85,33 @@ type Capacity struct {
 	PrefillTokensPerS float64 `json:"prefill_tokens_per_s"`
 }
 
-// Launcher kinds.
-const (
-	LauncherExec     = "exec"     // run Command on this host
-	LauncherEndpoint = "endpoint" // an already-running replica at URL (or the region's endpoint)
-)
-
-// Launcher says how to start a candidate replica of a region.
+// Launcher says how to start a candidate replica of a region: its kind (a registered
+// LauncherKind), the env every kind takes, and the kind's own configuration.
 type Launcher struct {
-	Kind string `json:"kind"`
-	// Command is the exec launcher's command line (see warm.ExecLauncher), a Go template over
-	// .ModelDir, .EngineConfig, .Host and .Port (e.g. "vllm serve {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}}").
-	Command string            `json:"command,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	// Port is the port the exec launcher's replica listens on ({{.Port}}): the one the router's
-	// server for this region points at, when a router carries the candidates' traffic (a drill
-	// through HAProxy). 0: a free port.
-	Port int `json:"port,omitempty"`
-	// URL is the endpoint launcher's replica; empty means the region's endpoint.
-	URL string `json:"url,omitempty"`
+	Kind string            `json:"kind"`
+	Env  map[string]string `json:"env,omitempty"`
+	// Config is the kind's configuration (*ExecConfig, *EndpointConfig, or a registered kind's).
+	Config LauncherConfig `json:"config,omitempty"`
+}
+
+// AttachesOnly: the launcher starts nothing, it attaches to a replica already serving (see
+// AttachLauncher).
+func (l *Launcher) AttachesOnly() bool {
+	a, ok := l.Config.(AttachLauncher)
+	return ok && a.AttachesOnly()
+}
+
+// Candidate says whether a drill boots a candidate replica in the region: it has a launcher
+// that starts one (not one that only attaches to a replica already serving).
+func (r *Region) Candidate() bool {
+	return r.Launcher != nil && r.Launcher.Config != nil && !r.Launcher.AttachesOnly()
 }
 
 // Router says which driver moves traffic and how it reaches the router.
 type Router struct {
 	Driver string `json:"driver"`
-	// Socket is the HAProxy admin socket (level admin).
-	Socket string `json:"socket,omitempty"`
-	// URL is Caddy's admin API (caddy) or the base URL of the per-class documents (http).
-	URL string `json:"url,omitempty"`
-	// Path is the weights document of the file driver.
-	Path string `json:"path,omitempty"`
-	// Backends names, per tenant class, the HAProxy backend, the Caddy route @id or the http
-	// document holding that class's regions.
+	// Backends names, per tenant class, what holds that class's regions in the router (the
+	// HAProxy backend, the Caddy route @id, the http document, a registered driver's object).
 	Backends map[string]string `json:"backends,omitempty"`
 	// Frontends is, per tenant class, the URL where that class's requests enter the router's
 	// data plane; a drill sends its synthetic traffic there, and learns where each request
@@ -125,9 +119,9 @@ type Router struct {
 	Frontends map[string]string `json:"frontends,omitempty"`
 	// Timeout bounds one exchange with the router.
 	Timeout time.Duration `json:"timeout"`
-	// AllowNoETag (caddy, http): a router that sends no ETag is written after comparing with the
-	// run's last read-back immediately before each write (a window remains), instead of refused.
-	AllowNoETag bool `json:"allow_no_etag,omitempty"`
+	// Config is the driver kind's configuration (*FileConfig, *HAProxyConfig, *CaddyConfig,
+	// *HTTPConfig, or a registered kind's).
+	Config DriverConfig `json:"config,omitempty"`
 }
 
 // FrontendServedBy is the response header a router with frontends adds to say where a request
@@ -135,7 +129,7 @@ type Router struct {
 // region) or the upstream's host:port (Caddy: header_down X-Served-By {http.reverse_proxy.upstream.hostport}).
 const FrontendServedBy = "X-Served-By"
 
-// Router drivers.
+// The built-in router drivers' names.
 const (
 	DriverFile    = "file"
 	DriverHAProxy = "haproxy"
@@ -143,7 +137,11 @@ const (
 	DriverHTTP    = "http"
 )
 
-var routerDrivers = []string{DriverFile, DriverHAProxy, DriverCaddy, DriverHTTP}
+// The built-in launchers' names.
+const (
+	LauncherExec     = "exec"     // run a command on this host
+	LauncherEndpoint = "endpoint" // an already-running replica at a URL (or the region's endpoint)
+)
 
 // DefaultRouterTimeout bounds one router exchange when router.timeout is unset.
 const DefaultRouterTimeout = 5 * time.Second
@@ -358,6 +356,7 @@ func (p *fleetParser) tenants(f *Fleet, n *yaml.Node, at string) {
 		}
 		f.Tenants[k.Value] = p.StrList(v, at, "region names")
 		p.lines.tenant[k.Value] = k.Line
+		p.lines.field[at] = k.Line
 		for _, c := range v.Content {
 			p.lines.tenantItem[k.Value+"\x00"+c.Value] = c.Line
 		}
@@ -421,8 +420,8 @@ func (p *fleetParser) checkTenants(f *Fleet) {
 	}
 }
 
-// checkRouter: every backend names a class; each driver has what it needs to reach the router
-// and a backend for every class.
+// checkRouter: every backend and frontend names a class, no two classes share a backend; then
+// the driver kind's own checks.
 func (p *fleetParser) checkRouter(f *Fleet) {
 	r := f.Router
 	for _, class := range slices.Sorted(maps.Keys(r.Backends)) {
@@ -435,43 +434,6 @@ func (p *fleetParser) checkRouter(f *Fleet) {
 			p.errf(p.lines.frontend[class], "router.frontends."+class, "tenant class %q is not defined under tenants", class)
 		}
 	}
-	if r.Driver == DriverFile && len(r.Frontends) > 0 {
-		p.errf(p.lines.router, "router.frontends", "the file driver has no data plane: traffic goes to the receivers' endpoints")
-	}
-	need := func(ok bool, field, what string) {
-		if !ok {
-			p.errf(p.lines.router, "router."+field, "required with driver %s: %s", r.Driver, what)
-		}
-	}
-	switch r.Driver {
-	case DriverHAProxy:
-		need(r.Socket != "", "socket", "the admin socket (stats socket ... level admin)")
-	case DriverCaddy:
-		need(r.URL != "", "url", "Caddy's admin API, such as http://127.0.0.1:2019")
-		for _, class := range slices.Sorted(maps.Keys(f.Tenants)) {
-			for _, name := range f.Tenants[class] {
-				if reg := f.Regions[name]; reg != nil && reg.Endpoint == "" {
-					p.errf(reg.Line, "regions."+name+".endpoint", "required with driver caddy: it is the upstream of class %s", class)
-				}
-			}
-		}
-	case DriverHTTP:
-		need(r.URL != "", "url", "the base URL of the per-class weight documents")
-	}
-	if r.AllowNoETag && r.Driver != DriverCaddy && r.Driver != DriverHTTP {
-		p.errf(p.lines.field["router.allow_no_etag"], "router.allow_no_etag", "only for drivers caddy and http (the ones that can compare-and-swap on an ETag), not %s", r.Driver)
-	}
-	switch r.Driver {
-	case DriverFile:
-		need(r.Path != "", "path", "the weights document")
-	}
-	if r.Driver == DriverHAProxy || r.Driver == DriverCaddy {
-		for _, class := range slices.Sorted(maps.Keys(f.Tenants)) {
-			if r.Backends[class] == "" {
-				p.errf(p.lines.router, "router.backends", "class %q has no backend: each class needs its own, holding only its eligible regions", class)
-			}
-		}
-	}
 	seen := map[string]string{}
 	for _, class := range slices.Sorted(maps.Keys(r.Backends)) {
 		b := r.Backends[class]
@@ -480,7 +442,29 @@ func (p *fleetParser) checkRouter(f *Fleet) {
 		}
 		seen[b] = class
 	}
+	if r.Config != nil {
+		r.Config.Check(p.decoder(), f)
+	}
 }
+
+// RequireBackends reports each tenant class without a backend under router.backends, for a
+// driver kind whose classes each need their own (HAProxy backends, Caddy routes, HTTPRoutes).
+func (d *FleetDecoder) RequireBackends(f *Fleet) {
+	for _, class := range slices.Sorted(maps.Keys(f.Tenants)) {
+		if f.Router.Backends[class] == "" {
+			d.Errf(d.Line("router"), "router.backends", "class %q has no backend: each class needs its own, holding only its eligible regions", class)
+		}
+	}
+}
+
+// RequireRouter reports a router key a driver kind needs and that is unset.
+func (d *FleetDecoder) RequireRouter(f *Fleet, set bool, key, what string) {
+	if !set {
+		d.Errf(d.Line("router"), "router."+key, "required with driver %s: %s", f.Router.Driver, what)
+	}
+}
+
+func (p *fleetParser) decoder() *FleetDecoder { return &FleetDecoder{Checker: &p.Checker, p: p} }
 
 // checkPolicy: thresholds that make sense together.
 func (p *fleetParser) checkPolicy(f *Fleet) {
@@ -500,17 +484,9 @@ func (p *fleetParser) checkPolicy(f *Fleet) {
 }
 
 func (p *fleetParser) checkLaunchers(f *Fleet) {
-	ports := map[int]string{}
 	for _, name := range f.RegionNames() {
-		r := f.Regions[name]
-		if r.Launcher != nil && r.Launcher.Port != 0 {
-			if other, dup := ports[r.Launcher.Port]; dup {
-				p.errf(r.Line, "regions."+name+".launcher.port", "port %d is also %s's: two candidates cannot listen on one port", r.Launcher.Port, other)
-			}
-			ports[r.Launcher.Port] = name
-		}
-		if r.Launcher != nil && r.Launcher.Kind == LauncherEndpoint && r.Launcher.URL == "" && r.Endpoint == "" {
-			p.errf(r.Line, "regions."+name+".launcher.url", "an endpoint launcher needs a url, or the region's endpoint")
+		if r := f.Regions[name]; r.Launcher != nil && r.Launcher.Config != nil {
+			r.Launcher.Config.Check(p.decoder(), f, r)
 		}
 	}
 }
@@ -570,6 +546,7 @@ func (p *fleetParser) httpURL(n *yaml.Node, at string) string {
 
 func (p *fleetParser) region(name string, line int, n *yaml.Node, at string) *Region {
 	r := &Region{Name: name, Line: line}
+	p.lines.field[at] = line
 	if n.Kind != yaml.MappingNode {
 		p.errf(n.Line, at, "want a mapping with at least a replica, got %s", kindName(n))
 		return r
@@ -609,27 +586,10 @@ func (p *fleetParser) launcher(n *yaml.Node, at string) *Launcher {
 		p.errf(n.Line, at, "want a mapping such as {kind: exec, command: ...}, got %s", kindName(n))
 		return nil
 	}
+	p.lines.field[at] = n.Line
 	l := &Launcher{}
-	var kindLine int
-	p.mapping(n, at, false, map[string]func(*yaml.Node, string){
-		"kind": func(n *yaml.Node, at string) {
-			kindLine = n.Line
-			l.Kind = p.str(n, at, true)
-			if l.Kind != "" && l.Kind != LauncherExec && l.Kind != LauncherEndpoint {
-				p.errf(n.Line, at, "want exec or endpoint, got %q", l.Kind)
-			}
-		},
-		"command": func(n *yaml.Node, at string) {
-			l.Command = p.str(n, at, true)
-			if l.Command == "" {
-				return
-			}
-			// Render it once, as the exec launcher will, so that a bad template fails here.
-			el := &warm.ExecLauncher{Command: l.Command}
-			if _, err := el.CommandArgs(warm.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 8000}); err != nil {
-				p.errf(n.Line, at, "%s (fields: {{.ModelDir}}, {{.EngineConfig}}, {{.Host}}, {{.Port}})", strings.TrimPrefix(err.Error(), "exec launcher: "))
-			}
-		},
+	common := yamlnode.Fields{
+		"kind": func(n *yaml.Node, at string) {},
 		"env": func(n *yaml.Node, at string) {
 			l.Env = map[string]string{}
 			p.eachKey(n, at, func(k, v *yaml.Node, at string) {
@@ -644,47 +604,115 @@ func (p *fleetParser) launcher(n *yaml.Node, at string) *Launcher {
 				l.Env[k.Value] = v.Value
 			})
 		},
-		"url":  func(n *yaml.Node, at string) { l.URL = p.httpURL(n, at) },
-		"port": func(n *yaml.Node, at string) { l.Port = p.IntIn(n, at, 1, 65535) },
-	})
-	switch {
-	case l.Kind == "" && kindLine == 0:
-		p.errf(n.Line, at+".kind", "required: exec or endpoint")
-	case l.Kind == LauncherExec && l.Command == "":
-		p.errf(n.Line, at+".command", "an exec launcher needs a command")
-	case l.Kind == LauncherEndpoint && l.Command != "":
-		p.errf(n.Line, at+".command", "an endpoint launcher starts nothing; remove the command")
-	case l.Kind == LauncherExec && l.URL != "":
-		p.errf(n.Line, at+".url", "an exec launcher listens on the port it is given; remove the url")
-	case l.Kind == LauncherEndpoint && l.Port != 0:
-		p.errf(n.Line, at+".port", "an endpoint launcher starts nothing to listen; remove the port")
 	}
+	kinds := LauncherKinds()
+	kn := p.kindNode(n, "kind")
+	switch {
+	case kn == nil:
+		p.errf(n.Line, at+".kind", "required: one of %s", strings.Join(kinds, ", "))
+	default:
+		l.Kind = p.str(kn, at+".kind", true)
+		if l.Kind == "" {
+			break
+		}
+		k, ok := launcherKind(l.Kind)
+		if !ok {
+			p.errf(kn.Line, at+".kind", "%s", unknownKind(l.Kind, kinds))
+			break
+		}
+		l.Config = k.Config()
+	}
+	var own yamlnode.Fields
+	if l.Config != nil {
+		own = l.Config.Keys(p.decoder())
+	}
+	p.kindMapping(n, at, "launcher kind", l.Kind, l.Config != nil, common, own, func(name string) (yamlnode.Fields, bool) {
+		k, ok := launcherKind(name)
+		if !ok {
+			return nil, false
+		}
+		return k.Config().Keys(p.decoder()), true
+	}, kinds)
 	return l
+}
+
+// kindNode is the value of key in mapping n, nil when absent.
+func (p *fleetParser) kindNode(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Kind == yaml.ScalarNode && n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// kindMapping decodes a mapping of common keys and a kind's own: every key's line is kept (for
+// FleetDecoder.Line), an unknown key lists the keys the kind takes and, when another
+// registered kind takes it, says whose it is. Without a known kind (already reported), only
+// the common keys are decoded: the others cannot be judged.
+func (p *fleetParser) kindMapping(n *yaml.Node, at, what, kindDesc string, known bool, common, own yamlnode.Fields,
+	keysOf func(string) (yamlnode.Fields, bool), kinds []string) {
+	fields := yamlnode.Fields{}
+	line := func(fn func(*yaml.Node, string)) func(*yaml.Node, string) {
+		return func(n *yaml.Node, at string) { p.lines.field[at] = n.Line; fn(n, at) }
+	}
+	for k, fn := range common {
+		fields[k] = line(fn)
+	}
+	for k, fn := range own {
+		if _, dup := fields[k]; !dup {
+			fields[k] = line(fn)
+		}
+	}
+	if !known {
+		// only the common keys; the kind's own cannot be judged without it
+		c := *n
+		c.Content = nil
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if _, ok := common[n.Content[i].Value]; ok || n.Content[i].Kind != yaml.ScalarNode {
+				c.Content = append(c.Content, n.Content[i], n.Content[i+1])
+			}
+		}
+		p.mapping(&c, at, false, fields)
+		return
+	}
+	takes := strings.Join(slices.Sorted(maps.Keys(fields)), ", ")
+	c := *n
+	c.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if _, ok := fields[k.Value]; !ok && k.Kind == yaml.ScalarNode {
+			var others []string
+			for _, name := range kinds {
+				if fs, ok := keysOf(name); ok {
+					if _, has := fs[k.Value]; has {
+						others = append(others, name)
+					}
+				}
+			}
+			if len(others) > 0 {
+				p.errf(k.Line, yamlnode.Join(at, k.Value), "unknown key for %s %s (it is for %s %s); %s %s takes %s", what, kindDesc, what, strings.Join(others, ", "), what, kindDesc, takes)
+				continue
+			}
+		}
+		c.Content = append(c.Content, k, n.Content[i+1])
+	}
+	p.mapping(&c, at, false, fields)
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (p *fleetParser) router(n *yaml.Node, at string) Router {
 	r := Router{Timeout: DefaultRouterTimeout}
-	p.mapping(n, at, false, map[string]func(*yaml.Node, string){
-		"driver": func(n *yaml.Node, at string) {
-			r.Driver = p.str(n, at, true)
-			if r.Driver != "" && !slices.Contains(routerDrivers, r.Driver) {
-				p.errf(n.Line, at, "want one of %s, got %q", strings.Join(routerDrivers, ", "), r.Driver)
-			}
-		},
-		"socket":  func(n *yaml.Node, at string) { r.Socket = p.path(n, at) },
-		"url":     func(n *yaml.Node, at string) { r.URL = p.httpURL(n, at) },
-		"path":    func(n *yaml.Node, at string) { r.Path = p.path(n, at) },
+	p.lines.field[at] = n.Line
+	common := yamlnode.Fields{
+		"driver":  func(n *yaml.Node, at string) {},
 		"timeout": func(n *yaml.Node, at string) { r.Timeout = p.Duration(n, at) },
-		"allow_no_etag": func(n *yaml.Node, at string) {
-			p.lines.field[at] = n.Line
-			r.AllowNoETag = p.boolean(n, at)
-		},
 		"backends": func(n *yaml.Node, at string) {
 			r.Backends = map[string]string{}
 			p.eachKey(n, at, func(k, v *yaml.Node, at string) {
 				p.lines.backend[k.Value] = k.Line
+				p.lines.field[at] = k.Line
 				if s := p.str(v, at, true); s != "" {
 					if !yamlnode.ValidName(s) {
 						p.errf(v.Line, at, "not a valid backend name (letters, digits, '.', '_', '-'; at most 63)")
@@ -698,14 +726,44 @@ func (p *fleetParser) router(n *yaml.Node, at string) Router {
 			r.Frontends = map[string]string{}
 			p.eachKey(n, at, func(k, v *yaml.Node, at string) {
 				p.lines.frontend[k.Value] = k.Line
+				p.lines.field[at] = k.Line
 				if u := p.httpURL(v, at); u != "" {
 					r.Frontends[k.Value] = u
 				}
 			})
 		},
-	})
-	if n.Kind == yaml.MappingNode && r.Driver == "" {
-		p.errf(n.Line, at+".driver", "required: one of %s", strings.Join(routerDrivers, ", "))
 	}
+	if n.Kind != yaml.MappingNode {
+		p.mapping(n, at, false, common) // reports what it is instead
+		return r
+	}
+	kinds := DriverKinds()
+	dn := p.kindNode(n, "driver")
+	switch {
+	case dn == nil:
+		p.errf(n.Line, at+".driver", "required: one of %s", strings.Join(kinds, ", "))
+	default:
+		r.Driver = p.str(dn, at+".driver", true)
+		if r.Driver == "" {
+			break
+		}
+		k, ok := driverKind(r.Driver)
+		if !ok {
+			p.errf(dn.Line, at+".driver", "%s", unknownKind(r.Driver, kinds))
+			break
+		}
+		r.Config = k.Config()
+	}
+	var own yamlnode.Fields
+	if r.Config != nil {
+		own = r.Config.Keys(p.decoder())
+	}
+	p.kindMapping(n, at, "driver", r.Driver, r.Config != nil, common, own, func(name string) (yamlnode.Fields, bool) {
+		k, ok := driverKind(name)
+		if !ok {
+			return nil, false
+		}
+		return k.Config().Keys(p.decoder()), true
+	}, kinds)
 	return r
 }

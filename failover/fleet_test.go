@@ -28,7 +28,7 @@ func TestParseFleetFull(t *testing.T) {
 	use1 := f.Regions["us-east-1"]
 	if use1.Geo != "us" || use1.Replica != "s3://models-use1/llama-3.3-70b-awq" || use1.Endpoint != "http://vllm-use1.internal:8000" ||
 		use1.Capacity != (Capacity{60, 8000}) || use1.Launcher == nil || use1.Launcher.Kind != LauncherExec ||
-		!strings.Contains(use1.Launcher.Command, "{{.ModelDir}}") || use1.Line != 5 {
+		!strings.Contains(use1.Launcher.Config.(*ExecConfig).Command, "{{.ModelDir}}") || use1.Line != 5 {
 		t.Errorf("us-east-1 %+v %+v", use1, use1.Launcher)
 	}
 	if r := f.Regions["eu-west-1"]; r.Launcher != nil || r.Replica != "az://acct/models/llama-3.3-70b-awq" {
@@ -44,7 +44,7 @@ func TestParseFleetFull(t *testing.T) {
 	if got := strings.Join(f.Tenants["global"], ","); got != "us-east-1,us-west-2,eu-west-1,ap-southeast-1" {
 		t.Errorf("tenants.global %s (want file order)", got)
 	}
-	if f.Router.Driver != "haproxy" || f.Router.Backends["eu-only"] != "be_eu" || f.Router.Socket != "/run/haproxy/admin.sock" {
+	if f.Router.Driver != "haproxy" || f.Router.Backends["eu-only"] != "be_eu" || f.Router.Config.(*HAProxyConfig).Socket != "/run/haproxy/admin.sock" {
 		t.Errorf("router %+v", f.Router)
 	}
 	want := DefaultPolicy()
@@ -88,10 +88,10 @@ router: {driver: haproxy, socket: /s, backends: {g: be_g}, frontends: {g: "http:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Regions["a"].Launcher.Port != 18101 || f.Router.Frontends["g"] != "http://127.0.0.1:18111" {
+	if f.Regions["a"].Launcher.Config.(*ExecConfig).Port != 18101 || f.Router.Frontends["g"] != "http://127.0.0.1:18111" {
 		t.Fatalf("launcher %+v frontends %v", f.Regions["a"].Launcher, f.Router.Frontends)
 	}
-	o, err := f.BootOptions("a", nil)
+	o, err := f.BootOptions("a", LaunchOptions{})
 	if el, ok := o.Launcher.(*warm.ExecLauncher); err != nil || !ok || el.Port != 18101 {
 		t.Fatalf("boot options: %v %+v", err, o.Launcher)
 	}
@@ -111,7 +111,7 @@ func TestParseFleetErrors(t *testing.T) {
 		{"unknown top", head + "regions: {a: {replica: ./r}}\nregion: {}\n", []string{"fleet.yaml:3: region: unknown key"}},
 		{"unknown nested", head + "regions:\n  a:\n    replica: ./r\n    replicas: 3\n", []string{"fleet.yaml:5: regions.a.replicas: unknown key"}},
 		{"launcher kind", "model: {name: demo, manifest: m.json}\nregions:\n  eu-west-1:\n    replica: ./r\n    launcher:\n      kind: docker\n",
-			[]string{"fleet.yaml:6: regions.eu-west-1.launcher.kind: want exec or endpoint"}},
+			[]string{"fleet.yaml:6: regions.eu-west-1.launcher.kind: want one of exec, endpoint"}},
 		{"exec without command", head + "regions:\n  a: {replica: ./r, launcher: {kind: exec}}\n", []string{"regions.a.launcher.command: an exec launcher needs a command"}},
 		{"launcher without kind", head + "regions:\n  a: {replica: ./r, launcher: {command: x}}\n", []string{"regions.a.launcher.kind: required"}},
 		{"bad template", head + "regions:\n  a: {replica: ./r, launcher: {kind: exec, command: 'serve {{.Model}}'}}\n", []string{"fleet.yaml:3: regions.a.launcher.command:"}},
@@ -137,7 +137,7 @@ func TestParseFleetErrors(t *testing.T) {
 		{"lock ttl short", head + "regions: {a: {replica: ./r}}\nfailover: {lock_ttl: 500ms}\n", []string{"fleet.yaml:3: failover.lock_ttl: 500ms is outside 1s–1h0m0s"}},
 		{"lock ttl long", head + "regions: {a: {replica: ./r}}\nfailover: {lock_ttl: 2h}\n", []string{"fleet.yaml:3: failover.lock_ttl: 2h0m0s is outside"}},
 		{"lock ttl type", head + "regions: {a: {replica: ./r}}\nfailover: {lock_ttl: 60}\n", []string{"fleet.yaml:3: failover.lock_ttl: want a positive duration"}},
-		{"no etag driver", head + "regions: {a: {replica: ./r}}\nrouter: {driver: file, path: w.json, allow_no_etag: true}\n", []string{"router.allow_no_etag: only for drivers caddy and http"}},
+		{"no etag driver", head + "regions: {a: {replica: ./r}}\nrouter: {driver: file, path: w.json, allow_no_etag: true}\n", []string{"fleet.yaml:3: router.allow_no_etag: unknown key for driver file (it is for driver caddy, http)"}},
 		{"no etag type", head + "regions: {a: {replica: ./r}}\nrouter: {driver: http, url: 'http://x', allow_no_etag: yes}\n", []string{"router.allow_no_etag: want true or false"}},
 		{"dup key", head + "regions: {a: {replica: ./r}}\nsla: {rto: 1m}\nsla: {rto: 2m}\n", []string{"fleet.yaml:"}},
 		{"dup region", head + "regions:\n  a: {replica: ./r}\n  a: {replica: ./s}\n", []string{"fleet.yaml:"}},
@@ -166,7 +166,7 @@ func TestParseFleetErrors(t *testing.T) {
 		{"signals url", head + "regions: {a: {replica: ./r, signals: {metrics: 'x'}}}\n", []string{"regions.a.signals.metrics: want an http"}},
 		{"env value", head + "regions: {a: {replica: ./r, launcher: {kind: exec, command: x, env: {A: [1]}}}}\n", []string{"launcher.env.A: want a string"}},
 		{"launcher port range", head + "regions: {a: {replica: ./r, launcher: {kind: exec, command: x, port: 70000}}}\n", []string{"regions.a.launcher.port: want a whole number from 1 to 65535"}},
-		{"endpoint launcher port", head + "regions: {a: {replica: ./r, endpoint: 'http://h:1', launcher: {kind: endpoint, port: 80}}}\n", []string{"regions.a.launcher.port: an endpoint launcher starts nothing"}},
+		{"endpoint launcher port", head + "regions: {a: {replica: ./r, endpoint: 'http://h:1', launcher: {kind: endpoint, port: 80}}}\n", []string{"regions.a.launcher.port: unknown key for launcher kind endpoint (it is for launcher kind exec)"}},
 		{"launcher port shared", head + "regions:\n  a: {replica: ./r, launcher: {kind: exec, command: x, port: 9000}}\n  b: {replica: ./r, launcher: {kind: exec, command: x, port: 9000}}\n", []string{"fleet.yaml:4: regions.b.launcher.port: port 9000 is also a's"}},
 		{"frontend undefined class", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a]}\nrouter: {driver: haproxy, socket: /s, backends: {g: be_g}, frontends: {eu: 'http://127.0.0.1:1'}}\n",
 			[]string{"router.frontends.eu: tenant class \"eu\" is not defined"}},

@@ -151,7 +151,13 @@ func FleetDigest(f *Fleet) string {
 	for _, c := range slices.Sorted(maps.Keys(f.Tenants)) {
 		field(append([]string{"class", c}, f.Tenants[c]...)...)
 	}
-	field("router", f.Router.Driver, f.Router.Socket, f.Router.URL, f.Router.Path)
+	router := []string{"router", f.Router.Driver}
+	if f.Router.Config != nil {
+		router = append(router, f.Router.Config.Identity()...)
+	} else {
+		router = append(router, "", "", "")
+	}
+	field(router...)
 	for _, c := range slices.Sorted(maps.Keys(f.Router.Backends)) {
 		field("backend", c, f.Router.Backends[c])
 	}

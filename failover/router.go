@@ -192,21 +192,18 @@ func routerAnswer(what string, resp *http.Response) ([]byte, error) {
 	return b, nil
 }
 
-// OpenRouter returns the fleet's router driver.
+// OpenRouter returns the fleet's router driver, opened by its registered kind.
 func OpenRouter(f *Fleet) (Driver, error) {
-	switch f.Router.Driver {
-	case DriverFile:
-		return &FileRouter{Path: f.Router.Path}, nil
-	case DriverHAProxy:
-		return &HAProxyRouter{Socket: f.Router.Socket, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout}, nil
-	case DriverCaddy:
-		return NewCaddyRouter(f)
-	case DriverHTTP:
-		return &HTTPRouter{URL: f.Router.URL, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout, AllowNoETag: f.Router.AllowNoETag}, nil
-	case "":
+	switch {
+	case f.Router.Driver == "":
 		return nil, fmt.Errorf("%s: router.driver: required for failover", f.File)
+	case f.Router.Config == nil:
+		if _, ok := driverKind(f.Router.Driver); !ok {
+			return nil, fmt.Errorf("%s: router.driver: %s", f.File, unknownKind(f.Router.Driver, DriverKinds()))
+		}
+		return nil, fmt.Errorf("%s: router.driver %s: the fleet was not parsed by ParseFleet (no configuration)", f.File, f.Router.Driver)
 	}
-	return nil, fmt.Errorf("%s: router.driver %s: unknown", f.File, f.Router.Driver)
+	return f.Router.Config.Open(f)
 }
 
 // checkTopology verifies that a router's state can carry a class's traffic only to its eligible

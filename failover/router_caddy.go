@@ -36,7 +36,11 @@ type CaddyRouter struct {
 
 // NewCaddyRouter builds the driver from a fleet.
 func NewCaddyRouter(f *Fleet) (*CaddyRouter, error) {
-	c := &CaddyRouter{Admin: f.Router.URL, Routes: f.Router.Backends, Classes: f.Tenants, Dials: map[string]string{}, Timeout: f.Router.Timeout, AllowNoETag: f.Router.AllowNoETag}
+	cfg, ok := f.Router.Config.(*CaddyConfig)
+	if !ok {
+		return nil, fmt.Errorf("%s: router.driver is %q, not caddy", f.File, f.Router.Driver)
+	}
+	c := &CaddyRouter{Admin: cfg.URL, Routes: f.Router.Backends, Classes: f.Tenants, Dials: map[string]string{}, Timeout: f.Router.Timeout, AllowNoETag: cfg.AllowNoETag}
 	for name, r := range f.Regions {
 		if r.Endpoint == "" {
 			continue

@@ -74,7 +74,7 @@ state: %q
 	if err != nil {
 		t.Fatal(err)
 	}
-	router := &FileRouter{Path: f.Router.Path}
+	router := &FileRouter{Path: f.Router.Config.(*FileConfig).Path}
 	router.Apply(ctx, RouterState{Weights: Weights{"eu-only": {"eu-west-1": 50, "eu-central-1": 50}}})
 	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: router,
 		Signals: &LiveSignals{Fleet: f, Probe: warm.ProbeOptions{Timeout: 10 * time.Second, TTFTBudget: -1}}, LockTTL: 10 * time.Second}

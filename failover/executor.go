@@ -48,6 +48,12 @@ type Executor struct {
 	// AfterApply is called after a step's change is read back, before its result is
 	// journaled (tests crash here too: applied but not recorded).
 	AfterApply func(step int)
+
+	// notes are the router's notes (NotingDriver) as last logged.
+	notes struct {
+		sync.Mutex
+		last string
+	}
 }
 
 // RunOptions are a run's choices.
@@ -441,9 +447,28 @@ func (e *Executor) readRouter(ctx context.Context) (RouterState, error) {
 	return rs, err
 }
 
+// logNotes logs what the router reports beyond weights and states (NotingDriver), whenever it
+// differs from what was last logged.
+func (e *Executor) logNotes() {
+	n, ok := e.Router.(NotingDriver)
+	if !ok {
+		return
+	}
+	notes := n.Notes()
+	e.notes.Lock()
+	defer e.notes.Unlock()
+	if s := strings.Join(notes, "\n"); s != e.notes.last {
+		e.notes.last = s
+		for _, note := range notes {
+			e.log().Info("router reports", "router", e.Router.String(), "note", note)
+		}
+	}
+}
+
 // readVersioned is readRouter with the router's version of each class.
 func (e *Executor) readVersioned(ctx context.Context) (RouterState, RouterVersion, error) {
 	rs, v, err := ReadVersion(ctx, e.Router)
+	e.logNotes()
 	if err != nil {
 		return rs, nil, fmt.Errorf("read %s: %w", e.Router, err)
 	}

@@ -55,6 +55,15 @@ type ZeroDrainDriver interface {
 	ZeroWeightIsDrain() bool
 }
 
+// NotingDriver is a driver with something to report about the router beyond weights and states:
+// what its controllers say of the objects it drives (a gateway's Accepted and ResolvedRefs
+// conditions on an HTTPRoute). Notes is as of the driver's last read; the executor logs the
+// notes whenever they change.
+type NotingDriver interface {
+	Driver
+	Notes() []string
+}
+
 // The drivers' capabilities, checked at compile time.
 var (
 	_ ConditionalDriver = (*HTTPRouter)(nil)

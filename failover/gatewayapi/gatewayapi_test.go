@@ -1,0 +1,99 @@
+package gatewayapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lifeboat/failover"
+	"lifeboat/internal/emulators"
+	"lifeboat/internal/testbed"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
+
+// The test fleet: an EU-only class and a global one over four regions, each region's backend
+// the Service svc-<region>:8000 in the route's namespace.
+var testClasses = map[string][]string{
+	"eu-only": {"eu-west-1", "eu-central-1"},
+	"global":  {"us-east-1", "eu-west-1", "ap-southeast-1"},
+}
+
+var testRoutes = map[string]string{"eu-only": "route-eu", "global": "route-global"}
+
+func testServices() map[string]Backend {
+	out := map[string]Backend{}
+	for _, r := range []string{"us-east-1", "eu-west-1", "eu-central-1", "ap-southeast-1"} {
+		out[r] = Backend{Name: "svc-" + r, Port: 8000}
+	}
+	return out
+}
+
+
+// An API server that does not answer is ErrRouterUnreachable (exit 4), with nothing of the
+// kubeconfig's token in the message.
+func TestGatewayAPIUnreachable(t *testing.T) {
+	ln := closedPort(t)
+	dir := t.TempDir()
+	token := "s3cr3t-t0ken-never-printed"
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://%s", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: %s}}]
+contexts: [{name: x, context: {cluster: c, user: u, namespace: serving}}]
+current-context: x
+`, ln, token)
+	path := filepath.Join(dir, "kubeconfig")
+	os.WriteFile(path, []byte(kc), 0o600)
+	g, err := New(Config{Kubeconfig: path, Routes: testRoutes, Services: testServices(), Classes: testClasses, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(g.String(), "/namespaces/serving") {
+		t.Fatalf("the context's namespace is not the default: %s", g)
+	}
+	_, err = g.Read(context.Background())
+	if !errors.Is(err, failover.ErrRouterUnreachable) {
+		t.Fatalf("read: %v, want ErrRouterUnreachable", err)
+	}
+	if strings.Contains(err.Error(), token) || strings.Contains(g.String(), token) {
+		t.Fatalf("token in %q", err)
+	}
+	t.Logf("unreachable: %v", err)
+	if _, err := New(Config{Kubeconfig: path, Context: "nope", Routes: testRoutes, Services: testServices(), Classes: testClasses}); err == nil || !strings.Contains(err.Error(), `context "nope"`) {
+		t.Fatalf("unknown context: %v", err)
+	}
+	os.WriteFile(path, []byte("token: "+token+"\n\x00garbage: ["), 0o600)
+	if _, err := New(Config{Kubeconfig: path, Routes: testRoutes, Services: testServices(), Classes: testClasses}); err == nil || strings.Contains(err.Error(), token) {
+		t.Fatalf("a broken kubeconfig: %v", err)
+	}
+}
+
+func closedPort(t testing.TB) string {
+	t.Helper()
+	p, err := emulators.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p)
+}
+
+func TestParseBackend(t *testing.T) {
+	for in, want := range map[string]string{"svc:8000": "svc:8000", "ns/svc-a:80": "ns/svc-a:80"} {
+		b, err := ParseBackend(in)
+		if err != nil || b.String() != want {
+			t.Errorf("%s: %v %v", in, b, err)
+		}
+	}
+	for _, in := range []string{"svc", "svc:0", "svc:70000", "Svc:80", "a/b/c:80", "/svc:80", "svc:http"} {
+		if _, err := ParseBackend(in); err == nil {
+			t.Errorf("%s: accepted", in)
+		}
+	}
+}
+

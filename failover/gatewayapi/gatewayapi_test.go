@@ -97,3 +97,72 @@ func TestParseBackend(t *testing.T) {
 	}
 }
 
+
+// gwFleet is a fleet file on the gateway-api driver; router is the router's keys beyond driver.
+func gwFleet(router, state string) string {
+	return fmt.Sprintf(`model: {name: llama-demo, manifest: m.json}
+regions:
+  us-east-1: {replica: ./r, capacity: {replicas: 6, prefill_tokens_per_s: 8000}}
+  eu-west-1: {replica: ./r, capacity: {replicas: 4, prefill_tokens_per_s: 8000}}
+  eu-central-1: {replica: ./r, capacity: {replicas: 4, prefill_tokens_per_s: 8000}}
+  ap-southeast-1: {replica: ./r, capacity: {replicas: 3, prefill_tokens_per_s: 8000}}
+tenants:
+  eu-only: [eu-west-1, eu-central-1]
+  global: [us-east-1, eu-west-1, ap-southeast-1]
+router:
+  driver: gateway-api
+%s
+failover: {step_percent: 25, step_interval: 10ms, spill_cap_percent: 60, drain_timeout: 1s}
+state: %q
+`, router, state)
+}
+
+const gwRouterKeys = `  backends: {eu-only: route-eu, global: route-global}
+  services:
+    us-east-1: svc-us-east-1:8000
+    eu-west-1: svc-eu-west-1:8000
+    eu-central-1: svc-eu-central-1:8000
+    ap-southeast-1: svc-ap-southeast-1:8000`
+
+// The fleet file's router section for the driver: its keys decode into the driver's Config and
+// open it; what is missing or wrong is named by file, line and field.
+func TestGatewayAPIFleetConfig(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: prod, context: {cluster: c, user: u}}]
+current-context: prod
+`), 0o600)
+	path := filepath.Join(dir, "fleet.yaml")
+	f, err := failover.ParseFleet([]byte(gwFleet("  kubeconfig: ./kubeconfig\n  context: prod\n  namespace: serving\n"+gwRouterKeys, "file:///tmp/x")), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := f.Router.Config.(*FleetConfig)
+	if !ok || c.Kubeconfig != kc || c.Context != "prod" || c.Namespace != "serving" || c.Services["eu-west-1"] != (Backend{Name: "svc-eu-west-1", Port: 8000}) {
+		t.Fatalf("config %#v", f.Router.Config)
+	}
+	d, err := failover.OpenRouter(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d.String(); s != "gateway-api:https://127.0.0.1:6443/namespaces/serving" {
+		t.Fatalf("router %s", s)
+	}
+	for _, c := range []struct{ keys, want string }{
+		{"  backends: {eu-only: route-eu}\n  services: {us-east-1: a:1, eu-west-1: b:1, eu-central-1: c:1, ap-southeast-1: d:1}", `router.backends: class "global" has no backend`},
+		{"  backends: {eu-only: route-eu, global: route-global}\n  services: {us-east-1: a:1, eu-west-1: b:1, eu-central-1: c:1}", "router.services.ap-southeast-1: required with driver gateway-api"},
+		{"  backends: {eu-only: route-eu, global: route-global}\n  services: {us-east-1: a:1, eu-west-1: b:1, eu-central-1: c:1, ap-southeast-1: d:1, mars: e:1}", `router.services.mars: region "mars" is not defined`},
+		{"  backends: {eu-only: route-eu, global: route-global}\n  services: {us-east-1: a, eu-west-1: b:1, eu-central-1: c:1, ap-southeast-1: d:1}", `router.services.us-east-1: "a": want [namespace/]service:port`},
+		{"  namespace: Serving_1\n" + gwRouterKeys, "router.namespace"},
+		{"  socket: /run/haproxy.sock\n" + gwRouterKeys, "router.socket"},
+	} {
+		_, err := failover.ParseFleet([]byte(gwFleet(c.keys, "file:///tmp/x")), "fleet.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.keys, err, c.want)
+		}
+	}
+}

@@ -34,7 +34,6 @@ func testServices() map[string]Backend {
 	return out
 }
 
-
 // An API server that does not answer is ErrRouterUnreachable (exit 4), with nothing of the
 // kubeconfig's token in the message.
 func TestGatewayAPIUnreachable(t *testing.T) {
@@ -96,7 +95,6 @@ func TestParseBackend(t *testing.T) {
 		}
 	}
 }
-
 
 // gwFleet is a fleet file on the gateway-api driver; router is the router's keys beyond driver.
 func gwFleet(router, state string) string {

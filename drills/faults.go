@@ -119,6 +119,43 @@ func (fr *faultRouter) Apply(ctx context.Context, desired failover.RouterState) 
 	if err := fr.Driver.Apply(ctx, desired); err != nil {
 		return err
 	}
+	fr.applied()
+	return nil
+}
+
+// The wrapped driver's capabilities pass through (the executor asks them by type assertion):
+// conditional writes — the driver's own compare-and-swap, not a digest of a Read — and weight 0
+// as the drain.
+var (
+	_ failover.ConditionalDriver = (*faultRouter)(nil)
+	_ failover.ZeroDrainDriver   = (*faultRouter)(nil)
+)
+
+func (fr *faultRouter) ReadVersion(ctx context.Context) (failover.RouterState, failover.RouterVersion, error) {
+	if err := fr.down(); err != nil {
+		return failover.RouterState{}, nil, err
+	}
+	return failover.ReadVersion(ctx, fr.Driver)
+}
+
+func (fr *faultRouter) ApplyIf(ctx context.Context, desired failover.RouterState, since failover.RouterVersion, fence func() error) error {
+	if err := fr.down(); err != nil {
+		return err
+	}
+	if err := failover.ApplyIf(ctx, fr.Driver, desired, since, fence); err != nil {
+		return err
+	}
+	fr.applied()
+	return nil
+}
+
+func (fr *faultRouter) ZeroWeightIsDrain() bool { return failover.ZeroWeightIsDrain(fr.Driver) }
+
+// Unwrap is the wrapped driver.
+func (fr *faultRouter) Unwrap() failover.Driver { return fr.Driver }
+
+// applied counts a successful change; the afterStep-th starts the outage.
+func (fr *faultRouter) applied() {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	fr.applies++
@@ -126,7 +163,6 @@ func (fr *faultRouter) Apply(ctx context.Context, desired failover.RouterState) 
 		fr.downAt = fr.now()
 		fr.triggered, fr.downUntil = true, fr.downAt.Add(fr.duration)
 	}
-	return nil
 }
 
 // wentDown is when the outage started (zero: never).
@@ -234,7 +270,7 @@ func (r processRouter) ApplyIf(ctx context.Context, desired failover.RouterState
 	return failover.ApplyIf(ctx, r.Driver, desired, since, fence)
 }
 
-func (r processRouter) ZeroWeightIsDrain() bool {
-	z, ok := r.Driver.(failover.ZeroDrainDriver)
-	return ok && z.ZeroWeightIsDrain()
-}
+func (r processRouter) ZeroWeightIsDrain() bool { return failover.ZeroWeightIsDrain(r.Driver) }
+
+// Unwrap is the wrapped driver.
+func (r processRouter) Unwrap() failover.Driver { return r.Driver }

@@ -867,7 +867,7 @@ func (e *Executor) applyAndReadBack(s *session, target RouterState) (RouterState
 // diff compares as the driver routes: where weight 0 is the drain (Caddy), a ready region with
 // weight 0 and a drained one are the same.
 func (e *Executor) diff(want, got RouterState) []string {
-	if z, ok := e.Router.(ZeroDrainDriver); ok && z.ZeroWeightIsDrain() {
+	if ZeroWeightIsDrain(e.Router) {
 		return Diff(normalizeZeroDrain(want), normalizeZeroDrain(got))
 	}
 	return Diff(want, got)

@@ -72,6 +72,14 @@ var (
 	_ ZeroDrainDriver   = (*CaddyRouter)(nil)
 )
 
+// ZeroWeightIsDrain says whether weight 0 is the drain on d (a ZeroDrainDriver that says so). A
+// driver wrapper forwards it with this, as it forwards ConditionalDriver with ReadVersion and
+// ApplyIf, so that wrapping never loses a capability.
+func ZeroWeightIsDrain(d Driver) bool {
+	z, ok := d.(ZeroDrainDriver)
+	return ok && z.ZeroWeightIsDrain()
+}
+
 // ReadVersion reads d with each class's version: the driver's own when it is a
 // ConditionalDriver, else a digest of what it read.
 func ReadVersion(ctx context.Context, d Driver) (RouterState, RouterVersion, error) {

@@ -43,5 +43,8 @@ func (f *Fleet) BootOptions(region string, lo LaunchOptions) (warm.BootOptions, 
 		return o, err
 	}
 	o.Launcher, o.NoRestore = l, r.Launcher.AttachesOnly()
+	if ip, ok := r.Launcher.Config.(InPlaceLauncher); ok && ip.RestoresModelInPlace() {
+		o.ModelInPlace = true
+	}
 	return o, nil
 }

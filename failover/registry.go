@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -91,6 +92,22 @@ type AttachLauncher interface {
 type CommandLauncher interface {
 	LauncherConfig
 	CommandLine() string
+}
+
+// InPlaceLauncher is a launcher kind that restores the model where its replica runs (kubernetes:
+// an init container in the pod restores it from the region's replica): only the manifest's engine
+// and deployment parts are restored on this host (warm.BootOptions.ModelInPlace).
+type InPlaceLauncher interface {
+	LauncherConfig
+	RestoresModelInPlace() bool
+}
+
+// LeftoverCleaner is a warm.Launcher that finds and removes what its earlier boots left behind
+// when their process died (kill -9, a lost host), by its own labels, never touching anything it
+// did not create. It returns what it removed. `lifeboat drill cleanup` calls it for every region
+// whose launcher has it.
+type LeftoverCleaner interface {
+	CleanupLeftovers(ctx context.Context) ([]string, error)
 }
 
 // registry holds the registered kinds. It is written by init functions (RegisterDriver,

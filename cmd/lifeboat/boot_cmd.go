@@ -125,7 +125,7 @@ func (a *app) prepareBootRestore(ctx context.Context, fl *failover.Fleet, region
 	if err := warm.PrepareWorkdir(workdir); err != nil {
 		return noop, usageErr("--workdir %s: %v", workdir, err)
 	}
-	if warm.RestoredEarlier(workdir, o.Manifest) {
+	if warm.RestoredEarlier(workdir, o.LocalManifest()) {
 		return noop, nil
 	}
 	src, err := a.openStore(ctx, fl.Regions[region].Replica)

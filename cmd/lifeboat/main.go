@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	_ "lifeboat/verify/warm/kube" // the kubernetes launcher kind
 )
 
 func main() {

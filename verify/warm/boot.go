@@ -32,8 +32,12 @@ type BootOptions struct {
 	Workdir string
 	// NoRestore boots what is at an endpoint: nothing is restored (an endpoint launcher).
 	NoRestore bool
-	Launcher  Launcher
-	Env       []string // KEY=VALUE for the launched replica
+	// ModelInPlace: the launcher restores the model where the replica runs (the Kubernetes
+	// launcher's init container), so only the manifest's engine and deployment parts are restored
+	// into Workdir; the launcher gets the whole manifest (Spec.Manifest).
+	ModelInPlace bool
+	Launcher     Launcher
+	Env          []string // KEY=VALUE for the launched replica
 	// Probe says what warm means; Models and LoRAs default to the engine config's
 	// served-model-name(s) (else the model directory, as vLLM does) and lora-modules names.
 	Probe   ProbeOptions
@@ -125,14 +129,15 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 		}
 		bundle := filepath.Join(wd, "bundle")
 		t0 := time.Now()
-		if why := restoredEarlier(wd, o.Manifest); why != "" {
+		local := o.LocalManifest()
+		if why := restoredEarlier(wd, local); why != "" {
 			res.RestoreSkipped = why
 		} else {
 			if o.From == nil {
 				return res, fmt.Errorf("%w: no replica to restore from", ErrBootInput)
 			}
 			_ = os.Remove(recordPath(wd))
-			rep, err := replicate.Restore(ctx, o.Manifest, o.From, bundle, o.Restore)
+			rep, err := replicate.Restore(ctx, local, o.From, bundle, o.Restore)
 			res.Restore = rep
 			res.Timings.RestoreS = secs(time.Since(t0))
 			if err != nil {
@@ -145,15 +150,16 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 			case replicate.Unreachable:
 				return res, fmt.Errorf("restore from %s: %w", o.From, providers.ErrUnreachable)
 			case replicate.OK:
-				if err := writeRecord(wd, o.Manifest); err != nil {
+				if err := writeRecord(wd, local); err != nil {
 					return res, err
 				}
 			default:
 				restoreOK = false
 			}
 		}
-		res.Layout = replicate.BundleLayout(o.Manifest, bundle)
+		res.Layout = replicate.BundleLayout(local, bundle)
 		spec.ModelDir, spec.EngineConfig = res.Layout.ModelDir, res.Layout.EngineConfig
+		spec.DeployDir, spec.Manifest = res.Layout.DeployDir, o.Manifest
 		spec.LogPath = filepath.Join(wd, "replica.log")
 
 		// What the replica should serve, from the engine config as restored.
@@ -203,6 +209,28 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 		return res, fmt.Errorf("stop: %w", err)
 	}
 	return res, nil
+}
+
+// LocalManifest is what Boot restores into Workdir: the manifest, without its model part when
+// ModelInPlace.
+func (o *BootOptions) LocalManifest() *manifest.Manifest {
+	if o.ModelInPlace && o.Manifest != nil {
+		return withoutModel(o.Manifest)
+	}
+	return o.Manifest
+}
+
+// withoutModel is m without its model part: what a launcher that restores the model where the
+// replica runs needs on this host.
+func withoutModel(m *manifest.Manifest) *manifest.Manifest {
+	c := *m
+	c.Files = nil
+	for _, f := range m.Files {
+		if f.Part != manifest.PartModel {
+			c.Files = append(c.Files, f)
+		}
+	}
+	return &c
 }
 
 // expectFromEngine fills the probe's expected served names and LoRA adapters from the engine

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"lifeboat/manifest"
 	"lifeboat/providers"
 )
 
@@ -26,6 +27,11 @@ type Spec struct {
 	EngineConfig string   // the engine config YAML (vllm serve --config)
 	Env          []string // KEY=VALUE pairs added to the launched process's environment
 	LogPath      string   // where stdout and stderr go; "" = a new file under os.TempDir()
+	// DeployDir is the restored bundle's deployment part (the DR manifest's third part) and
+	// Manifest the manifest that proves it: what a launcher that applies the bundle's own
+	// deployment (Kubernetes) needs. Empty/nil when nothing was restored.
+	DeployDir string
+	Manifest  *manifest.Manifest
 }
 
 // Launcher starts a candidate replica. Launch returns once the replica has been started — not once

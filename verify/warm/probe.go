@@ -38,10 +38,34 @@ const (
 	ChatFailed     Verdict = "CHAT_FAILED"     // the streamed generation failed (no chat template, error frame, garbage, stall …)
 	Slow           Verdict = "SLOW"            // TTFT over budget
 	Saturated      Verdict = "SATURATED"       // healthy, but waiting queue or KV-cache usage over thresholds
+
+	// What a launcher that schedules the replica (Kubernetes) can say before it ever listens.
+	Unschedulable Verdict = "UNSCHEDULABLE" // no node fits the pod (insufficient nvidia.com/gpu, a taint …)
+	ImagePull     Verdict = "IMAGE_PULL"    // the image cannot be pulled (ImagePullBackOff, ErrImagePull)
+	CrashLoop     Verdict = "CRASH_LOOP"    // a container keeps exiting (CrashLoopBackOff; its last log lines attached)
+	OOMKilled     Verdict = "OOM_KILLED"    // a container was killed for exceeding its memory limit
+	NotReady      Verdict = "NOT_READY"     // running, but not Ready (its readiness probe fails, or it cannot be created)
 )
 
+// LaunchFailure is an Instance's ExitErr (with Exited closed) when its launcher knows why the
+// replica cannot serve — a pod no node can take, an image that cannot be pulled, a crash loop:
+// the probe reports Verdict and Reason instead of a bare EXITED or a timeout.
+type LaunchFailure struct {
+	Verdict Verdict
+	Reason  string // what the launcher saw, sanitised
+	LogTail string // the failed container's last log lines, redacted ("" when none)
+}
+
+func (f *LaunchFailure) Error() string { return string(f.Verdict) + ": " + f.Reason }
+
+// Diagnoser is an Instance that can say why its replica is not serving yet, when the probe's
+// time runs out before it listened (nil: nothing it can name).
+type Diagnoser interface {
+	Diagnose(ctx context.Context) *LaunchFailure
+}
+
 // verdictRank orders failures: the first failure in this order names the verdict.
-var verdictRank = []Verdict{Exited, Loading, EngineDead, ModelMissing, AdapterMissing, ChatFailed, Saturated, Slow}
+var verdictRank = []Verdict{Unschedulable, ImagePull, OOMKilled, CrashLoop, NotReady, Exited, Loading, EngineDead, ModelMissing, AdapterMissing, ChatFailed, Saturated, Slow}
 
 // Defaults for ProbeOptions zero values.
 const (
@@ -230,6 +254,12 @@ func (p *prober) awaitExit(d time.Duration) bool {
 
 func (p *prober) exitCheck() {
 	err := p.o.Instance.ExitErr()
+	var lf *LaunchFailure
+	if errors.As(err, &lf) {
+		p.res.LogTail = lf.LogTail
+		p.check("replica", false, lf.Verdict, "%s", lf.Reason)
+		return
+	}
 	status := "exit status 0"
 	if err != nil {
 		status = err.Error()
@@ -387,6 +417,15 @@ func (p *prober) waitListen(ctx context.Context) bool {
 			why := "timed out"
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				why = "interrupted"
+			} else if d, ok := p.o.Instance.(Diagnoser); ok {
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				lf := d.Diagnose(dctx)
+				cancel()
+				if lf != nil {
+					p.res.LogTail = lf.LogTail
+					p.check("replica", false, lf.Verdict, "%s (after %s)", lf.Reason, time.Since(p.start).Round(time.Millisecond))
+					return false
+				}
 			}
 			p.check("listen", false, Loading, "%s did not listen (%s after %s, %d attempts; last: %v)", addr, why, time.Since(p.start).Round(time.Millisecond), attempts, lastErr)
 			return false

@@ -1,0 +1,124 @@
+package kube
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"lifeboat/failover"
+	"lifeboat/failover/yamlnode"
+	"lifeboat/providers"
+	"lifeboat/verify/warm"
+)
+
+// Kind is the launcher kind's name in a fleet file (launcher: {kind: kubernetes, …}).
+const Kind = "kubernetes"
+
+func init() {
+	failover.RegisterLauncher(failover.LauncherKind{Name: Kind, Config: func() failover.LauncherConfig { return &FleetConfig{} }})
+}
+
+var (
+	_ failover.LauncherConfig  = (*FleetConfig)(nil)
+	_ failover.InPlaceLauncher = (*FleetConfig)(nil)
+	_ failover.LeftoverCleaner = (*Launcher)(nil)
+)
+
+// FleetConfig is a region's launcher: {kind: kubernetes, …} as the fleet file says it.
+type FleetConfig struct {
+	Kubeconfig      string        `json:"kubeconfig,omitempty"`
+	Context         string        `json:"context,omitempty"`
+	Namespace       string        `json:"namespace"`
+	URL             string        `json:"url,omitempty"`
+	Image           string        `json:"image"`
+	Port            int           `json:"port,omitempty"`
+	ModelVolume     string        `json:"model_volume,omitempty"`
+	EngineVolume    string        `json:"engine_volume,omitempty"`
+	RestoreSecret   string        `json:"restore_secret,omitempty"`
+	ScheduleTimeout time.Duration `json:"schedule_timeout,omitempty"`
+	Heartbeat       time.Duration `json:"heartbeat,omitempty"`
+}
+
+var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+func (c *FleetConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+	name := func(n *yaml.Node, at string) string {
+		s := d.Str(n, at, true)
+		if s != "" && !dnsLabelRE.MatchString(s) {
+			d.Errf(n.Line, at, "%q is not a Kubernetes name (lower-case letters, digits and '-', at most 63)", s)
+			return ""
+		}
+		return s
+	}
+	return yamlnode.Fields{
+		"kubeconfig":       func(n *yaml.Node, at string) { c.Kubeconfig = d.Path(n, at) },
+		"context":          func(n *yaml.Node, at string) { c.Context = d.Str(n, at, true) },
+		"namespace":        func(n *yaml.Node, at string) { c.Namespace = name(n, at) },
+		"url":              func(n *yaml.Node, at string) { c.URL = d.HTTPURL(n, at) },
+		"image":            func(n *yaml.Node, at string) { c.Image = d.Str(n, at, true) },
+		"port":             func(n *yaml.Node, at string) { c.Port = d.IntIn(n, at, 1, 65535) },
+		"model_volume":     func(n *yaml.Node, at string) { c.ModelVolume = name(n, at) },
+		"engine_volume":    func(n *yaml.Node, at string) { c.EngineVolume = name(n, at) },
+		"restore_secret":   func(n *yaml.Node, at string) { c.RestoreSecret = d.Str(n, at, true) },
+		"schedule_timeout": func(n *yaml.Node, at string) { c.ScheduleTimeout = d.Duration(n, at) },
+		"heartbeat":        func(n *yaml.Node, at string) { c.Heartbeat = d.Duration(n, at) },
+	}
+}
+
+func (c *FleetConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *failover.Region) {
+	at := "regions." + r.Name + ".launcher"
+	if c.Namespace == "" {
+		d.Errf(d.Line(at), at+".namespace", "a kubernetes launcher needs the namespace it boots in")
+	}
+	if c.Image == "" {
+		d.Errf(d.Line(at), at+".image", "a kubernetes launcher needs the lifeboat image its init container restores the model with")
+	}
+	if r.Launcher == nil {
+		return
+	}
+	keys := make([]string, 0, len(r.Launcher.Env))
+	for k := range r.Launcher.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if providers.SecretEnvName(k) {
+			d.Errf(d.Line(at), at+".env."+k, "looks like a secret: a kubernetes launcher would write it into the Deployment in clear; put it in a Secret the bundle's manifests reference")
+		}
+	}
+}
+
+// RestoresModelInPlace: the pod's init container restores the model (failover.InPlaceLauncher).
+func (c *FleetConfig) RestoresModelInPlace() bool { return true }
+
+// Config is the launcher configuration for region r of fleet f.
+func (c *FleetConfig) Config(f *failover.Fleet, r *failover.Region) Config {
+	cfg := Config{
+		Region: r.Name, Kubeconfig: c.Kubeconfig, Context: c.Context, Namespace: c.Namespace, URL: c.URL,
+		Image: c.Image, Replica: r.Replica, RestoreSecret: c.RestoreSecret, Port: c.Port,
+		ModelVolume: c.ModelVolume, EngineVolume: c.EngineVolume,
+		ScheduleTimeout: c.ScheduleTimeout, Heartbeat: c.Heartbeat,
+	}
+	if r.Launcher != nil {
+		keys := make([]string, 0, len(r.Launcher.Env))
+		for k := range r.Launcher.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			cfg.Env = append(cfg.Env, k+"="+r.Launcher.Env[k])
+		}
+	}
+	return cfg
+}
+
+func (c *FleetConfig) Launcher(f *failover.Fleet, r *failover.Region, _ failover.LaunchOptions) (warm.Launcher, error) {
+	l, err := New(c.Config(f, r))
+	if err != nil {
+		return nil, fmt.Errorf("%s: regions.%s.launcher: %w", f.File, r.Name, err)
+	}
+	return l, nil
+}

@@ -1,0 +1,106 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+)
+
+// forward is one port-forward through the API server to a pod.
+type forward struct {
+	pod  string
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func (f *forward) close() {
+	f.once.Do(func() { close(f.stop) })
+	<-f.done
+}
+
+// ensureForward keeps a port-forward from the instance's local port to the serving container of a
+// Ready pod: started when one is Ready, started again (on another Ready pod) when it ended.
+func (in *instance) ensureForward(ctx context.Context) {
+	in.mu.Lock()
+	cur := in.pf
+	in.mu.Unlock()
+	if cur != nil {
+		select {
+		case <-cur.done:
+		default:
+			return // still forwarding
+		}
+	}
+	pods, err := in.pods(ctx)
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		if !podReady(p) {
+			continue
+		}
+		f, err := in.l.portForward(in.ns, p.Name, in.localPort, in.port)
+		if err != nil {
+			in.l.cfg.Log.Warn("port-forward", "pod", p.Name, "err", err)
+			return
+		}
+		in.mu.Lock()
+		if in.stopped {
+			in.mu.Unlock()
+			f.close()
+			return
+		}
+		in.pf = f
+		in.mu.Unlock()
+		in.l.cfg.Log.Info("port-forward", "pod", p.Name, "local", in.localPort, "port", in.port)
+		return
+	}
+}
+
+// portForward forwards 127.0.0.1:local to the pod's port through the API server (websocket, with
+// SPDY as the fallback, as kubectl does). It returns once the local port listens.
+func (l *Launcher) portForward(ns, pod string, local, remote int) (*forward, error) {
+	u, err := url.Parse(strings.TrimRight(l.rc.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(pod) + "/portforward")
+	if err != nil {
+		return nil, err
+	}
+	rt, upgrader, err := spdy.RoundTripperFor(l.rc)
+	if err != nil {
+		return nil, err
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, http.MethodPost, u)
+	if ws, err := portforward.NewSPDYOverWebsocketDialer(u, l.rc); err == nil {
+		dialer = portforward.NewFallbackDialer(ws, dialer, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+	}
+	f := &forward{pod: pod, stop: make(chan struct{}), done: make(chan struct{})}
+	ready := make(chan struct{})
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("%d:%d", local, remote)}, f.stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		defer close(f.done)
+		errc <- pf.ForwardPorts()
+	}()
+	select {
+	case <-ready:
+		return f, nil
+	case err := <-errc:
+		if err == nil {
+			err = fmt.Errorf("port-forward to pod %s ended", pod)
+		}
+		return nil, fmt.Errorf("port-forward to pod %s: %w", pod, err)
+	}
+}

@@ -1,0 +1,188 @@
+// Package kube is the Kubernetes launcher: it boots a candidate replica by applying the bundle's
+// own deployment manifests to a namespace, with the model the DR manifest proves restored into
+// the pod by an init container (`lifeboat restore` from the region's replica), waits for the
+// rollout while naming what Kubernetes says (Unschedulable, ImagePullBackOff, CrashLoopBackOff,
+// OOMKilled, readiness failing), lets the warm prober reach the replica at a URL the fleet gives
+// or through a port-forward, and removes everything it created when it stops — or, after a
+// crash, the next run does, by label.
+//
+// It talks to the API server through the dynamic client and REST (no typed clientset, so the
+// binary does not register every API group at start-up).
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"lifeboat/providers"
+	"lifeboat/verify/warm"
+)
+
+// Labels and annotations the launcher puts on everything it creates.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "lifeboat"
+	LabelRun       = "lifeboat.dev/run"    // one boot's id
+	LabelRegion    = "lifeboat.dev/region" // the fleet's region
+	// AnnotationHeartbeat on the owner ConfigMap is renewed while its boot runs: a boot whose
+	// heartbeat is older than three intervals is a leftover any later run removes.
+	AnnotationHeartbeat = "lifeboat.dev/heartbeat"
+	FieldManager        = "lifeboat"
+	// BundleVolume is the emptyDir the init container restores the bundle into.
+	BundleVolume  = "lifeboat-bundle"
+	InitContainer = "lifeboat-restore"
+)
+
+// Defaults of Config's zero values.
+const (
+	DefaultModelVolume  = "model"
+	DefaultEngineVolume = "engine-config"
+	DefaultHeartbeat    = 10 * time.Second
+	DefaultPoll         = time.Second
+	DefaultLogLines     = 40
+)
+
+// Config is one region's Kubernetes launcher.
+type Config struct {
+	Region string // the fleet's region (a label on everything applied)
+	// Kubeconfig is the kubeconfig file ("" = $KUBECONFIG or ~/.kube/config, else the
+	// in-cluster service account); Context one of its contexts ("" = its current one).
+	Kubeconfig, Context string
+	Namespace           string // where the bundle's objects are applied (required)
+	// URL is where the prober reaches the replica (a Service DNS name when Lifeboat runs in the
+	// cluster, an ingress URL); "" = a port-forward through the API server to the pod.
+	URL string
+	// Image is the init container's image: a lifeboat binary that restores the bundle from
+	// Replica (the region's replica store URL) into the pod.
+	Image, Replica string
+	// RestoreSecret names a Secret whose keys are the init container's environment (the replica
+	// store's credentials); "" = none (workload identity).
+	RestoreSecret string
+	// Port is the container port the port-forward reaches; 0 = the serving container's port
+	// named "http", else its first.
+	Port int
+	// ModelVolume and EngineVolume are the pod volumes of the bundle's Deployment that hold the
+	// model and the engine config; both are replaced by the restored bundle.
+	ModelVolume, EngineVolume string
+	Env                       []string // KEY=VALUE added to the serving container (no secrets)
+	// ScheduleTimeout is how long a pod may stay Unschedulable before that is the verdict (a
+	// cluster autoscaler adding GPU nodes needs minutes); 0 = at once.
+	ScheduleTimeout time.Duration
+	Heartbeat       time.Duration // the owner's heartbeat (default 10s)
+	Poll            time.Duration // how often the rollout is looked at (default 1s)
+	Log             *slog.Logger
+}
+
+// Launcher is the Kubernetes launcher (warm.Launcher).
+type Launcher struct {
+	cfg  Config
+	rc   *rest.Config
+	dyn  dynamic.Interface
+	http *http.Client
+	rm   *mapper
+}
+
+var _ warm.Launcher = (*Launcher)(nil)
+
+// New checks cfg and connects (lazily: nothing is sent before Launch or CleanupLeftovers).
+func New(cfg Config) (*Launcher, error) {
+	if cfg.Namespace == "" {
+		return nil, errors.New("kubernetes launcher: namespace is required")
+	}
+	if cfg.Image == "" {
+		return nil, errors.New("kubernetes launcher: image (a lifeboat image for the init container that restores the model) is required")
+	}
+	for _, kv := range cfg.Env {
+		if k, _, _ := strings.Cut(kv, "="); providers.SecretEnvName(k) {
+			return nil, fmt.Errorf("kubernetes launcher: env %s looks like a secret: it would be written into the Deployment in clear; put it in a Secret the bundle's manifests reference", k)
+		}
+	}
+	if cfg.URL != "" {
+		u, err := warm.NormalizeBaseURL(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes launcher: url: %w", err)
+		}
+		cfg.URL = u
+	}
+	if cfg.ModelVolume == "" {
+		cfg.ModelVolume = DefaultModelVolume
+	}
+	if cfg.EngineVolume == "" {
+		cfg.EngineVolume = DefaultEngineVolume
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if cfg.Kubeconfig != "" {
+		rules.ExplicitPath = cfg.Kubeconfig
+	}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes launcher: kubeconfig %s: %w", kubeconfigName(cfg.Kubeconfig), err)
+	}
+	rc.UserAgent = "lifeboat"
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes launcher: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes launcher: %w", err)
+	}
+	return &Launcher{cfg: cfg, rc: rc, dyn: dyn, http: hc, rm: &mapper{rc: rc, http: hc, lists: map[string]*metav1.APIResourceList{}}}, nil
+}
+
+func kubeconfigName(p string) string {
+	if p == "" {
+		return "(default: $KUBECONFIG, ~/.kube/config or in-cluster)"
+	}
+	return p
+}
+
+// Namespace is where the launcher applies.
+func (l *Launcher) Namespace() string { return l.cfg.Namespace }
+
+var (
+	gvrConfigMap  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvrPod        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	gvrEvent      = schema.GroupVersionResource{Version: "v1", Resource: "events"}
+	gvrDeployment = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	gvrReplicaSet = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+)
+
+func newRunID() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ownerName is the ConfigMap that owns one boot's objects.
+func ownerName(run string) string { return "lifeboat-boot-" + run }
+
+// sanitize is the one treatment of any string the API server (or a pod) sent.
+func sanitize(s string) string { return providers.Sanitize(s, 400) }
+
+// withTimeout bounds one API call.
+func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 30*time.Second)
+}

@@ -46,17 +46,17 @@ func (ff *fileFault) plant(ctx context.Context, keep func([]byte) error) error {
 	if err := keep(ff.original); err != nil {
 		return fmt.Errorf("fault %q: record its undo before injecting it: %w", ff.f.Name, err)
 	}
-	switch ff.f.Kind {
-	case FaultMissingFile:
+	kind, _ := kindOfFault(ff.f.Kind)
+	if kind.plant == nil {
+		return fmt.Errorf("fault %q: kind %s changes no replica file", ff.f.Name, ff.f.Kind)
+	}
+	bad, remove, err := kind.plant(bytes.Clone(ff.original))
+	switch {
+	case err != nil:
+		return fmt.Errorf("fault %q: %s: %w", ff.f.Name, ff.f.Path, err)
+	case remove:
 		err = ff.store.Delete(ctx, ff.f.Path, providers.DeleteOptions{})
-	case FaultCorruptFile:
-		bad := bytes.Clone(ff.original)
-		if len(bad) == 0 {
-			return fmt.Errorf("fault %q: %s is empty: nothing to corrupt", ff.f.Name, ff.f.Path)
-		}
-		for i := len(bad) / 2; i < len(bad) && i < len(bad)/2+4; i++ {
-			bad[i] ^= 0xA5 // same size, other bytes: only a checksum or a re-read tells
-		}
+	default:
 		_, err = ff.store.Write(ctx, ff.f.Path, bytes.NewReader(bad), providers.WriteOptions{Size: int64(len(bad))})
 	}
 	if err != nil {

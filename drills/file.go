@@ -39,8 +39,6 @@ const (
 	FaultKillMidRamp       = "kill-mid-ramp"      // the orchestrator dies after applying ramp step after_step (before journaling it), and is resumed
 )
 
-var faultKinds = []string{FaultMissingFile, FaultCorruptFile, FaultBootFails, FaultSaturate, FaultRouterUnreachable, FaultKillMidRamp}
-
 // DefaultSaturateArgs are appended to a saturated candidate's command: the engine simulator's
 // saturation flag. For a real vLLM, name the arguments that make it saturate (or point the
 // region at a loaded pool).
@@ -287,22 +285,17 @@ func fault(c *yamlnode.Checker, n *yaml.Node, at string) Fault {
 	if n.Kind != yaml.MappingNode {
 		return f
 	}
-	needs := map[string][]string{
-		FaultMissingFile: {"region", "path"}, FaultCorruptFile: {"region", "path"},
-		FaultBootFails: {"region"}, FaultSaturate: {"region"},
-		FaultRouterUnreachable: {"duration"}, FaultKillMidRamp: {},
-	}
-	req, ok := needs[f.Kind]
+	kind, ok := kindOfFault(f.Kind)
 	if !ok {
 		if f.Kind != "" {
-			c.Errf(n.Line, at+".kind", "unknown fault %q (want one of %s)", f.Kind, strings.Join(faultKinds, ", "))
+			c.Errf(n.Line, at+".kind", "unknown fault %q (want one of %s)", f.Kind, strings.Join(FaultKinds(), ", "))
 		} else {
-			c.Errf(n.Line, at+".kind", "required (one of %s)", strings.Join(faultKinds, ", "))
+			c.Errf(n.Line, at+".kind", "required (one of %s)", strings.Join(FaultKinds(), ", "))
 		}
 		return f
 	}
 	set := map[string]bool{"region": f.Region != "", "path": f.Path != "", "duration": f.Duration > 0}
-	for _, k := range req {
+	for _, k := range kind.needs {
 		if !set[k] {
 			c.Errf(n.Line, at+"."+k, "required for a %s fault", f.Kind)
 		}
@@ -310,8 +303,8 @@ func fault(c *yamlnode.Checker, n *yaml.Node, at string) Fault {
 	if f.Path != "" && (strings.HasPrefix(f.Path, "/") || slices.Contains(strings.Split(f.Path, "/"), "..")) {
 		c.Errf(n.Line, at+".path", "a bundle path such as model/tokenizer.json (relative, no ..)")
 	}
-	if f.Kind == FaultSaturate && f.Args == "" {
-		f.Args = DefaultSaturateArgs
+	if kind.defaults != nil {
+		kind.defaults(&f)
 	}
 	if f.Name == "" {
 		f.Name = f.Kind

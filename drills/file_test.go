@@ -100,7 +100,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%+v", d)
 		}
 		for _, fl := range d.Faults {
-			if fl.Name == "" || !slices.Contains(faultKinds, fl.Kind) {
+			if fl.Name == "" || !slices.Contains(FaultKinds(), fl.Kind) {
 				t.Fatalf("fault %+v", fl)
 			}
 		}

@@ -52,6 +52,9 @@ type rigOptions struct {
 	state  string         // the state store URL; "": a directory of the rig
 	router string         // the fleet's router: mapping; "": the file router (weights.json)
 	ports  map[string]int // region → its candidate's port; none: a free port
+	// launcher is a candidate's launcher: mapping, given the lifeboat binary and its port
+	// (0: a free one); nil: an exec launcher running the binary's engine-sim.
+	launcher func(bin string, port int) string
 	// baseline is the router's state before the drill (its classes are the fleet's tenants,
 	// each eligible where it has a weight); zero: baseline.
 	baseline failover.RouterState
@@ -91,6 +94,10 @@ func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Conte
 		testbed.Seed(t, r.store, fx)
 		fmt.Fprintf(&b, "  %s:\n    replica: %q\n    capacity: {replicas: 4, prefill_tokens_per_s: 8000}\n", r.name, r.url)
 		if r.archive {
+			continue
+		}
+		if o.launcher != nil {
+			fmt.Fprintf(&b, "    launcher: %s\n", o.launcher(bin, o.ports[r.name]))
 			continue
 		}
 		port := ""

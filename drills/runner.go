@@ -135,8 +135,10 @@ func (r *Runner) Check() error {
 		if fl.Path != "" && r.Manifest != nil && !slices.ContainsFunc(r.Manifest.Files, func(m manifest.File) bool { return m.Path == fl.Path }) {
 			at(fl.Line, fmt.Sprintf("faults[%d].path", i), "%s is not a file of the manifest", fl.Path)
 		}
-		if reg := f.Regions[fl.Region]; (fl.Kind == FaultBootFails || fl.Kind == FaultSaturate) && reg != nil && !commandLauncher(reg) {
-			at(fl.Line, fmt.Sprintf("faults[%d].region", i), "%s has no launcher that runs a command line (such as exec): the drill cannot alter its candidate's", fl.Region)
+		if k, ok := kindOfFault(fl.Kind); ok {
+			if msg := k.fleetProblem(fl, f); msg != "" {
+				at(fl.Line, fmt.Sprintf("faults[%d].region", i), "%s", msg)
+			}
 		}
 	}
 	for i, e := range d.Expect {
@@ -210,7 +212,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	for i, f := range r.Drill.Faults {
 		x.rep.Faults = append(x.rep.Faults, FaultResult{Fault: f})
 		x.faultIdx[f.Name] = i
-		if f.Kind == FaultRouterUnreachable {
+		if effectOf(f) == effectRouter {
 			x.router.afterStep, x.router.duration = f.AfterStep, f.Duration
 		}
 	}
@@ -310,7 +312,7 @@ func (x *run) openReplicas() error {
 func (x *run) plantFileFaults() error {
 	for i := range x.rep.Faults {
 		f := &x.rep.Faults[i].Fault
-		if f.Kind != FaultMissingFile && f.Kind != FaultCorruptFile {
+		if effectOf(*f) != effectReplica {
 			continue
 		}
 		file := manifest.File{}
@@ -342,10 +344,11 @@ func (x *run) plantFileFaults() error {
 
 func (x *run) fault(name string) *FaultResult { return &x.rep.Faults[x.faultIdx[name]] }
 
-func (x *run) faultsOf(kind string) []*FaultResult {
+// faultsOf are the faults that act at effect.
+func (x *run) faultsOf(effect faultEffect) []*FaultResult {
 	var out []*FaultResult
 	for i := range x.rep.Faults {
-		if x.rep.Faults[i].Kind == kind {
+		if effectOf(x.rep.Faults[i].Fault) == effect {
 			out = append(out, &x.rep.Faults[i])
 		}
 	}
@@ -448,15 +451,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// commandLauncher: the region's candidate runs a command line a fault can alter.
-func commandLauncher(r *failover.Region) bool {
-	if !r.Candidate() {
-		return false
-	}
-	_, ok := r.Launcher.Config.(failover.CommandLauncher)
-	return ok
 }
 
 // candidates are the regions whose replica the drill boots (a launcher that starts one, of
@@ -616,7 +610,7 @@ func (x *run) unexplained(bad []string) []string {
 func (x *run) detectFile(region string, f verify.FileResult, url, mode string) {
 	for i := range x.rep.Faults {
 		fr := &x.rep.Faults[i]
-		if (fr.Kind != FaultMissingFile && fr.Kind != FaultCorruptFile) || fr.Path != f.Path || fr.Detected {
+		if effectOf(fr.Fault) != effectReplica || fr.Path != f.Path || fr.Detected {
 			continue
 		}
 		if x.Fleet.Regions[fr.Region].Replica != x.Fleet.Regions[region].Replica {
@@ -718,7 +712,7 @@ func (x *run) unexplainedBoots(problems []string) []string {
 		region, _, _ := strings.Cut(p, " ")
 		explained := false
 		for _, f := range x.rep.Faults {
-			explained = explained || ((f.Kind == FaultBootFails || f.Kind == FaultSaturate) && f.Region == region)
+			explained = explained || (effectOf(f.Fault) == effectCandidate && f.Region == region)
 		}
 		if !explained {
 			out = append(out, region)
@@ -730,7 +724,7 @@ func (x *run) unexplainedBoots(problems []string) []string {
 func (x *run) detectBoot(region string, bs BootSummary) {
 	for i := range x.rep.Faults {
 		fr := &x.rep.Faults[i]
-		if (fr.Kind == FaultBootFails || fr.Kind == FaultSaturate) && fr.Region == region {
+		if effectOf(fr.Fault) == effectCandidate && fr.Region == region {
 			fr.Injected, fr.At = true, x.offset(x.stepStart)
 			if !bs.OK {
 				fr.Detected = true
@@ -752,12 +746,8 @@ func (x *run) bootOne(region string) (*warm.BootResult, error) {
 			cmd = x.Command(cmd)
 		}
 		for _, f := range x.rep.Faults {
-			switch {
-			case f.Region != region:
-			case f.Kind == FaultBootFails:
-				cmd = `/bin/sh -c "echo 'drill fault boot-fails: this candidate exits at launch' >&2; exit 3"`
-			case f.Kind == FaultSaturate:
-				cmd += " " + f.Args
+			if k, _ := kindOfFault(f.Kind); f.Region == region && k.command != nil {
+				cmd = k.command(f.Fault, cmd)
 			}
 		}
 		return cmd
@@ -879,7 +869,7 @@ type evacuation struct {
 func (x *run) newEvacuation() *evacuation {
 	ev := &evacuation{x: x, opts: failover.RunOptions{Event: failover.Event{Kind: failover.Evacuate, Region: x.Drill.Lose}, Reason: "drill " + x.Drill.Name,
 		HoldTimeout: 10 * x.Fleet.Failover.StepInterval, Plan: func(pl *failover.Plan) { x.rep.Plan = pl }}}
-	if kills := x.faultsOf(FaultKillMidRamp); len(kills) > 0 {
+	if kills := x.faultsOf(effectOrchestrator); len(kills) > 0 {
 		ev.killAfter = kills[0].AfterStep
 	}
 	return ev
@@ -953,7 +943,7 @@ func (ev *evacuation) run() error {
 // the step's intent directly followed by a new process's resume record (the killed one wrote
 // nothing more) — and then every step's one result, and the run done.
 func (x *run) judgeKills(ev *evacuation, recs []failover.Record, v failover.RunView) {
-	for _, k := range x.faultsOf(FaultKillMidRamp) {
+	for _, k := range x.faultsOf(effectOrchestrator) {
 		k.Injected = ev.killFired
 		if ev.killFired {
 			k.At = x.offset(ev.killedAt)
@@ -987,7 +977,7 @@ func (x *run) judgeKills(ev *evacuation, recs []failover.Record, v failover.RunV
 
 // judgeRouterUnreachable: detected when the router refused calls and the run was resumed.
 func (x *run) judgeRouterUnreachable(resumes int) {
-	for _, f := range x.faultsOf(FaultRouterUnreachable) {
+	for _, f := range x.faultsOf(effectRouter) {
 		f.Injected = x.router.refusals() > 0
 		if at := x.router.wentDown(); !at.IsZero() {
 			f.At = x.offset(at)
@@ -1004,7 +994,10 @@ func (x *run) judgeRouterUnreachable(resumes int) {
 // judgeSaturation: a saturated receiver is detected when the failover's signals judged it not a
 // receiver (not warm, or its queue wait above spill_start_ms).
 func (x *run) judgeSaturation() {
-	for _, f := range x.faultsOf(FaultSaturate) {
+	for _, f := range x.faultsOf(effectCandidate) {
+		if k, _ := kindOfFault(f.Kind); !k.bySignals {
+			continue
+		}
 		if sig, ok := x.lastSignals()[f.Region]; ok && !f.Detected && (!sig.Warm || (sig.QueueWaitMS != nil && *sig.QueueWaitMS > float64(x.Fleet.Failover.SpillStartMS))) {
 			f.Detected, f.Evidence = true, fmt.Sprintf("the failover's signals judged %s not a receiver: %s", f.Region, sig.Why)
 		}

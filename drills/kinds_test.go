@@ -1,0 +1,88 @@
+package drills
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"lifeboat/failover"
+	"lifeboat/failover/yamlnode"
+	"lifeboat/verify/warm"
+)
+
+// simConfig is a launcher kind registered by this test, as a kind in its own package is: it
+// boots the engine simulator of a given binary, and runs no command line a fault could alter
+// (it is not a failover.CommandLauncher).
+type simConfig struct{ Binary string }
+
+var _ failover.LauncherConfig = (*simConfig)(nil)
+
+func init() {
+	failover.RegisterLauncher(failover.LauncherKind{Name: "engine-sim", Config: func() failover.LauncherConfig { return &simConfig{} }})
+}
+
+func (c *simConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+	return yamlnode.Fields{"binary": func(n *yaml.Node, at string) { c.Binary = d.Path(n, at) }}
+}
+
+func (c *simConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *failover.Region) {
+	if c.Binary == "" {
+		d.Errf(d.Line("regions."+r.Name+".launcher"), "regions."+r.Name+".launcher.binary", "required with kind engine-sim")
+	}
+}
+
+func (c *simConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+	return &warm.ExecLauncher{Command: c.Binary + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}"}, nil
+}
+
+// TestDrillBootsThroughRegisteredLauncher: a drill boots its candidates through the fleet's own
+// launcher kind, whatever it is — here one registered outside package failover — and a fault
+// that needs what the kind cannot do is refused before anything runs, at its line.
+func TestDrillBootsThroughRegisteredLauncher(t *testing.T) {
+	rig := newDrillRig(t, fileRegions(t), fileOpen, rigOptions{launcher: func(bin string, _ int) string {
+		return fmt.Sprintf("{kind: engine-sim, binary: %q}", bin)
+	}})
+	if _, ok := rig.fleet.Regions["eu-central-1"].Launcher.Config.(*simConfig); !ok {
+		t.Fatalf("launcher %+v", rig.fleet.Regions["eu-central-1"].Launcher)
+	}
+	d := rig.drill(t, `name: boot-only
+fleet: fleet.yaml
+lose: eu-west-1
+steps: [boot, teardown]
+expect:
+  - warm: eu-central-1
+  - warm: us-west-2
+`)
+	rep, err := rig.runner(d).Run(drillCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || len(rep.Boots) != 5 {
+		t.Fatalf("drill failed or booted %d candidates:\n%s", len(rep.Boots), dumpSteps(rep))
+	}
+	for _, b := range rep.Boots {
+		if !b.OK {
+			t.Errorf("boot %+v", b)
+		}
+	}
+	checkNothingLeft(t, rig, rep)
+
+	path := filepath.Join(rig.dir, "faulty.yaml")
+	if err := os.WriteFile(path, []byte("name: boot-fails\nfleet: fleet.yaml\nlose: eu-west-1\nsteps: [boot, teardown]\nfaults:\n  - {kind: boot-fails, region: us-west-2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rig.runner(fd).Run(drillCtx(t))
+	var de *DrillError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "faulty.yaml:6: faults[0].region: us-west-2 has no launcher that runs a command line") {
+		t.Fatalf("a boot-fails fault on a launcher without a command line: %v", err)
+	}
+}

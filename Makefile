@@ -28,6 +28,9 @@ include mk/routers.mk
 include mk/browser.mk
 # `oracles`: the npm reference implementations of the differential tokenizer / template tests.
 include mk/oracles.mk
+# `kube`: etcd, kube-apiserver/controller-manager/scheduler, kwok and traefik for the Kubernetes
+# tests; each only when missing.
+include mk/kube.mk
 
 all: build
 
@@ -46,7 +49,7 @@ build:
 ## has nothing to find. They still run in every `make test`, only without -race.
 RACE ?= 1
 NORACE ?= ^TestFamilyBrokenVariants$$
-test: fmt-check vet emulators oracles routers chromium
+test: fmt-check vet emulators oracles routers chromium kube
 	$(GO) test $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
 	$(if $(filter 1,$(RACE)),$(GO) test -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
 

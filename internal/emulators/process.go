@@ -67,6 +67,21 @@ type Process struct {
 // startProcess runs bin with args and env in its own process group (killed with the test binary
 // too, through Pdeathsig) and waits until addr answers HTTP.
 func startProcess(name, bin string, args, env []string, addr string, timeout time.Duration) (*Process, error) {
+	p, err := spawnProcess(name, bin, args, env)
+	if err != nil {
+		return nil, err
+	}
+	p.Addr = addr
+	if err := waitHTTP(addr, timeout, p.done); err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("%s did not become ready on %s: %w\n%s", name, addr, err, p.Output())
+	}
+	return p, nil
+}
+
+// spawnProcess runs bin with args and env in its own process group (killed with the test binary
+// too, through Pdeathsig), without waiting for it to be ready.
+func spawnProcess(name, bin string, args, env []string) (*Process, error) {
 	out := &tailBuffer{max: 64 << 10}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -75,12 +90,8 @@ func startProcess(name, bin string, args, env []string, addr string, timeout tim
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &Process{Name: name, Addr: addr, cmd: cmd, out: out, done: make(chan struct{})}
+	p := &Process{Name: name, cmd: cmd, out: out, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	if err := waitHTTP(addr, timeout, p.done); err != nil {
-		p.Stop()
-		return nil, fmt.Errorf("%s did not become ready on %s: %w\n%s", name, addr, err, out.String())
-	}
 	return p, nil
 }
 

@@ -1,12 +1,15 @@
 package drills
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -84,5 +87,77 @@ expect:
 	var de *DrillError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "faulty.yaml:6: faults[0].region: us-west-2 has no launcher that runs a command line") {
 		t.Fatalf("a boot-fails fault on a launcher without a command line: %v", err)
+	}
+}
+
+// leftoverConfig is a launcher kind whose candidates leave something behind outside this host's
+// process groups (here: a file per boot in a directory, as a pod is in a namespace), which its
+// launcher finds and removes again (failover.LeftoverCleaner).
+type leftoverConfig struct{ Dir string }
+
+func init() {
+	failover.RegisterLauncher(failover.LauncherKind{Name: "leaves-files", Config: func() failover.LauncherConfig { return &leftoverConfig{} }})
+}
+
+var _ failover.LeftoverCleaner = (*leftoverLauncher)(nil)
+
+func (c *leftoverConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+	return yamlnode.Fields{"dir": func(n *yaml.Node, at string) { c.Dir = d.Path(n, at) }}
+}
+func (c *leftoverConfig) Check(*failover.FleetDecoder, *failover.Fleet, *failover.Region) {}
+func (c *leftoverConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+	return &leftoverLauncher{dir: c.Dir, region: r.Name}, nil
+}
+
+type leftoverLauncher struct{ dir, region string }
+
+func (l *leftoverLauncher) Launch(context.Context, warm.Spec) (warm.Instance, error) {
+	return nil, errors.New("not used here")
+}
+
+// CleanupLeftovers removes this region's marks, and nothing else.
+func (l *leftoverLauncher) CleanupLeftovers(context.Context) ([]string, error) {
+	ms, err := filepath.Glob(filepath.Join(l.dir, l.region+".*.boot"))
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		if err := os.Remove(m); err != nil {
+			return nil, err
+		}
+	}
+	return ms, nil
+}
+
+// TestDrillCleanupAsksTheLauncher: `drill cleanup` after a dead drill removes what the
+// candidates' launcher left behind (through its LeftoverCleaner), and only that.
+func TestDrillCleanupAsksTheLauncher(t *testing.T) {
+	marks := t.TempDir()
+	rig := newDrillRig(t, fileRegions(t), fileOpen, rigOptions{launcher: func(string, int) string {
+		return fmt.Sprintf("{kind: leaves-files, dir: %q}", marks)
+	}})
+	for _, n := range []string{"eu-central-1.1.boot", "us-west-2.7.boot", "someone-else.boot"} {
+		if err := os.WriteFile(filepath.Join(marks, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := drillCtx(t)
+	state := mustOpen(t, rig.fleet.State)
+	host, boot := thisHost()
+	dead := &DrillRecord{ID: "20261202T000000.000Z-dead-1", Drill: "dead", Host: host, Boot: boot, PID: os.Getpid(), PIDStart: "not this process",
+		Started: time.Now().Add(-time.Hour), Baseline: baseline, Faults: []FaultUndo{}, Candidates: []CandidateRecord{}, Left: []string{}}
+	if err := saveRecord(ctx, state, dead); err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&Cleaner{Fleet: rig.fleet, Manifest: rig.m, Open: rig.open}).Cleanup(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !slices.Contains(res[0].Teardown.Stopped, "eu-central-1") || !slices.Contains(res[0].Teardown.Stopped, "us-west-2") {
+		t.Fatalf("cleanup %+v", res)
+	}
+	left, _ := filepath.Glob(filepath.Join(marks, "*"))
+	if len(left) != 1 || filepath.Base(left[0]) != "someone-else.boot" {
+		t.Errorf("left in the launcher's place: %v (want only what it did not create)", left)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -534,6 +535,19 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 			}
 			res.Teardown.Stopped = append(res.Teardown.Stopped, cand.Region)
 		}
+		for _, name := range c.Fleet.RegionNames() {
+			removed, err := launcherLeftovers(ctx, c.Fleet, name)
+			if err != nil {
+				r.left("the candidate of %s: %v", name, err)
+				continue
+			}
+			if len(removed) > 0 {
+				log.Info("removed what a launcher left behind", "region", name, "removed", removed)
+				if !slices.Contains(res.Teardown.Stopped, name) {
+					res.Teardown.Stopped = append(res.Teardown.Stopped, name)
+				}
+			}
+		}
 		r.faultsBack(ctx)
 		if rec.TempDir != "" && filepath.IsAbs(rec.TempDir) && strings.HasPrefix(filepath.Base(rec.TempDir), "lifeboat-drill-") {
 			if err := os.RemoveAll(rec.TempDir); err != nil {
@@ -559,6 +573,24 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 		return out, err
 	}
 	return out, nil
+}
+
+// launcherLeftovers asks the region's launcher, when it is a failover.LeftoverCleaner (one whose
+// candidates outlive their process elsewhere than in this host's process groups: pods), to remove
+// what its earlier boots left behind, by its own marks, never anything it did not create.
+func launcherLeftovers(ctx context.Context, f *failover.Fleet, region string) ([]string, error) {
+	if !f.Regions[region].Candidate() {
+		return nil, nil
+	}
+	o, err := f.BootOptions(region, failover.LaunchOptions{})
+	if err != nil {
+		return nil, err
+	}
+	lc, ok := o.Launcher.(failover.LeftoverCleaner)
+	if !ok {
+		return nil, nil
+	}
+	return lc.CleanupLeftovers(ctx)
 }
 
 // cleanupFleet is the fleet with each candidate's endpoint set to where the dead drill booted it

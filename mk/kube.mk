@@ -3,12 +3,14 @@
 # installs is missing, so a cached ./bin costs nothing:
 #   kube-apiserver, kube-controller-manager, kube-scheduler v1.37.2: ONE go build of the module
 #     mk/kube (it pins k8s.io/kubernetes' staging modules, which `go install` refuses), so the three
-#     share their compilation. On this 2-core machine a cold build took ~25 min (a warm Go build
-#     cache: ~1 min); keep ./bin cached in CI.
+#     share their compilation. On this 2-core machine, sharing it with three other builds, the cold
+#     build took ~30 min (00:14 -> 00:44); keep ./bin cached in CI.
 #   etcd: Debian's etcd-server (3.4), /usr/bin/etcd.
-#   kwok v0.8.0 (fake nodes, pod stages, port-forward and logs without a kubelet): go install, ~3 min.
+#   kwok v0.8.0 (fake nodes, pod stages, port-forward and logs without a kubelet): go install; cold,
+#     niced under the same load, ~30 min (most of it shared k8s.io packages; alone it is minutes).
 #   traefik v3.6.12 (Gateway API provider, the data plane of the HTTPRoute tests): built in a
-#     temporary module with Traefik's own three replace lines (`go install` refuses them), ~12 min.
+#     temporary module with Traefik's own three replace lines (`go install` refuses them); the
+#     largest of the three (go mod tidy alone fetched ~400 modules in ~5 min).
 #   The Gateway API CRDs v1.6.3 and kwok's CRDs are read from the Go module cache at test time
 #     (`go mod download`, seconds), never copied into the repository.
 KUBE_BIN        := $(CURDIR)/bin

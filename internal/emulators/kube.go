@@ -145,7 +145,7 @@ func KubeBinary(name string) (string, error) {
 // Stop stops them; dir is the caller's to remove.
 func StartKube(dir string) (*Kube, error) {
 	bins := map[string]string{}
-	for _, name := range []string{"kube-apiserver"} {
+	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
 		p, err := KubeBinary(name)
 		if err != nil {
 			return nil, err
@@ -176,6 +176,9 @@ func StartKube(dir string) (*Kube, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if err := k.installCRDs(ctx); err != nil {
+		return nil, err
+	}
+	if err := k.startCluster(ctx, bins); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -344,7 +347,7 @@ func (k *Kube) startEtcd() (string, error) {
 			"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
 			"--initial-cluster=lifeboat=" + peerURL,
 			"--log-level=warn", "--logger=zap", "--quota-backend-bytes=1073741824",
-		}, []string{"ETCD_UNSUPPORTED_ARCH="})
+		}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -383,6 +386,9 @@ func (k *Kube) startAPIServer(bin, etcdURL string) error {
 			"--service-cluster-ip-range=" + KubeServiceCIDR,
 			"--authorization-mode=RBAC",
 			"--endpoint-reconciler-type=none",
+			// it taints a new node not-ready until the node lifecycle controller (not run: kwok's
+			// nodes have no kubelet to evict from) lifts it
+			"--disable-admission-plugins=TaintNodesByCondition",
 			"--kubelet-preferred-address-types=InternalIP",
 			"--kubelet-client-certificate=" + k.path("admin.crt"), "--kubelet-client-key=" + k.path("admin.key"),
 			"--kubelet-certificate-authority=" + k.CAFile,

@@ -366,6 +366,19 @@ func decodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
 	}
 }
 
+// criLog formats text as a container runtime's log file: "TIME stdout F LINE" per line.
+func criLog(text string) []byte {
+	var b strings.Builder
+	ts := time.Now().UTC().Format(time.RFC3339Nano)
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if line == "" {
+			continue
+		}
+		b.WriteString(ts + " stdout F " + strings.TrimSuffix(line, "\n") + "\n")
+	}
+	return []byte(b.String())
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // ApplyYAML server-side applies every object of a multi-document YAML as the admin (in namespace
@@ -446,11 +459,23 @@ func (k *Kube) ForwardPodPort(t testing.TB, namespace, pod string, port int, tar
 	})
 }
 
-// PodLogs makes the logs of every pod in namespace (`kubectl logs`, the API's pods/log) read
-// logsFile, and the previous container's (`--previous`) read previousFile ("" for none). Removed
-// when the test ends.
-func (k *Kube) PodLogs(t testing.TB, namespace, logsFile, previousFile string) {
+// PodLogs makes the logs of every pod in namespace (the API's pods/log, `kubectl logs`) the text
+// current, and the previous container's (`?previous=true`, what a CrashLoopBackOff verdict reads)
+// the text previous ("" for none). kwok serves them from files in the CRI log format, which this
+// writes. Removed when the test ends.
+func (k *Kube) PodLogs(t testing.TB, namespace, current, previous string) {
 	t.Helper()
+	dir := t.TempDir()
+	logsFile, previousFile := filepath.Join(dir, "current.log"), ""
+	if err := os.WriteFile(logsFile, criLog(current), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if previous != "" {
+		previousFile = filepath.Join(dir, "previous.log")
+		if err := os.WriteFile(previousFile, criLog(previous), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	log := map[string]any{"logsFile": logsFile}
 	if previousFile != "" {
 		log["previousLogsFile"] = previousFile

@@ -34,10 +34,11 @@ func TestMain(m *testing.M) { os.Exit(emulators.Main(m)) }
 // granted is what the Role must grant, and all it may grant: resource (group/resource[/sub]) →
 // verbs. It is the README's RBAC list ("Running Lifeboat in the cluster").
 var granted = map[string][]string{
-	"apps/deployments":                     {"get", "list", "watch", "create", "patch", "delete"},
+	"apps/deployments":                     {"get", "list", "watch", "create", "patch", "delete", "deletecollection"},
+	"apps/replicasets":                     {"list", "deletecollection"},
 	"/services":                            {"get", "list", "watch", "create", "patch", "delete"},
 	"/configmaps":                          {"get", "list", "watch", "create", "patch", "delete"},
-	"/pods":                                {"get", "list", "watch"},
+	"/pods":                                {"get", "list", "watch", "deletecollection"},
 	"/pods/log":                            {"get"},
 	"/pods/portforward":                    {"create"},
 	"/events":                              {"list", "watch"},

@@ -36,8 +36,8 @@ package emulators
 //
 // Port-forward: Kube.ForwardPodPort(t, ns, pod, port, "127.0.0.1:PORT") creates a kwok
 // PortForward (pod "" — a ClusterPortForward for every pod of the namespace, e.g. a Deployment's).
-// The API server's pods/portforward (client-go tools/portforward over SPDY, as kubectl
-// port-forward) then goes to kwok, serving the nodes' kubelet API on 127.0.0.1 with a
+// The API server's pods/portforward (client-go tools/portforward, over SPDY or SPDY over
+// WebSocket as kubectl port-forward does; both tested) then goes to kwok, serving the nodes' kubelet API on 127.0.0.1 with a
 // certificate from the CA, which dials the local target — e.g. an engine-sim started by the test
 // on 127.0.0.1:PORT. Create it before the launcher port-forwards; a pod must be Running.
 //
@@ -72,6 +72,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -324,7 +325,8 @@ func (k *Kube) startEtcd() (string, error) {
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		dataParent = "/dev/shm"
 	}
-	data, err := os.MkdirTemp(dataParent, "lifeboat-etcd-")
+	removeStaleEtcdData(dataParent)
+	data, err := os.MkdirTemp(dataParent, "lifeboat-etcd-"+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", fmt.Errorf("etcd: %w", err)
 	}
@@ -365,6 +367,22 @@ func (k *Kube) startEtcd() (string, error) {
 	k.procs = append(k.procs, p)
 	k.etcdData = data
 	return url, nil
+}
+
+// removeStaleEtcdData removes the etcd data directories of test binaries that died without
+// StopShared (a TestMain without emulators.Main, a kill -9): on tmpfs they would hold memory.
+func removeStaleEtcdData(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "lifeboat-etcd-*-*"))
+	for _, d := range dirs {
+		pidStr, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), "lifeboat-etcd-"), "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 func (k *Kube) startAPIServer(bin, etcdURL string) error {

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 )
@@ -206,9 +207,36 @@ func TestKubePortForwardAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name("engine").SubResource("portforward").URL()
+	// Both ways client-go port-forwards: SPDY, and SPDY over WebSocket (kubectl's default, which
+	// the API server translates to SPDY towards kwok).
+	dialers := map[string]func() (httpstream.Dialer, error){
+		"spdy": func() (httpstream.Dialer, error) {
+			return spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u), nil
+		},
+		"websocket": func() (httpstream.Dialer, error) { return portforward.NewSPDYOverWebsocketDialer(u, cfg) },
+	}
+	for name, newDialer := range dialers {
+		portForwardGet(t, name, newDialer)
+	}
+
+	waitFor(t, "logs", 20*time.Second, func() (bool, error) {
+		cur, err1 := cs.CoreV1().Pods(ns).GetLogs("engine", &corev1.PodLogOptions{}).DoRaw(ctx)
+		old, err2 := cs.CoreV1().Pods(ns).GetLogs("engine", &corev1.PodLogOptions{Previous: true}).DoRaw(ctx)
+		return string(cur) == "INFO starting\n" && string(old) == "CUDA error: out of memory\n",
+			fmt.Errorf("current %q (%v), previous %q (%v)", cur, err1, old, err2)
+	})
+}
+
+// portForwardGet port-forwards to port 8000 of the pod with newDialer's dialer and GETs / through
+// it until it answers "engine-sim here".
+func portForwardGet(t *testing.T, name string, newDialer func() (httpstream.Dialer, error)) {
+	t.Helper()
 	var body string
-	waitFor(t, "a request through port-forward", 20*time.Second, func() (bool, error) {
-		dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	waitFor(t, "a request through port-forward ("+name+")", 20*time.Second, func() (bool, error) {
+		dialer, err := newDialer()
+		if err != nil {
+			return false, err
+		}
 		stop, ready := make(chan struct{}), make(chan struct{})
 		defer close(stop)
 		fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8000"}, stop, ready, io.Discard, io.Discard)
@@ -234,12 +262,5 @@ func TestKubePortForwardAndLogs(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		body = string(b)
 		return err == nil && body == "engine-sim here", fmt.Errorf("body %q: %v", body, err)
-	})
-
-	waitFor(t, "logs", 20*time.Second, func() (bool, error) {
-		cur, err1 := cs.CoreV1().Pods(ns).GetLogs("engine", &corev1.PodLogOptions{}).DoRaw(ctx)
-		old, err2 := cs.CoreV1().Pods(ns).GetLogs("engine", &corev1.PodLogOptions{Previous: true}).DoRaw(ctx)
-		return string(cur) == "INFO starting\n" && string(old) == "CUDA error: out of memory\n",
-			fmt.Errorf("current %q (%v), previous %q (%v)", cur, err1, old, err2)
 	})
 }

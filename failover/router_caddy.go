@@ -398,20 +398,3 @@ func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired Rout
 	}
 	return last
 }
-
-// normalizeZeroDrain makes a ready region with weight 0 read as drained, for drivers where
-// the two are the same thing.
-func normalizeZeroDrain(rs RouterState) RouterState {
-	out := rs.Clone()
-	if out.States == nil {
-		out.States = States{}
-	}
-	for c, vec := range out.Weights {
-		for r, v := range vec {
-			if v == 0 && out.States.Get(c, r) == Ready {
-				out.States.Set(c, r, Drain)
-			}
-		}
-	}
-	return out
-}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"lifeboat/failover/gatewayapi"
+	"lifeboat/internal/emulators"
+	"lifeboat/internal/sample"
+)
+
+// A drill (`lifeboat drill run`) whose router is the gateway-api driver on a real API server:
+// the evacuation and the failback are HTTPRoute updates, the EU-only route's history (a watch)
+// never names a region outside the EU, eu-west-1 is drained before it is withdrawn, and the drill
+// leaves the routes at their baseline.
+func TestDrillGatewayAPIRouter(t *testing.T) {
+	k := emulators.SharedKube(t)
+	ns := k.Namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dyn := k.Dynamic(t)
+	routes := dyn.Resource(gatewayapi.HTTPRoutes).Namespace(ns)
+	regions := []string{"us-east-1", "eu-west-1", "eu-central-1"}
+	baseline := map[string]map[string]int64{
+		"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
+		"global":  {"us-east-1": 50, "eu-west-1": 30, "eu-central-1": 20},
+	}
+	for class, w := range baseline {
+		var refs []any
+		for _, r := range regions {
+			if v, ok := w[r]; ok {
+				refs = append(refs, map[string]any{"name": "svc-" + r, "port": int64(8000), "weight": v})
+			}
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+			"metadata": map[string]any{"name": "route-" + class},
+			"spec":     map[string]any{"parentRefs": []any{map[string]any{"name": "gw"}}, "rules": []any{map[string]any{"backendRefs": refs}}},
+		}}
+		if _, err := routes.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start, err := routes.Get(ctx, "route-eu-only", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := routes.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=route-eu-only", ResourceVersion: start.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var history [][]string
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for ev := range w.ResultChan() {
+			obj, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			rules, _, _ := unstructured.NestedSlice(obj.Object, "spec", "rules")
+			var refs []string
+			for _, b := range rules[0].(map[string]any)["backendRefs"].([]any) {
+				m := b.(map[string]any)
+				refs = append(refs, fmt.Sprintf("%s:%v", m["name"], m["weight"]))
+			}
+			slices.Sort(refs)
+			mu.Lock()
+			history = append(history, refs)
+			mu.Unlock()
+		}
+	}()
+
+	l, m := fixture(t, sample.Options{})
+	dir := t.TempDir()
+	var b strings.Builder
+	fmt.Fprintf(&b, "model: {name: llama-demo, manifest: %s}\nregions:\n", m)
+	for _, n := range regions {
+		rep := filepath.Join(dir, "replicas", n)
+		if r := lifeboat(t, "replicate", "--manifest", m, "--from", l.Root, "--to", rep); r.code != 0 {
+			t.Fatalf("replicate: %s", r.stderr)
+		}
+		fmt.Fprintf(&b, "  %s:\n    replica: %s\n    capacity: {replicas: 4, prefill_tokens_per_s: 8000}\n", n, rep)
+		b.WriteString("    launcher: {kind: exec, command: \"lifeboat engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}\"}\n")
+	}
+	fmt.Fprintf(&b, `tenants:
+  eu-only: [eu-west-1, eu-central-1]
+  global: [us-east-1, eu-west-1, eu-central-1]
+router:
+  driver: gateway-api
+  kubeconfig: %s
+  namespace: %s
+  backends: {eu-only: route-eu-only, global: route-global}
+  services: {us-east-1: "svc-us-east-1:8000", eu-west-1: "svc-eu-west-1:8000", eu-central-1: "svc-eu-central-1:8000"}
+failover: {step_percent: 50, step_interval: 100ms, spill_cap_percent: 60, drain_timeout: 2s, failback_dwell: 200ms, max_transitions_per_hour: 1000, assumed_utilization_percent: 20}
+state: ./state
+sla: {rto: 5m}
+`, k.Kubeconfig, ns)
+	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
+	os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(b.String()), 0o644)
+	drill := filepath.Join(dir, "drill.yaml")
+	os.WriteFile(drill, []byte(`name: lose-eu-west-1
+fleet: fleet.yaml
+lose: eu-west-1
+hold: 200ms
+lock_ttl: 5s
+failback_timeout: 60s
+approve: [evacuate]
+traffic: {requests: 4, interval: 200ms, max_tokens: 2}
+expect:
+  - residency: eu-only
+`), 0o644)
+	r := cli(t, nil, "drill", "run", drill, "--report", filepath.Join(dir, "report"), "--approve-all")
+	w.Stop()
+	<-watched
+	if r.code != 0 || !strings.Contains(r.stdout, "Verdict: PASS") {
+		t.Fatalf("drill: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	drained, removed := -1, -1
+	for i, refs := range history {
+		for _, ref := range refs {
+			if !strings.HasPrefix(ref, "svc-eu-west-1:") && !strings.HasPrefix(ref, "svc-eu-central-1:") {
+				t.Fatalf("version %d of the EU-only route names %s: %v", i, ref, history)
+			}
+		}
+		if slices.Contains(refs, "svc-eu-west-1:0") && drained < 0 {
+			drained = i
+		}
+		if !slices.ContainsFunc(refs, func(s string) bool { return strings.HasPrefix(s, "svc-eu-west-1:") }) && removed < 0 {
+			removed = i
+		}
+	}
+	if drained < 0 || removed <= drained {
+		t.Fatalf("eu-west-1 drained at version %d, withdrawn at %d: %v", drained, removed, history)
+	}
+	last := history[len(history)-1]
+	if !slices.Equal(last, []string{"svc-eu-central-1:50", "svc-eu-west-1:50"}) {
+		t.Fatalf("the drill left the EU-only route at %v, not its baseline; history %v", last, history)
+	}
+	t.Logf("EU-only route during the drill: %v", history)
+}

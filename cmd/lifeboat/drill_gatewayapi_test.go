@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"lifeboat/failover/gatewayapi"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
+	"lifeboat/internal/testbed"
 )
 
 // A drill (`lifeboat drill run`) whose router is the gateway-api driver on a real API server:
@@ -24,6 +28,62 @@ import (
 // never names a region outside the EU, eu-west-1 is drained before it is withdrawn, and the drill
 // leaves the routes at their baseline.
 func TestDrillGatewayAPIRouter(t *testing.T) {
+	drillGatewayAPI(t, func(*emulators.Kube, *sample.Layout, string) string {
+		return "    launcher: {kind: exec, command: \"lifeboat engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}\"}\n"
+	})
+}
+
+// The full drill on Kubernetes: every region's candidate is booted by the kubernetes launcher
+// (the bundle's own Deployment applied in the region's namespace, its pod made Ready by kwok and
+// probed through a port-forward to that region's engine-sim), and the router is the gateway-api
+// driver. The drill passes, the routes move as above, and no launcher object is left behind.
+func TestDrillKubernetesLauncherGatewayAPI(t *testing.T) {
+	var namespaces []string
+	drillGatewayAPI(t, func(k *emulators.Kube, l *sample.Layout, region string) string {
+		ns := k.Namespace(t)
+		namespaces = append(namespaces, ns)
+		k.ForwardPodPort(t, ns, "", 8000, engineSimProcess(t, l))
+		return fmt.Sprintf("    launcher: {kind: kubernetes, kubeconfig: %q, context: %s, namespace: %s, image: registry.example.com/lifeboat:test, heartbeat: 1s}\n", k.Kubeconfig, emulators.KubeContext, ns)
+	})
+	k := emulators.SharedKube(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, ns := range namespaces {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			deps, err := k.Clientset().AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(deps.Items) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("namespace %s: %d Deployments left after the drill", ns, len(deps.Items))
+			}
+		}
+	}
+}
+
+// engineSimProcess starts engine-sim (a separate process) on a free loopback port serving the
+// sample's model, and returns its host:port.
+func engineSimProcess(t *testing.T, l *sample.Layout) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(testbed.LifeboatBinary(t), "engine-sim", l.ModelDir, "--config", l.EngineFile, "--port", strconv.Itoa(port), "--sim-itl", "1ms")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return "127.0.0.1:" + strconv.Itoa(port)
+}
+
+// drillGatewayAPI runs the drill on a fleet whose regions' launchers are launcher's lines.
+func drillGatewayAPI(t *testing.T, launcher func(k *emulators.Kube, l *sample.Layout, region string) string) {
 	k := emulators.SharedKube(t)
 	ns := k.Namespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -92,7 +152,7 @@ func TestDrillGatewayAPIRouter(t *testing.T) {
 			t.Fatalf("replicate: %s", r.stderr)
 		}
 		fmt.Fprintf(&b, "  %s:\n    replica: %s\n    capacity: {replicas: 4, prefill_tokens_per_s: 8000}\n", n, rep)
-		b.WriteString("    launcher: {kind: exec, command: \"lifeboat engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}\"}\n")
+		b.WriteString(launcher(k, l, n))
 	}
 	fmt.Fprintf(&b, `tenants:
   eu-only: [eu-west-1, eu-central-1]
@@ -127,6 +187,7 @@ expect:
 	if r.code != 0 || !strings.Contains(r.stdout, "Verdict: PASS") {
 		t.Fatalf("drill: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+	t.Logf("drill:\n%s", r.stdout)
 	mu.Lock()
 	defer mu.Unlock()
 	drained, removed := -1, -1

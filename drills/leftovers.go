@@ -612,3 +612,37 @@ func cleanupFleet(f *failover.Fleet, rec *DrillRecord) *failover.Fleet {
 	}
 	return &fc
 }
+
+// LauncherLeftovers asks the launcher of every region that has one able to
+// (failover.LeftoverCleaner: kubernetes) to remove what its boots left behind when their process
+// died — a drill's candidates or a `lifeboat boot` killed with -9 — by its own labels. Those
+// launchers keep no drill record: the cluster's labels are the record. It returns what was
+// removed; the error names the regions whose leftovers could not be removed.
+func LauncherLeftovers(ctx context.Context, f *failover.Fleet) ([]string, error) {
+	var out, problems []string
+	for _, name := range f.RegionNames() {
+		if !f.Regions[name].Candidate() {
+			continue
+		}
+		o, err := f.BootOptions(name, failover.LaunchOptions{})
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("region %s: %v", name, err))
+			continue
+		}
+		lc, ok := o.Launcher.(failover.LeftoverCleaner)
+		if !ok {
+			continue
+		}
+		removed, err := lc.CleanupLeftovers(ctx)
+		for _, r := range removed {
+			out = append(out, fmt.Sprintf("region %s: %s", name, r))
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("region %s: %v", name, err))
+		}
+	}
+	if len(problems) > 0 {
+		return out, errors.New(strings.Join(problems, "; "))
+	}
+	return out, nil
+}

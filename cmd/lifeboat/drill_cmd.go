@@ -664,18 +664,30 @@ restored (listed); 3 a recorded drill still runs; 2 bad drill or fleet file.`,
 			if res == nil && err != nil {
 				return err
 			}
+			// Launchers that find their own leftovers by label (kubernetes) keep no drill record.
+			removed, lerr := drills.LauncherLeftovers(ctx, r.Fleet)
+			if removed == nil {
+				removed = []string{}
+			}
 			if a.output == "json" {
-				if jerr := a.writeJSON(map[string]any{"drills": res}); jerr != nil {
+				if jerr := a.writeJSON(map[string]any{"drills": res, "launchers": removed}); jerr != nil {
 					return jerr
 				}
 			} else {
-				renderCleanup(a.stdout, res)
+				if len(res) > 0 || len(removed) == 0 {
+					renderCleanup(a.stdout, res)
+				}
+				for _, l := range removed {
+					fmt.Fprintf(a.stdout, "launcher leftovers: %s\n", l)
+				}
 			}
 			switch {
 			case errors.Is(err, drills.ErrDrillRunning):
 				return withCode(exitRefused, err)
 			case err != nil:
 				return problem("%v", err)
+			case lerr != nil:
+				return problem("launcher leftovers: %v", lerr)
 			}
 			return nil
 		},

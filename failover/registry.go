@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -73,6 +74,9 @@ type LaunchOptions struct {
 	// makes "lifeboat …" run its own binary; a drill's boot-fails and saturate faults replace or
 	// extend it); nil leaves it as written. Other kinds ignore it.
 	Command func(string) string
+	// Log receives the launcher's own progress (what it applied, port-forwards, leftovers it
+	// removed) at info and debug level; nil: none.
+	Log *slog.Logger
 }
 
 // Launcher capabilities: optional interfaces a LauncherConfig implements, checked by type

@@ -75,7 +75,7 @@ unreachable.`,
 			} else if err != nil {
 				return usageErr("--fleet: %v", err)
 			}
-			o, err := fl.BootOptions(region, failover.LaunchOptions{Command: selfCommand})
+			o, err := fl.BootOptions(region, failover.LaunchOptions{Command: selfCommand, Log: a.log})
 			if err != nil {
 				return usageErr("%v", err)
 			}

@@ -90,7 +90,8 @@ func (b *kubeBoot) args(extra ...string) []string {
 	return append([]string{"boot", "--fleet", b.fleet, "--region", "gpu-eu", "--workdir", b.workdir, "--ttft-budget", "5s"}, extra...)
 }
 
-// managed lists what carries the launcher's managed-by label in the namespace.
+// managed lists what carries the launcher's managed-by label in the namespace (pods already
+// terminating included: the kubelet, kwok here, removes them after the teardown deleted them).
 func (b *kubeBoot) managed(t *testing.T) []string {
 	t.Helper()
 	cs := b.k.Clientset()
@@ -227,9 +228,13 @@ func TestKubeBootInterruptTearsDown(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
 		t.Fatalf("interrupted boot: %v\n%s", err, out.String())
 	}
-	if left := b.managed(t); len(left) != 0 {
-		t.Fatalf("left behind after Ctrl-C: %v\n%s", left, out.String())
+	// Before it exited, the boot removed what it applied (its pods may still be terminating).
+	for _, o := range b.managed(t) {
+		if !strings.HasPrefix(o, "Pod ") {
+			t.Fatalf("left behind after Ctrl-C: %s\n%s", o, out.String())
+		}
 	}
+	b.waitGone(t, 60*time.Second)
 	b.untouched(t, other)
 }
 
@@ -251,7 +256,7 @@ func TestKubeBootKilledLeftoversRemoved(t *testing.T) {
 		t.Fatalf("second boot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("second boot:\n%s", r.stdout)
-	b.waitGone(t, 10*time.Second)
+	b.waitGone(t, 60*time.Second)
 	b.untouched(t, other)
 }
 

@@ -115,8 +115,10 @@ func (c *FleetConfig) Config(f *failover.Fleet, r *failover.Region) Config {
 	return cfg
 }
 
-func (c *FleetConfig) Launcher(f *failover.Fleet, r *failover.Region, _ failover.LaunchOptions) (warm.Launcher, error) {
-	l, err := New(c.Config(f, r))
+func (c *FleetConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+	cfg := c.Config(f, r)
+	cfg.Log = o.Log
+	l, err := New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: regions.%s.launcher: %w", f.File, r.Name, err)
 	}

@@ -141,6 +141,9 @@ func New(cfg Config) (*Launcher, error) {
 		return nil, fmt.Errorf("kubernetes launcher: kubeconfig %s: %w", kubeconfigName(cfg.Kubeconfig), err)
 	}
 	rc.UserAgent = "lifeboat"
+	// client-go's default (5 requests/s) would make a teardown that waits for its objects, the
+	// rollout watch and the heartbeat wait on each other; every loop here is already paced.
+	rc.QPS, rc.Burst = 50, 100
 	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes launcher: %w", err)

@@ -61,33 +61,45 @@ func (l *Launcher) remove(ctx context.Context, run string, refs []ref) error {
 	if len(problems) > 0 {
 		return fmt.Errorf("teardown of boot %s in namespace %s: %s", run, ns, strings.Join(problems, "; "))
 	}
-	// Wait until nothing of it is left.
+	// Wait until nothing of it is left but pods already terminating (the kubelet ends them after
+	// their grace period, which can be longer than a teardown may wait), then a little for those.
+	var grace <-chan time.Time
 	for {
-		left := l.left(ctx, run, refs)
-		if len(left) == 0 {
+		left, terminating := l.left(ctx, run, refs)
+		if len(left) == 0 && len(terminating) == 0 {
 			return nil
+		}
+		if len(left) == 0 && grace == nil {
+			grace = time.After(5 * time.Second)
 		}
 		select {
 		case <-ctx.Done():
+			if len(left) == 0 {
+				return nil // only terminating pods: deleted, on their way out
+			}
 			return fmt.Errorf("teardown of boot %s in namespace %s: still there: %s: %w", run, ns, strings.Join(left, ", "), ctx.Err())
-		case <-time.After(200 * time.Millisecond):
+		case <-grace:
+			if len(left) == 0 {
+				l.cfg.Log.Info("teardown: pods still terminating", "namespace", ns, "run", run, "pods", strings.Join(terminating, ", "))
+				return nil
+			}
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
-// left lists what of one boot still exists.
-func (l *Launcher) left(ctx context.Context, run string, refs []ref) []string {
+// left lists what of one boot still exists, and apart the pods already terminating.
+func (l *Launcher) left(ctx context.Context, run string, refs []ref) (left, terminating []string) {
 	ns := l.cfg.Namespace
-	var out []string
 	all := append(append([]ref{}, refs...), ref{gvr: gvrConfigMap, kind: "ConfigMap", name: ownerName(run)})
 	for _, r := range all {
 		gctx, cancel := withTimeout(ctx)
 		u, err := l.dyn.Resource(r.gvr).Namespace(ns).Get(gctx, r.name, metav1.GetOptions{})
 		cancel()
 		if err == nil && u.GetLabels()[LabelRun] == run {
-			out = append(out, r.String())
+			left = append(left, r.String())
 		} else if err != nil && !apierrors.IsNotFound(err) {
-			out = append(out, fmt.Sprintf("%s (%v)", r, err))
+			left = append(left, fmt.Sprintf("%s (%v)", r, err))
 		}
 	}
 	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + run}
@@ -99,14 +111,18 @@ func (l *Launcher) left(ctx context.Context, run string, refs []ref) []string {
 		list, err := l.dyn.Resource(x.gvr).Namespace(ns).List(gctx, sel)
 		cancel()
 		if err != nil {
-			out = append(out, fmt.Sprintf("%s (%v)", x.kind, err))
+			left = append(left, fmt.Sprintf("%s (%v)", x.kind, err))
 			continue
 		}
 		for _, it := range list.Items {
-			out = append(out, x.kind+" "+it.GetName())
+			if x.gvr == gvrPod && it.GetDeletionTimestamp() != nil {
+				terminating = append(terminating, it.GetName())
+				continue
+			}
+			left = append(left, x.kind+" "+it.GetName())
 		}
 	}
-	return out
+	return left, terminating
 }
 
 // CleanupLeftovers finds the boots of this launcher's region in its namespace that no process

@@ -20,7 +20,8 @@ TAGS := disable_grpc_modules
 
 .PHONY: all build test vet lint fmt-check fuzz bench demo image clean
 
-# `emulators`: versitygw (S3) into ./bin, Azurite into ./.tools; each only when missing.
+# `emulators`: versitygw (S3), the OCI registry and oras into ./bin, Azurite into ./.tools; each
+# only when missing.
 include mk/emulators.mk
 # `routers`: haproxy (Debian package) and caddy into ./bin; each only when missing.
 include mk/routers.mk

@@ -32,6 +32,7 @@ func TestStartStop(t *testing.T) {
 	starts := map[string]func(dir string) (running, error){
 		"versitygw": func(dir string) (running, error) { return StartVersityGW(dir) },
 		"azurite":   func(dir string) (running, error) { return StartAzurite(dir) },
+		"registry":  func(dir string) (running, error) { return StartRegistry(dir) },
 	}
 	for name, start := range starts {
 		t.Run(name, func(t *testing.T) {
@@ -61,10 +62,12 @@ func TestStartStop(t *testing.T) {
 	}
 }
 
-func (s *S3) addr() string      { return s.proc.Addr }
-func (s *S3) pid() int          { return s.proc.cmd.Process.Pid }
-func (a *Azurite) addr() string { return a.proc.Addr }
-func (a *Azurite) pid() int     { return a.proc.cmd.Process.Pid }
+func (s *S3) addr() string       { return s.proc.Addr }
+func (s *S3) pid() int           { return s.proc.cmd.Process.Pid }
+func (a *Azurite) addr() string  { return a.proc.Addr }
+func (a *Azurite) pid() int      { return a.proc.cmd.Process.Pid }
+func (r *Registry) addr() string { return r.proc.Addr }
+func (r *Registry) pid() int     { return r.proc.cmd.Process.Pid }
 
 func TestFakeGCS(t *testing.T) {
 	t.Parallel()

@@ -13,11 +13,13 @@ var (
 	started []interface{ Stop() }
 	dirs    []string
 
-	sharedS3 shared[*S3]
-	sharedAz shared[*Azurite]
-	gcsOnce  sync.Once
-	gcsInst  *GCS
-	gcsErr   error
+	sharedS3   shared[*S3]
+	sharedAz   shared[*Azurite]
+	sharedReg  shared[*Registry]
+	sharedReg2 shared[*Registry]
+	gcsOnce    sync.Once
+	gcsInst    *GCS
+	gcsErr     error
 )
 
 // shared is one emulator of the test binary, started on first use in a temporary directory.

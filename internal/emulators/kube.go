@@ -142,8 +142,9 @@ func KubeBinary(name string) (string, error) {
 	return p, nil
 }
 
-// StartKube starts etcd and kube-apiserver with their state in dir and waits for /readyz.
-// Stop stops them; dir is the caller's to remove.
+// StartKube starts etcd and kube-apiserver (waiting for /readyz), installs the CRDs, registers
+// the fake nodes and starts kube-controller-manager, kube-scheduler and kwok, returning once the
+// nodes are Ready; its files are in dir. Stop stops them; dir is the caller's to remove.
 func StartKube(dir string) (*Kube, error) {
 	bins := map[string]string{}
 	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {

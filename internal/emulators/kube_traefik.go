@@ -73,6 +73,7 @@ func StartTraefik(t testing.TB, k *Kube, namespace string) *Traefik {
 			"--providers.kubernetesGateway.namespaces=" + namespace,
 			"--providers.kubernetesGateway.nativeLBByDefault=true",
 			"--providers.kubernetesGateway.throttleDuration=0s",
+			"--providers.kubernetesGateway.statusAddress.ip=127.0.0.1",
 			"--log.level=INFO",
 			"--global.checkNewVersion=false", "--global.sendAnonymousUsage=false",
 		}, []string{"KUBECONFIG=" + k.Kubeconfig})

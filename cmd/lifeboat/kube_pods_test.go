@@ -117,3 +117,39 @@ func TestKubeBootFailureVerdicts(t *testing.T) {
 		})
 	}
 }
+
+// The Role shipped in examples/kubernetes is enough for the launcher: a boot with the
+// ServiceAccount's own token (no admin rights) goes WARM through the port-forward and tears down.
+func TestKubeBootWithShippedRole(t *testing.T) {
+	b := newKubeBoot(t, nil, "")
+	root, err := emulators.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"serviceaccount.yaml", "role.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, "examples", "kubernetes", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.k.ApplyYAML(t, b.ns, data)
+	}
+	b.k.ApplyYAML(t, b.ns, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: lifeboat}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lifeboat}
+subjects: [{kind: ServiceAccount, name: lifeboat, namespace: `+b.ns+`}]
+`))
+	fleet, err := os.ReadFile(b.fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := b.k.ServiceAccountKubeconfig(t, b.ns, "lifeboat")
+	os.WriteFile(b.fleet, []byte(strings.Replace(string(fleet), "kubeconfig: "+b.k.Kubeconfig, "kubeconfig: "+sa, 1)), 0o644)
+	b.engineSim(t)
+	r := cli(t, nil, b.args("--timeout", "60s", "-o", "json")...)
+	var res bootJSON
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Verdict != "WARM" {
+		t.Fatalf("exit %d verdict %s %s (%v)\n%s", r.code, res.Verdict, res.Reason, err, r.stderr)
+	}
+	b.waitGone(t, 60*time.Second)
+}

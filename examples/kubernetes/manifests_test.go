@@ -40,7 +40,7 @@ var granted = map[string][]string{
 	"/configmaps":                          {"get", "list", "watch", "create", "patch", "delete"},
 	"/pods":                                {"get", "list", "watch", "deletecollection"},
 	"/pods/log":                            {"get"},
-	"/pods/portforward":                    {"create"},
+	"/pods/portforward":                    {"get", "create"},
 	"/events":                              {"list", "watch"},
 	"gateway.networking.k8s.io/httproutes": {"get", "list", "watch", "update", "patch"},
 }

@@ -311,6 +311,12 @@ func (p *fleetParser) parse(data []byte) *Fleet {
 		"failover": func(n *yaml.Node, at string) { p.policy(&f.Failover, n, at) },
 		"state": func(n *yaml.Node, at string) {
 			if s := p.str(n, at, true); s != "" {
+				if loc, err := providers.ParseURL(s); err == nil {
+					if err := providers.CheckStateLocation(loc); err != nil {
+						p.errf(n.Line, at, "%v", err)
+						return
+					}
+				}
 				f.State = p.storeURL(n, at, s)
 			}
 		},

@@ -127,6 +127,8 @@ func TestParseFleetErrors(t *testing.T) {
 		{"endpoint url", head + "regions: {a: {replica: ./r, endpoint: 'ftp://x'}}\n", []string{"regions.a.endpoint: want an http:// or https:// URL"}},
 		{"endpoint creds", head + "regions: {a: {replica: ./r, endpoint: 'http://u:p@x'}}\n", []string{"credentials"}},
 		{"replica url", head + "regions: {a: {replica: 's3://Bad_Bucket/x'}}\n", []string{"fleet.yaml:2: regions.a.replica:", "bucket"}},
+		{"state on a registry", head + "regions: {a: {replica: ./r}}\nstate: 'oci://127.0.0.1:5000/lifeboat/state:v1'\n",
+			[]string{"fleet.yaml:3: state:", "cannot be a state store", "no compare-and-swap", "no listing by prefix"}},
 		{"replica required", head + "regions:\n  a: {geo: eu}\n", []string{"fleet.yaml:3: regions.a.replica: required"}},
 		{"duration", head + "regions: {a: {replica: ./r}}\nfailover: {step_interval: 60}\n", []string{"fleet.yaml:3: failover.step_interval: want a positive duration"}},
 		{"duration neg", head + "regions: {a: {replica: ./r}}\nsla: {rto: -5m}\n", []string{"sla.rto: want a positive duration"}},

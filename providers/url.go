@@ -22,6 +22,7 @@ var lookupEnv = os.Getenv
 //	s3://BUCKET[/PREFIX][?region=R][&endpoint=URL]                S3 or, with endpoint, an S3-compatible store (path-style)
 //	gs://BUCKET[/PREFIX]                                         Google Cloud Storage (honours STORAGE_EMULATOR_HOST)
 //	az://ACCOUNT/CONTAINER[/PREFIX]                              Azure Blob Storage
+//	oci://REGISTRY/REPO[:TAG|@sha256:HEX]                         an OCI registry (Distribution API; see ParseURL)
 //
 // Credentials come only from each SDK's default chain and its standard environment variables
 // (AWS_ACCESS_KEY_ID…/AWS_PROFILE/IMDS; GOOGLE_APPLICATION_CREDENTIALS/ADC;
@@ -43,6 +44,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 		s, err = newGCSStore(ctx, loc.Bucket, loc.Prefix, opts)
 	case "az":
 		s, err = newAzureStore(ctx, loc.Account, loc.Bucket, loc.Prefix, opts)
+	case "oci":
+		// The location parses (fleet files and state: checks can name it) but no Store reads or
+		// writes a registry yet: say so instead of failing somewhere later.
+		return nil, fmt.Errorf("opening %s: %w: oci:// replicas are not implemented yet", loc, ErrUnsupported)
 	}
 	if err != nil {
 		if KindOf(err) == KindOther {
@@ -65,6 +70,23 @@ type Location struct {
 	Prefix   string // key prefix without leading or trailing "/"
 	Region   string // s3
 	Endpoint string // s3
+	// oci: Registry is HOST[:PORT], Repository the repository path, and at most one of Tag and
+	// Digest ("sha256:HEX") the reference; neither means the tag "latest", as for docker and oras.
+	Registry   string
+	Repository string
+	Tag        string
+	Digest     string
+}
+
+// Reference is an oci:// location's reference: its digest, else its tag, else "latest".
+func (l Location) Reference() string {
+	switch {
+	case l.Digest != "":
+		return l.Digest
+	case l.Tag != "":
+		return l.Tag
+	}
+	return "latest"
 }
 
 // String renders the location as a canonical URL.
@@ -77,6 +99,15 @@ func (l Location) String() string {
 		return (&url.URL{Scheme: "file", Path: l.Path}).String()
 	case "az":
 		return (&url.URL{Scheme: "az", Host: l.Account, Path: "/" + joinNonEmpty(l.Bucket, l.Prefix)}).String()
+	case "oci":
+		s := "oci://" + l.Registry + "/" + l.Repository
+		if l.Digest != "" {
+			return s + "@" + l.Digest
+		}
+		if l.Tag != "" {
+			return s + ":" + l.Tag
+		}
+		return s
 	}
 	u := &url.URL{Scheme: l.Scheme, Host: l.Bucket, Path: "/" + l.Prefix}
 	q := url.Values{}
@@ -156,7 +187,7 @@ func ParseURL(raw string) (Location, error) {
 	}
 	scheme := strings.ToLower(m[1])
 	if !isKnownScheme(scheme) {
-		return Location{}, badURL(raw, "unknown scheme %q (want file, s3, gs or az)", scheme)
+		return Location{}, badURL(raw, "unknown scheme %q (want file, s3, gs, az or oci)", scheme)
 	}
 	if !strings.HasPrefix(raw[len(m[0]):], "//") {
 		return Location{}, badURL(raw, "want %s://%s", scheme, usage[scheme])
@@ -172,6 +203,8 @@ func ParseURL(raw string) (Location, error) {
 		return bucketLocation(raw, scheme, u)
 	case "az":
 		return azureLocation(raw, u)
+	case "oci":
+		return ociLocation(raw, u)
 	}
 	return Location{}, badURL(raw, "unknown scheme %q", scheme)
 }
@@ -188,6 +221,9 @@ func parseStoreURL(raw, scheme string) (*url.URL, error) {
 		return nil, badURL(raw, "%v", err)
 	}
 	if u.User != nil {
+		if scheme == "oci" {
+			return nil, badURL(raw, "credentials do not belong in the URL; log in with `docker login`/`oras login` (Docker config.json and its credential helpers) instead")
+		}
 		return nil, badURL(raw, "credentials do not belong in the URL; use the SDK's environment variables or default credential chain")
 	}
 	if u.Fragment != "" {
@@ -295,6 +331,79 @@ var usage = map[string]string{
 	"s3":   "BUCKET/PREFIX?region=R&endpoint=URL",
 	"gs":   "BUCKET/PREFIX",
 	"az":   "ACCOUNT/CONTAINER/PREFIX",
+	"oci":  "REGISTRY/REPO[:TAG|@sha256:HEX]",
+}
+
+// The grammar of distribution/reference: a repository is path components of lower-case letters
+// and digits joined by '.', '_', '__' or runs of '-'; a tag is at most 128 word characters, '.'
+// and '-', not starting with either; Lifeboat digests are SHA-256.
+var (
+	ociComponentRE = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
+	ociHostRE      = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?$`)
+)
+
+// ociTag reports whether t matches ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ (checked by hand, like
+// bucketName, to keep bounded repetitions out of start-up).
+func ociTag(t string) bool {
+	if t == "" || len(t) > 128 || t[0] == '.' || t[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !lowerAlnum(c) && !('A' <= c && c <= 'Z') && c != '_' && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// ociDigest reports whether d is "sha256:" and 64 lower-case hex digits.
+func ociDigest(d string) bool {
+	h, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ociLocation is oci://REGISTRY/REPO[:TAG|@sha256:HEX].
+func ociLocation(raw string, u *url.URL) (Location, error) {
+	if u.Host == "" {
+		return Location{}, badURL(raw, "missing registry: want oci://%s", usage["oci"])
+	}
+	if !ociHostRE.MatchString(u.Host) {
+		return Location{}, badURL(raw, "registry %q is not a host name with an optional port", u.Host)
+	}
+	repo := strings.TrimPrefix(u.Path, "/")
+	loc := Location{Scheme: "oci", Registry: strings.ToLower(u.Host)}
+	if i := strings.Index(repo, "@"); i >= 0 {
+		repo, loc.Digest = repo[:i], repo[i+1:]
+		if !ociDigest(loc.Digest) {
+			return Location{}, badURL(raw, "digest %q is not sha256: and 64 lower-case hex digits", loc.Digest)
+		}
+	} else if i := strings.LastIndex(repo, ":"); i >= 0 && !strings.Contains(repo[i:], "/") {
+		repo, loc.Tag = repo[:i], repo[i+1:]
+		if !ociTag(loc.Tag) {
+			return Location{}, badURL(raw, "tag %q is not valid (up to 128 letters, digits, '_', '.', '-'; not starting with '.' or '-')", loc.Tag)
+		}
+	}
+	if repo == "" {
+		return Location{}, badURL(raw, "missing repository: want oci://%s", usage["oci"])
+	}
+	for _, c := range strings.Split(repo, "/") {
+		if !ociComponentRE.MatchString(c) {
+			return Location{}, badURL(raw, "repository %q is not valid: component %q (lower-case letters and digits, joined by '.', '_', '__' or '-')", repo, c)
+		}
+	}
+	if len(loc.Registry)+1+len(repo) > 255 {
+		return Location{}, badURL(raw, "repository name longer than 255 characters")
+	}
+	loc.Repository = repo
+	return loc, nil
 }
 
 func isKnownScheme(s string) bool {

@@ -28,6 +28,10 @@ func TestParseURL(t *testing.T) {
 		{"gs://my_bucket.example/p", providers.Location{Scheme: "gs", Bucket: "my_bucket.example", Prefix: "p"}},
 		{"az://acct/models/llama-3.3-70b-awq/", providers.Location{Scheme: "az", Account: "acct", Bucket: "models", Prefix: "llama-3.3-70b-awq"}},
 		{"az://devstoreaccount1/c-1", providers.Location{Scheme: "az", Account: "devstoreaccount1", Bucket: "c-1"}},
+		{"oci://ghcr.io/acme/models/llama-3.3-70b-awq:v1.2", providers.Location{Scheme: "oci", Registry: "ghcr.io", Repository: "acme/models/llama-3.3-70b-awq", Tag: "v1.2"}},
+		{"oci://127.0.0.1:5000/m", providers.Location{Scheme: "oci", Registry: "127.0.0.1:5000", Repository: "m"}},
+		{"OCI://Registry.Example:443/a__b/c.d-e@sha256:" + strings.Repeat("ab", 32), providers.Location{Scheme: "oci", Registry: "registry.example:443", Repository: "a__b/c.d-e", Digest: "sha256:" + strings.Repeat("ab", 32)}},
+		{"oci://[::1]:5000/m:Latest_1", providers.Location{Scheme: "oci", Registry: "[::1]:5000", Repository: "m", Tag: "Latest_1"}},
 	} {
 		got, err := providers.ParseURL(tc.in)
 		if err != nil {
@@ -73,6 +77,20 @@ func TestParseURLErrors(t *testing.T) {
 		{"az://acct/cont/a/./b", `prefix "a/./b"`},
 		{"file://otherhost/x", `not host "otherhost"`},
 		{"s3://bucket/%zz", "invalid URL escape"},
+		{"oci://", "missing registry"},
+		{"oci://ghcr.io", "missing repository"},
+		{"oci://ghcr.io/:v1", "missing repository"},
+		{"oci:ghcr.io/m", "want oci://REGISTRY/REPO"},
+		{"oci://ghcr.io/Upper/m", `component "Upper"`},
+		{"oci://ghcr.io/a//b", `component ""`},
+		{"oci://ghcr.io/a/../b", `component ".."`},
+		{"oci://ghcr.io/m:-bad", `tag "-bad"`},
+		{"oci://ghcr.io/m:" + strings.Repeat("t", 129), "tag"},
+		{"oci://ghcr.io/m:a%2Cb", `tag "a,b"`},
+		{"oci://ghcr.io/m@sha256:abc", `digest "sha256:abc"`},
+		{"oci://ghcr.io/m@sha512:" + strings.Repeat("ab", 64), "digest"},
+		{"oci://ghcr.io/m?plain=1", `unknown query parameter "plain"`},
+		{"oci://host_name/m", `registry "host_name"`},
 	} {
 		_, err := providers.ParseURL(tc.in)
 		if err == nil {
@@ -96,6 +114,8 @@ func TestURLCredentialsRefusedAndHidden(t *testing.T) {
 		"gs://user:s3cr3tPassw0rd@bucket/x",
 		"az://acct:s3cr3tPassw0rd@acct/c/x",
 		"s3://user:s3cr3tPassw0rd@bucket/%zz",
+		"oci://robot:s3cr3tPassw0rd@ghcr.io/acme/m:v1",
+		"oci://s3cr3tPassw0rd@127.0.0.1:5000/m",
 	} {
 		_, err := providers.Open(context.Background(), in, providers.Options{})
 		if err == nil {
@@ -107,6 +127,32 @@ func TestURLCredentialsRefusedAndHidden(t *testing.T) {
 		}
 		if !errors.Is(err, providers.ErrInvalidURL) {
 			t.Errorf("Open(%q): %v does not wrap ErrInvalidURL", in, err)
+		}
+	}
+}
+
+// A registry cannot hold control state, and says why, naming both missing capabilities.
+func TestCheckStateLocation(t *testing.T) {
+	for _, ok := range []string{"/var/lib/lifeboat", "s3://b-1/state", "gs://bkt/x", "az://acct/c-1/x"} {
+		loc, err := providers.ParseURL(ok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := providers.CheckStateLocation(loc); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+	loc, err := providers.ParseURL("oci://127.0.0.1:5000/lifeboat/state:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = providers.CheckStateLocation(loc)
+	if !errors.Is(err, providers.ErrUnsupported) {
+		t.Fatalf("oci:// state: %v, want ErrUnsupported", err)
+	}
+	for _, says := range []string{providers.CapCompareAndSwap, providers.CapPrefixListing, "oci://127.0.0.1:5000/lifeboat/state:v1"} {
+		if !strings.Contains(err.Error(), says) {
+			t.Errorf("%q does not say %q", err, says)
 		}
 	}
 }

@@ -79,6 +79,11 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		"az://devstoreaccount1/models/llama?sig=" + secrets["url query"],
 		"az://devstoreaccount1/models/llama",
 		"gs://bucket/llama#" + secrets["url fragment"],
+		// a registry: a robot account's password in the userinfo, a bearer token in the query
+		"oci://robot:" + secrets["url password"] + "@127.0.0.1:1/acme/llama:v1",
+		"oci://" + secrets["url password"] + "@127.0.0.1:1/acme/llama",
+		"oci://127.0.0.1:1/acme/llama:v1?token=" + secrets["url query"],
+		"oci://127.0.0.1:1/acme/llama:v1#" + secrets["url fragment"],
 	}
 
 	// A launcher whose replica prints its environment and exits: the log tail is shown.

@@ -30,7 +30,11 @@ func (a *app) openStore(ctx context.Context, raw string) (providers.Store, error
 // as openStore, private (a file:// root must be the caller's own directory, writable by nobody
 // else, reached through no symbolic link; see providers.Options.Private).
 func (a *app) openStateStore(ctx context.Context, raw string) (providers.Store, error) {
-	if _, err := providers.ParseURL(raw); err != nil {
+	loc, err := providers.ParseURL(raw)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	if err := providers.CheckStateLocation(loc); err != nil {
 		return nil, withCode(exitUsage, err)
 	}
 	o := providers.Options{Private: true}

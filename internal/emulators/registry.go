@@ -42,6 +42,20 @@ func RegistryPath() (string, error) {
 	return filepath.Join(root, "bin", "registry"), nil
 }
 
+// OrasPath is where `make emulators` installs the oras CLI (oras.land/oras/cmd/oras), the
+// independent client the registry tests pull and push with; ErrNotInstalled when it is missing.
+func OrasPath() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, "bin", "oras")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("oras: %s: %w", p, ErrNotInstalled)
+	}
+	return p, nil
+}
+
 // StartRegistry starts a registry on a free loopback port with its storage and htpasswd file in
 // dir (created if needed).
 func StartRegistry(dir string) (*Registry, error) {

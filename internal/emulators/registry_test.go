@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -74,5 +76,44 @@ func TestRegistryAuthAndStorage(t *testing.T) {
 	}
 	if r2.Password == r.Password {
 		t.Fatal("both registries share a password")
+	}
+}
+
+// The independent client works against the fixture as a user's would: oras, logged in only
+// through the config.json DockerConfig writes, pushes a file and pulls the same bytes back; without
+// that config it is refused.
+func TestRegistryWithOras(t *testing.T) {
+	t.Parallel()
+	oras, err := OrasPath()
+	if err != nil {
+		Unavailable(t, err)
+	}
+	r := SharedRegistry(t)
+	cfg := filepath.Join(DockerConfig(t, r), "config.json")
+	src := t.TempDir()
+	content := []byte("weights, as far as oras knows\n")
+	if err := os.WriteFile(filepath.Join(src, "w.bin"), content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := r.Host + "/emu/oras:v1"
+	run := func(dir string, args ...string) ([]byte, error) {
+		cmd := exec.Command(oras, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+t.TempDir()) // no login of the machine's user leaks in
+		return cmd.CombinedOutput()
+	}
+	if out, err := run(src, "push", "--plain-http", "--registry-config", cfg, ref, "w.bin:application/vnd.cncf.model.weight.v1.raw"); err != nil {
+		t.Fatalf("oras push: %v\n%s", err, out)
+	}
+	dst := t.TempDir()
+	if out, err := run(dst, "pull", "--plain-http", "--registry-config", cfg, ref); err != nil {
+		t.Fatalf("oras pull: %v\n%s", err, out)
+	}
+	if got, err := os.ReadFile(filepath.Join(dst, "w.bin")); err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("pulled %q, %v", got, err)
+	}
+	out, err := run(t.TempDir(), "pull", "--plain-http", ref)
+	if err == nil || bytes.Contains(out, []byte(r.Password)) {
+		t.Fatalf("anonymous pull: err=%v\n%s", err, out)
 	}
 }

@@ -273,3 +273,34 @@ func TestKubeBootRefusesForeignObject(t *testing.T) {
 		t.Fatalf("left behind: %v", left)
 	}
 }
+
+// `lifeboat drill cleanup` removes what a killed kubernetes boot left behind (the launcher's
+// labels are its record), and nothing else.
+func TestKubeDrillCleanupRemovesLeftovers(t *testing.T) {
+	b := newKubeBoot(t, pendingPods, "      schedule_timeout: 10m")
+	dir := filepath.Dir(b.fleet)
+	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
+	os.WriteFile(filepath.Join(dir, "weights.json"), []byte(`{"eu-only": {"gpu-eu": 100}}`), 0o644)
+	f, err := os.OpenFile(b.fleet, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("router: {driver: file, path: weights.json}\nstate: ./state\nsla: {rto: 5m}\n")
+	f.Close()
+	drill := filepath.Join(dir, "drill.yaml")
+	os.WriteFile(drill, []byte("name: lose-gpu-eu\nfleet: fleet.yaml\nlose: gpu-eu\n"), 0o644)
+	other := b.bystander(t, "not-lifeboats")
+	cmd, out := b.startBoot(t)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if len(b.managed(t)) == 0 {
+		t.Fatalf("kill -9 left nothing behind? %s", out.String())
+	}
+	r := cli(t, nil, "drill", "cleanup", drill)
+	if r.code != 0 || !strings.Contains(r.stdout, "launcher leftovers: region gpu-eu: boot ") || !strings.Contains(r.stdout, "its process (pid ") {
+		t.Fatalf("drill cleanup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("drill cleanup:\n%s", r.stdout)
+	b.waitGone(t, 60*time.Second)
+	b.untouched(t, other)
+}

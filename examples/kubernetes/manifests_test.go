@@ -34,14 +34,14 @@ func TestMain(m *testing.M) { os.Exit(emulators.Main(m)) }
 // granted is what the Role must grant, and all it may grant: resource (group/resource[/sub]) →
 // verbs. It is the README's RBAC list ("Running Lifeboat in the cluster").
 var granted = map[string][]string{
-	"apps/deployments":                     {"get", "list", "watch", "create", "patch", "delete", "deletecollection"},
+	"apps/deployments":                     {"get", "list", "create", "patch", "delete", "deletecollection"},
 	"apps/replicasets":                     {"list", "deletecollection"},
-	"/services":                            {"get", "list", "watch", "create", "patch", "delete"},
-	"/configmaps":                          {"get", "list", "watch", "create", "patch", "delete"},
-	"/pods":                                {"get", "list", "watch", "deletecollection"},
+	"/configmaps":                          {"get", "list", "create", "patch", "delete"},
+	"/services":                            {"get", "create", "patch", "delete"},
+	"/pods":                                {"list", "deletecollection"},
 	"/pods/log":                            {"get"},
 	"/pods/portforward":                    {"get", "create"},
-	"/events":                              {"list", "watch"},
+	"/events":                              {"list"},
 	"gateway.networking.k8s.io/httproutes": {"get", "list", "watch", "update", "patch"},
 }
 

@@ -32,6 +32,7 @@ require (
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	lukechampine.com/blake3 v1.4.1
+	oras.land/oras-go/v2 v2.7.0
 )
 
 require (

@@ -210,6 +210,9 @@ type Capabilities struct {
 	// ListChecksums are the checksums a listing entry can carry (values may still be missing on
 	// objects written by other tools; S3's MD5 comes from the ETag, see Checksum.FromETag).
 	ListChecksums []Algorithm
+	// Lacks are what the store cannot do at all (Lacks of its scheme): a caller that needs one
+	// refuses early with the reason.
+	Lacks []Lack
 }
 
 // Options tune a store. The zero value is the production default: each SDK's default credential

@@ -45,9 +45,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 	case "az":
 		s, err = newAzureStore(ctx, loc.Account, loc.Bucket, loc.Prefix, opts)
 	case "oci":
-		// The location parses (fleet files and state: checks can name it) but no Store reads or
-		// writes a registry yet: say so instead of failing somewhere later.
-		return nil, fmt.Errorf("opening %s: %w: oci:// replicas are not implemented yet", loc, ErrUnsupported)
+		s, err = newRegistryStore(loc, opts)
 	}
 	if err != nil {
 		if KindOf(err) == KindOther {

@@ -1,0 +1,471 @@
+package providers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+)
+
+// AnnotationFilepath is the layer annotation naming a DR bundle file (ModelPack's
+// org.cncf.model.filepath); a registry replica's keys are these paths.
+const AnnotationFilepath = "org.cncf.model.filepath"
+
+// maxRegistryManifestBytes bounds the manifest read from a registry (manifest.MaxManifestBytes).
+const maxRegistryManifestBytes = 64 << 20
+
+// registryStore is an OCI registry repository seen as a store of DR bundle files. A registry
+// keeps blobs by digest, not by name: a key (a bundle path, model/…) is resolved through the
+// manifest at the location's reference — each layer names its file in the org.cncf.model.filepath
+// annotation — and through the blobs this store wrote since it was opened (a replica being
+// filled has no manifest yet; PushManifest adds it at the end).
+//
+// Stat is a HEAD of the blob (its size, and its SHA-256 digest as the native checksum); Read is
+// a GET with Range; Write is a blob upload (one POST and one PUT: oras-go v2.7.0 has no chunked
+// upload, so an interrupted upload starts again) made only when a HEAD says the blob is missing.
+// It lacks compare-and-swap and prefix listing (see Lacks): List lists only the keys it can
+// resolve, conditional writes and deletes are ErrUnsupported.
+type registryStore struct {
+	loc  Location
+	repo *remote.Repository
+
+	mu     sync.Mutex
+	loaded bool
+	keys   map[string]ocispec.Descriptor
+}
+
+// newRegistryStore opens oci://REGISTRY/REPO[:TAG|@DIGEST]. Credentials come from the Docker
+// configuration (DOCKER_CONFIG or ~/.docker/config.json) and its credential helpers, as docker
+// and oras use them; token and basic auth are negotiated by oras-go. Registries on loopback
+// (localhost, 127.0.0.0/8, ::1) are spoken to over plain HTTP, as docker and oras do by
+// convention; every other registry over HTTPS.
+func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
+	repo, err := remote.NewRepository(loc.Registry + "/" + loc.Repository)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMisconfigured, err)
+	}
+	repo.PlainHTTP = loopbackHost(loc.Registry)
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	if opts.Log != nil {
+		c := *hc
+		c.Transport = LoggingTransport(c.Transport, opts.Log)
+		hc = &c
+	}
+	creds, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the Docker credential configuration: %v", ErrMisconfigured, err)
+	}
+	repo.Client = &auth.Client{
+		Client:     hc,
+		Header:     http.Header{"User-Agent": {"lifeboat"}},
+		Cache:      auth.NewCache(),
+		Credential: credentials.Credential(creds),
+	}
+	return &registryStore{loc: loc, repo: repo}, nil
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *registryStore) String() string { return s.loc.String() }
+
+func (s *registryStore) Close() error { return nil }
+
+// Capabilities: every blob carries its SHA-256 (the digest it is addressed by); listings carry
+// nothing; compare-and-swap and prefix listing are lacking, as Lacks("oci") says.
+func (s *registryStore) Capabilities() Capabilities {
+	return Capabilities{WriteChecksums: []Algorithm{SHA256}, Lacks: Lacks("oci")}
+}
+
+func (s *registryStore) fail(op, key string, err error) error {
+	kind, ok := classifyCommon(err)
+	if !ok {
+		var er *errcode.ErrorResponse
+		switch {
+		case errors.Is(err, errdef.ErrNotFound):
+			kind = ErrNotFound
+		case errors.Is(err, errdef.ErrSizeExceedsLimit):
+			kind = ErrContentMismatch
+		case errors.As(err, &er):
+			switch {
+			case er.StatusCode == http.StatusNotFound:
+				kind = ErrNotFound
+			case er.StatusCode == http.StatusUnauthorized || er.StatusCode == http.StatusForbidden:
+				kind = ErrPermission
+			case er.StatusCode == http.StatusBadRequest && strings.Contains(strings.ToUpper(err.Error()), "DIGEST_INVALID"):
+				kind = ErrContentMismatch
+			case er.StatusCode >= 500 || er.StatusCode == http.StatusTooManyRequests:
+				kind = ErrUnreachable
+			}
+		case strings.Contains(err.Error(), "credential"):
+			kind = ErrPermission
+		}
+	}
+	return &Error{Op: op, Store: s.String(), Key: key, Kind: kind, Err: err, Endpoint: s.loc.Registry}
+}
+
+// load reads the manifest at the location's reference once and indexes its layers by file path.
+// A missing manifest (a replica not pushed yet) indexes nothing.
+func (s *registryStore) load(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loaded {
+		return nil
+	}
+	if s.keys == nil {
+		s.keys = map[string]ocispec.Descriptor{}
+	}
+	m, _, err := s.fetchManifest(ctx)
+	if errors.Is(err, ErrNotFound) {
+		s.loaded = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, l := range m.Layers {
+		p := l.Annotations[AnnotationFilepath]
+		if p == "" || validatePath(p) != nil {
+			continue
+		}
+		if _, ok := s.keys[p]; !ok {
+			s.keys[p] = ocispec.Descriptor{MediaType: l.MediaType, Digest: l.Digest, Size: l.Size}
+		}
+	}
+	s.loaded = true
+	return nil
+}
+
+// fetchManifest reads and decodes the image manifest at the location's reference.
+func (s *registryStore) fetchManifest(ctx context.Context) (ocispec.Manifest, []byte, error) {
+	var m ocispec.Manifest
+	ref := s.loc.Reference()
+	desc, rc, err := s.repo.FetchReference(ctx, ref)
+	if err != nil {
+		return m, nil, s.fail("read manifest", ref, err)
+	}
+	defer rc.Close()
+	if desc.Size > maxRegistryManifestBytes {
+		return m, nil, s.fail("read manifest", ref, fmt.Errorf("%w: %d bytes (limit %d)", ErrObjectTooLarge, desc.Size, maxRegistryManifestBytes))
+	}
+	data, err := io.ReadAll(io.LimitReader(rc, maxRegistryManifestBytes+1))
+	if err != nil {
+		return m, nil, s.fail("read manifest", ref, err)
+	}
+	if int64(len(data)) > maxRegistryManifestBytes {
+		return m, nil, s.fail("read manifest", ref, fmt.Errorf("%w: limit %d bytes", ErrObjectTooLarge, maxRegistryManifestBytes))
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, nil, s.fail("read manifest", ref, fmt.Errorf("not an OCI image manifest: %v", err))
+	}
+	return m, data, nil
+}
+
+func (s *registryStore) lookup(ctx context.Context, op, key string) (ocispec.Descriptor, error) {
+	if err := ValidateKey(key); err != nil {
+		return ocispec.Descriptor{}, &Error{Op: op, Store: s.String(), Key: key, Kind: ErrInvalidKey, Err: err}
+	}
+	if err := s.load(ctx); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	s.mu.Lock()
+	d, ok := s.keys[key]
+	s.mu.Unlock()
+	if !ok {
+		return d, &Error{Op: op, Store: s.String(), Key: key, Kind: ErrNotFound,
+			Err: fmt.Errorf("no layer of the manifest at %s names this file", s.loc.Reference())}
+	}
+	return d, nil
+}
+
+func (s *registryStore) object(key string, d ocispec.Descriptor) Object {
+	return Object{
+		Key: key, Size: d.Size, Revision: d.Digest.String(), ETag: d.Digest.String(),
+		Checksums: []Checksum{{Algorithm: SHA256, Value: d.Digest.Encoded()}},
+	}
+}
+
+// Stat resolves key to its blob and HEADs it: the size the registry reports and the digest.
+func (s *registryStore) Stat(ctx context.Context, key string) (Object, error) {
+	d, err := s.lookup(ctx, "stat", key)
+	if err != nil {
+		return Object{}, err
+	}
+	got, err := s.repo.Blobs().Resolve(ctx, d.Digest.String())
+	if err != nil {
+		return Object{}, s.fail("stat", key, err)
+	}
+	if got.Digest != "" && got.Digest != d.Digest {
+		return Object{}, s.fail("stat", key, fmt.Errorf("%w: the registry answered for %s with %s", ErrContentMismatch, d.Digest, got.Digest))
+	}
+	d.Size = got.Size
+	return s.object(key, d), nil
+}
+
+// List calls fn for the keys this store can resolve below dir (the manifest's files and what it
+// wrote). A registry cannot list by prefix; this is the manifest's view, not a listing.
+func (s *registryStore) List(ctx context.Context, dir string, fn func(Object) error) error {
+	d, err := validateDir(dir)
+	if err != nil {
+		return &Error{Op: "list", Store: s.String(), Key: dir, Kind: ErrInvalidKey, Err: err}
+	}
+	if err := s.load(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	var objs []Object
+	for k, desc := range s.keys {
+		if d == "" || strings.HasPrefix(k, d) {
+			objs = append(objs, s.object(k, desc))
+		}
+	}
+	s.mu.Unlock()
+	for _, o := range objs {
+		if err := fn(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Read GETs the blob of key with a Range header for opts' bytes.
+func (s *registryStore) Read(ctx context.Context, key string, opts ReadOptions, fn func(io.Reader) error) error {
+	d, err := s.lookup(ctx, "read", key)
+	if err != nil {
+		return err
+	}
+	if opts.IfMatch != "" && opts.IfMatch != d.Digest.String() {
+		return &Error{Op: "read", Store: s.String(), Key: key, Kind: ErrPreconditionFailed}
+	}
+	if opts.Offset >= d.Size && d.Size > 0 {
+		return fn(bytes.NewReader(nil))
+	}
+	scheme := "https"
+	if s.repo.PlainHTTP {
+		scheme = "http"
+	}
+	u := scheme + "://" + s.loc.Registry + "/v2/" + s.loc.Repository + "/blobs/" + d.Digest.String()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return s.fail("read", key, err)
+	}
+	if opts.Offset > 0 || opts.Length > 0 {
+		r := "bytes=" + strconv.FormatInt(opts.Offset, 10) + "-"
+		if opts.Length > 0 {
+			r += strconv.FormatInt(opts.Offset+opts.Length-1, 10)
+		}
+		req.Header.Set("Range", r)
+	}
+	resp, err := s.repo.Client.Do(req)
+	if err != nil {
+		return s.fail("read", key, err)
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+	}()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if opts.Offset > 0 || opts.Length > 0 {
+			// The registry ignored Range: skip to the offset and cut at the length.
+			if _, err := io.CopyN(io.Discard, resp.Body, opts.Offset); err != nil {
+				return s.fail("read", key, err)
+			}
+		}
+	case http.StatusPartialContent:
+	case http.StatusRequestedRangeNotSatisfiable:
+		return fn(bytes.NewReader(nil))
+	default:
+		return s.fail("read", key, &errcode.ErrorResponse{Method: req.Method, URL: req.URL, StatusCode: resp.StatusCode})
+	}
+	want := d.Size - opts.Offset
+	if opts.Length > 0 && opts.Length < want {
+		want = opts.Length
+	}
+	return fn(&fullBodyReader{r: io.LimitReader(resp.Body, want), left: want})
+}
+
+// fullBodyReader reports a body that ends before its declared length as io.ErrUnexpectedEOF.
+type fullBodyReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (e *fullBodyReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// Write uploads the content of r as the blob of key. A registry addresses blobs by digest, so
+// opts.Checksums.SHA256 and opts.Size are required; the registry checks the digest on upload
+// (distribution does; a registry that does not is why deep verify exists). A blob already in the
+// repository is not uploaded again (HEAD first), and r is not read.
+func (s *registryStore) Write(ctx context.Context, key string, r io.Reader, opts WriteOptions) (Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrInvalidKey, Err: err}
+	}
+	if opts.IfNotExists || opts.IfMatch != "" {
+		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrUnsupported,
+			Err: errors.New("a registry has no conditional write")}
+	}
+	hexd := strings.ToLower(opts.Checksums.SHA256)
+	if hexd == "" || opts.Size < 0 {
+		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrUnsupported,
+			Err: errors.New("a registry stores blobs by digest: the write needs the content's SHA-256 and size")}
+	}
+	dg := digest.NewDigestFromEncoded(digest.SHA256, hexd)
+	if err := dg.Validate(); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrContentMismatch, Err: err}
+	}
+	if err := s.load(ctx); err != nil {
+		return Object{}, err
+	}
+	desc := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: dg, Size: opts.Size}
+	if opts.ContentType != "" {
+		desc.MediaType = opts.ContentType
+	}
+	ok, err := s.repo.Blobs().Exists(ctx, desc)
+	if err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
+	if !ok {
+		if err := s.repo.Blobs().Push(ctx, desc, sourceReader{ctx: ctx, r: r}); err != nil {
+			return Object{}, s.fail("write", key, err)
+		}
+	}
+	s.mu.Lock()
+	s.keys[key] = desc
+	s.mu.Unlock()
+	return s.object(key, desc), nil
+}
+
+// Delete is a no-op for a key resolved through a manifest: the blob belongs to the manifest and
+// may be shared by others; it goes when the registry's garbage collector finds it unreferenced.
+// A conditional delete is ErrUnsupported.
+func (s *registryStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {
+	if opts.IfMatch != "" {
+		return &Error{Op: "delete", Store: s.String(), Key: key, Kind: ErrUnsupported,
+			Err: errors.New("a registry has no conditional delete")}
+	}
+	if err := ValidateKey(key); err != nil {
+		return &Error{Op: "delete", Store: s.String(), Key: key, Kind: ErrInvalidKey, Err: err}
+	}
+	s.mu.Lock()
+	delete(s.keys, key)
+	s.mu.Unlock()
+	return nil
+}
+
+// PushManifest stores a DR manifest (an OCI image manifest, data exactly as given) in the
+// registry store s at its reference: the config blob first (from the manifest's embedded config
+// data), then every layer that carries its content inline (engine and small deployment files),
+// then the manifest, tagged with the location's tag. Every other layer's blob must already be
+// there (Write them first); the registry refuses a manifest whose blobs are missing. s may be
+// wrapped (Unwrap). It returns the manifest's digest.
+func PushManifest(ctx context.Context, s Store, data []byte) (digest.Digest, error) {
+	rs, ok := asRegistry(s)
+	if !ok {
+		return "", fmt.Errorf("%s: %w: only a registry (oci://) keeps a manifest as such", s, ErrUnsupported)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return "", fmt.Errorf("manifest: not an OCI image manifest: %w", err)
+	}
+	blobs := append([]ocispec.Descriptor{m.Config}, m.Layers...)
+	for _, d := range blobs {
+		if d.Data == nil {
+			continue
+		}
+		if digest.FromBytes(d.Data) != d.Digest || int64(len(d.Data)) != d.Size {
+			return "", fmt.Errorf("manifest: the inline data of %s does not match its digest or size", d.Digest)
+		}
+		plain := ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
+		ok, err := rs.repo.Blobs().Exists(ctx, plain)
+		if err != nil {
+			return "", rs.fail("write", d.Digest.String(), err)
+		}
+		if !ok {
+			if err := rs.repo.Blobs().Push(ctx, plain, bytes.NewReader(d.Data)); err != nil {
+				return "", rs.fail("write", d.Digest.String(), err)
+			}
+		}
+	}
+	mt := m.MediaType
+	if mt == "" {
+		mt = ocispec.MediaTypeImageManifest
+	}
+	desc := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(data), Size: int64(len(data))}
+	ref := rs.loc.Reference()
+	if rs.loc.Digest != "" && rs.loc.Digest != desc.Digest.String() {
+		return "", fmt.Errorf("%s: %w: the manifest's digest is %s, not the location's", rs, ErrContentMismatch, desc.Digest)
+	}
+	if err := rs.repo.Manifests().PushReference(ctx, desc, bytes.NewReader(data), ref); err != nil {
+		return "", rs.fail("write manifest", ref, err)
+	}
+	rs.mu.Lock()
+	rs.loaded = false // re-read: the manifest now names the files
+	rs.mu.Unlock()
+	return desc.Digest, nil
+}
+
+// FetchManifest reads the manifest at a registry store's reference (bounded), for commands that
+// take oci://… where a manifest file is expected.
+func FetchManifest(ctx context.Context, s Store) ([]byte, error) {
+	rs, ok := asRegistry(s)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w: not a registry", s, ErrUnsupported)
+	}
+	_, data, err := rs.fetchManifest(ctx)
+	return data, err
+}
+
+// IsRegistry reports whether s (seen through wrappers) is an oci:// registry store.
+func IsRegistry(s Store) bool {
+	_, ok := asRegistry(s)
+	return ok
+}
+
+func asRegistry(s Store) (*registryStore, bool) {
+	for {
+		if rs, ok := s.(*registryStore); ok {
+			return rs, true
+		}
+		u, ok := s.(interface{ Unwrap() Store })
+		if !ok {
+			return nil, false
+		}
+		s = u.Unwrap()
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"lifeboat/manifest"
 	"lifeboat/manifest/lint"
 	"lifeboat/providers"
+	"lifeboat/verify/replicate"
 )
 
 func (a *app) manifestCmd() *cobra.Command {
@@ -34,7 +35,7 @@ Each file carries its sha256 digest, size, role, the checksums object stores rep
 (CRC32C, CRC64NVME, CRC32, MD5), so replicas can be verified without a download, and its
 BLAKE3, which deep verification re-hashes with.`,
 	}
-	c.AddCommand(a.manifestBuildCmd(), a.manifestShowCmd(), a.manifestDiffCmd(), a.manifestLintCmd())
+	c.AddCommand(a.manifestBuildCmd(), a.manifestShowCmd(), a.manifestDiffCmd(), a.manifestLintCmd(), a.manifestPushCmd())
 	return c
 }
 
@@ -544,4 +545,52 @@ func manifestArg(flag string, args []string, cmd string) ([]string, error) {
 		return args, nil
 	}
 	return nil, usageErr("%s needs the manifest: --manifest FILE (or FILE) (see --help)", cmd)
+}
+
+func (a *app) manifestPushCmd() *cobra.Command {
+	var from string
+	var o replicate.Options
+	c := &cobra.Command{
+		Use:   "push MANIFEST --from DIR|URL oci://REGISTRY/REPO[:TAG] [-j N] [-o text|json]",
+		Short: "Push a DR bundle to an OCI registry: every file as a blob, the config and the manifest",
+		Long: `Push uploads the DR bundle at --from (a directory or a store URL holding model/, engine/,
+deploy/) to an OCI registry as the artifact the manifest describes: every file as a blob (only
+the blobs the repository lacks: a HEAD first), the ModelPack config, and the manifest itself,
+byte for byte, tagged with TAG (default latest). oras and kit can then pull it; its digest is
+the manifest file's sha256. It is 'lifeboat replicate --to oci://…' (the same checks on every
+byte) followed by the manifest upload, which happens only when every blob is there.
+
+Credentials come from the Docker configuration (DOCKER_CONFIG or ~/.docker/config.json, with its
+credential helpers), as docker login and oras login leave them; never from the URL. Registries
+on loopback are spoken to over plain HTTP, all others over HTTPS. Uploads are monolithic (one
+POST and one PUT per blob): an interrupted push uploads the unfinished blobs again from their
+start when run again.
+
+Exit codes: 0 pushed; 1 files missing or corrupt in --from; 2 bad input or refused credentials;
+4 the registry stayed unreachable.`,
+		Example: `  lifeboat manifest push dr/manifest.json --from ./bundle oci://registry.example.com/models/llama:v1
+  lifeboat manifest push dr/manifest.json --from 's3://dr-use1/llama/?region=us-east-1' oci://ghcr.io/acme/llama:v1`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			loc, err := providers.ParseURL(args[1])
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if loc.Scheme != "oci" {
+				return usageErr("manifest push: %s is not a registry (want oci://REGISTRY/REPO[:TAG])", loc)
+			}
+			if from == "" {
+				return usageErr("manifest push needs --from DIR|URL, the bundle the manifest describes")
+			}
+			m, err := a.replicateInput(args[0], from, args[1], &o)
+			if err != nil {
+				return err
+			}
+			return a.runReplicate(cmd.Context(), m, args[0], from, args[1], o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&from, "from", "", "the bundle to push: a directory or a store URL (required)")
+	f.IntVarP(&o.Jobs, "jobs", "j", replicate.DefaultJobs, "files uploaded at once")
+	return c
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -165,7 +166,49 @@ func (a *app) runReplicate(ctx context.Context, m *manifest.Manifest, manifestFi
 	} else if err := a.renderReplicate(rep, "replicate"); err != nil {
 		return err
 	}
-	return replicateErr(rep)
+	if err := replicateErr(rep); err != nil {
+		return err
+	}
+	if providers.IsRegistry(dst) && !o.DryRun {
+		return a.pushManifestTo(ctx, dst, manifestFile)
+	}
+	return nil
+}
+
+// pushManifestTo stores the manifest file, byte for byte, in a registry replica whose blobs are
+// all there: what makes the replica pullable by oras or kit and resolvable by its tag.
+func (a *app) pushManifestTo(ctx context.Context, dst providers.Store, manifestFile string) error {
+	data, err := readBounded(manifestFile, manifest.MaxManifestBytes)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	dg, err := providers.PushManifest(ctx, dst, data)
+	if err != nil {
+		return err
+	}
+	if a.output != "json" {
+		fmt.Fprintf(a.stdout, "manifest pushed: %s@%s\n", dst, dg)
+	} else {
+		a.log.Info("manifest pushed", "replica", dst.String(), "digest", dg.String())
+	}
+	return nil
+}
+
+// readBounded reads a local file of at most limit bytes.
+func readBounded(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
+	}
+	return data, nil
 }
 
 // renderReplicate prints a replicate or restore run (op names which, for the wording).

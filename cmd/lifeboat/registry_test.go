@@ -117,4 +117,14 @@ func TestRegistryPushVerifyRestore(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stdout, victim.Path) || !strings.Contains(r.stdout, "CORRUPT") {
 		t.Fatalf("deep verify of a corrupted blob: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	r = cli(t, env, "verify", "--manifest", m, target)
+	if r.code != 0 || !strings.Contains(r.stdout, "content-addressed") {
+		t.Fatalf("quick verify of a registry replica: exit %d, no note\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A registry keeps the content it has for a digest: replicate --deep cannot replace the
+	// corrupted blob and must say so rather than report a repair.
+	r = cli(t, env, "replicate", "--manifest", m, "--from", l.Root, "--to", target, "--deep")
+	if r.code != 1 || !strings.Contains(r.stderr, victim.Path) || !strings.Contains(r.stderr, "deleted there") {
+		t.Fatalf("replicate --deep onto a corrupted registry blob: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

@@ -170,6 +170,24 @@ func (a *app) runReplicate(ctx context.Context, m *manifest.Manifest, manifestFi
 		return err
 	}
 	if providers.IsRegistry(dst) && !o.DryRun {
+		if o.Deep && rep.Copied > 0 {
+			// A registry keeps the content it already has for a digest: an upload does not replace
+			// a blob corrupted on its disk, and the quick check after copying (HEADs) cannot tell.
+			// Re-read what --deep found, so a repair that did not happen is never reported.
+			res := verify.Deep(ctx, m, dst, verify.Options{Jobs: o.Jobs})
+			var bad []string
+			for _, f := range res.Files {
+				if f.Status.Failed() {
+					bad = append(bad, pathText(f.Path))
+				}
+			}
+			if len(bad) > 0 {
+				return problem("%s still serves wrong bytes for %s after the upload: a registry keeps the blob it has for a digest, so a blob corrupted on its storage must be deleted there (and garbage-collected) before replicate can repair it", dst, strings.Join(bad, ", "))
+			}
+			if res.Error != "" {
+				return fmt.Errorf("deep verification after copying: %s", res.Error)
+			}
+		}
 		return a.pushManifestTo(ctx, dst, manifestFile)
 	}
 	return nil

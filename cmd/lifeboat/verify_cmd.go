@@ -302,6 +302,9 @@ func renderVerify(w io.Writer, rep *verify.Report) error {
 		for _, wmsg := range r.Warnings {
 			fmt.Fprintf(tw, "  warning\t%s\n", wmsg)
 		}
+		if strings.HasPrefix(r.URL, "oci://") && rep.Mode == string(verify.ModeQuick) {
+			fmt.Fprintf(tw, "  note\t%s\n", registryQuickNote)
+		}
 		if r.Diagnosis != "" {
 			// Every file is missing: one finding, not one per file.
 			fmt.Fprintf(tw, "  %s\tall %d files of the manifest\t%s\n", verify.StatusMissing, r.Counts[verify.StatusMissing], r.Diagnosis)
@@ -439,3 +442,8 @@ func verifySuites(rep *verify.Report, strict bool) junitSuites {
 	}
 	return out
 }
+
+// registryQuickNote qualifies a quick verification of a registry replica.
+const registryQuickNote = "a registry is content-addressed: quick verify checked that a blob with each file's SHA-256 exists (a HEAD per file), " +
+	"a cryptographic check only against a registry that verifies digests on upload (distribution does); " +
+	"bytes corrupted on the registry's disk afterwards are seen only by --deep"

@@ -139,6 +139,7 @@ metadata: {name: lifeboat}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lifeboat}
 subjects: [{kind: ServiceAccount, name: lifeboat, namespace: `+b.ns+`}]
 `))
+	b.k.WaitAllowed(t, b.ns, "system:serviceaccount:"+b.ns+":lifeboat", nil, "create", "", "pods", "portforward")
 	fleet, err := os.ReadFile(b.fleet)
 	if err != nil {
 		t.Fatal(err)

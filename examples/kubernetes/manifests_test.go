@@ -194,6 +194,7 @@ func TestKubernetesExamples(t *testing.T) {
 		}
 		return sar.Status.Allowed
 	}
+	k.WaitAllowed(t, ns, user, groups, "get", "apps", "deployments", "") // the Role just applied is in force
 	for key, verbs := range granted {
 		group, rest, _ := strings.Cut(key, "/")
 		res, sub, _ := strings.Cut(rest, "/")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -495,4 +496,30 @@ func (k *Kube) PodLogs(t testing.TB, namespace, current, previous string) {
 		t.Fatalf("kube: creating ClusterLogs for %s: %v", namespace, err)
 	}
 	t.Cleanup(func() { _ = ri.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}) })
+}
+
+// WaitAllowed waits until the API server's authorizer lets user (in groups) do verb on
+// group/resource[/subresource] in namespace. RBAC objects reach the authorizer through an
+// informer, so a Role or RoleBinding just applied is not in force at once; a test that acts
+// right after applying one must wait for it, or it sees Forbidden on a loaded machine.
+func (k *Kube) WaitAllowed(t testing.TB, namespace, user string, groups []string, verb, group, resource, subresource string) {
+	t.Helper()
+	cs := k.Clientset()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb,
+					Group: group, Resource: resource, Subresource: subresource}},
+		}, metav1.CreateOptions{})
+		if err == nil && sar.Status.Allowed {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("kube: %s still may not %s %s/%s/%s in %s after 60 s (last: %v)", user, verb, group, resource, subresource, namespace, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -68,6 +68,8 @@ func TestKubeRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	k.WaitAllowed(t, ns, "alice", []string{"team-a"}, "get", "", "configmaps", "")
+	k.WaitAllowed(t, ns, "system:serviceaccount:"+ns+":lifeboat", nil, "get", "", "configmaps", "")
 	for name, c := range map[string]*kubernetes.Clientset{"user": user, "serviceaccount": sa} {
 		if _, err := c.CoreV1().ConfigMaps(ns).Get(ctx, "c", metav1.GetOptions{}); err != nil {
 			t.Fatalf("%s get after the binding: %v", name, err)

@@ -469,3 +469,43 @@ func asRegistry(s Store) (*registryStore, bool) {
 		s = u.Unwrap()
 	}
 }
+
+// Mount gives dst the blob of key from src without moving its bytes through this host, when both
+// are repositories of one registry (a cross-repository mount: POST …/blobs/uploads/?mount=&from=).
+// It reports false, with no error, when it does not apply (other kinds of store, other registries,
+// or src's blob is not the digest opts expects): the caller then copies as usual. A registry that
+// declines the mount gets the blob streamed from src's repository instead (oras-go's fallback;
+// the registry checks the digest on upload).
+func Mount(ctx context.Context, dst, src Store, key string, opts WriteOptions) (bool, error) {
+	rd, ok := asRegistry(dst)
+	if !ok {
+		return false, nil
+	}
+	rs, ok := asRegistry(src)
+	if !ok || rs.loc.Registry != rd.loc.Registry || rs.loc.Repository == rd.loc.Repository {
+		return false, nil
+	}
+	d, err := rs.lookup(ctx, "read", key)
+	if err != nil {
+		return false, err
+	}
+	if opts.Checksums.SHA256 == "" || d.Digest.Encoded() != strings.ToLower(opts.Checksums.SHA256) || (opts.Size >= 0 && d.Size != opts.Size) {
+		return false, nil
+	}
+	if err := rd.load(ctx); err != nil {
+		return false, err
+	}
+	have, err := rd.repo.Blobs().Exists(ctx, d)
+	if err != nil {
+		return false, rd.fail("write", key, err)
+	}
+	if !have {
+		if err := rd.repo.Mount(ctx, d, rs.loc.Repository, nil); err != nil {
+			return false, rd.fail("write", key, err)
+		}
+	}
+	rd.mu.Lock()
+	rd.keys[key] = d
+	rd.mu.Unlock()
+	return true, nil
+}

@@ -121,6 +121,26 @@ func TestRegistryStore(t *testing.T) {
 	if n := ct.posts.Load() - posts; n != 0 {
 		t.Fatalf("%d uploads started for blobs already in the registry", n)
 	}
+	// Another repository of the same registry gets the blobs by a cross-repository mount: no
+	// upload body (PUT) at all, and the blob is there afterwards.
+	other := open(t, reg.Location("suite/mounted")+":v1", opts)
+	puts := ct.puts.Load()
+	for p, want := range files {
+		sum := sha256.Sum256(want)
+		ok, err := providers.Mount(ctx, other, s2, p, providers.WriteOptions{Size: int64(len(want)), Checksums: providers.Checksums{SHA256: hex.EncodeToString(sum[:])}})
+		if err != nil || !ok {
+			t.Fatalf("mount %s: %v %v", p, ok, err)
+		}
+		if o, err := other.Stat(ctx, p); err != nil || o.Size != int64(len(want)) {
+			t.Fatalf("stat of mounted %s: %+v %v", p, o, err)
+		}
+	}
+	if n := ct.puts.Load() - puts; n != 0 {
+		t.Fatalf("%d uploads for mounted blobs", n)
+	}
+	if ok, err := providers.Mount(ctx, other, open(t, "file://"+t.TempDir(), opts), "model/config.json", providers.WriteOptions{}); ok || err != nil {
+		t.Fatalf("mount from a directory: %v %v", ok, err)
+	}
 	if _, err := s2.Stat(ctx, "model/missing"); !errors.Is(err, providers.ErrNotFound) {
 		t.Fatalf("stat of a file the manifest does not name: %v", err)
 	}

@@ -82,6 +82,24 @@ func TestRegistryPushVerifyRestore(t *testing.T) {
 		t.Fatalf("second push: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
+	// Registry to registry: another repository of the same registry (blobs mounted), and a
+	// second registry (blobs streamed through); each ends with the same manifest, by digest.
+	reg2 := emulators.SharedRegistry2(t)
+	cfgDir = emulators.DockerConfig(t, reg, reg2)
+	env = []string{"DOCKER_CONFIG=" + cfgDir}
+	for _, dst := range []string{ref + "-copy", reg2.Host + "/lifeboat/copy"} {
+		r := cli(t, env, "replicate", "--manifest", m, "--from", target, "--to", "oci://"+dst+":v1")
+		if r.code != 0 {
+			t.Fatalf("replicate to %s: exit %d\n%s%s", dst, r.code, r.stdout, r.stderr)
+		}
+		if got := orasRun("manifest", "fetch", dst+":v1"); !bytes.Equal(got, raw) {
+			t.Fatalf("%s: the manifest differs after replicate", dst)
+		}
+		if r := cli(t, env, "verify", "--deep", "--manifest", m, "oci://"+dst+":v1"); r.code != 0 {
+			t.Fatalf("verify %s: exit %d\n%s%s", dst, r.code, r.stdout, r.stderr)
+		}
+	}
+
 	to := filepath.Join(t.TempDir(), "restored")
 	r = cli(t, env, "restore", "--manifest", m, "--from", target, "--to", to)
 	if r.code != 0 {

@@ -570,6 +570,13 @@ func (r *replicator) copyOnce(ctx context.Context, f manifest.File, from CopyFro
 		}
 		return err
 	}
+	// Two repositories of one registry: the registry copies the blob itself (a mount).
+	if mounted, err := providers.Mount(ctx, r.to, r.from, f.Path, opts); err != nil || mounted {
+		if mounted {
+			r.progress(f.Size)
+		}
+		return err
+	}
 	var tap *sourceTap
 	err := r.from.Read(ctx, f.Path, providers.ReadOptions{}, func(rd io.Reader) error {
 		if tap != nil {

@@ -254,8 +254,11 @@ func Ctx(t testing.TB) context.Context {
 }
 
 // VerifyOptions make ranged deep reads happen on the test fixtures and retries quick.
+//
+// StallTimeout is generous: a local file read with the race detector on a loaded 2-core machine
+// went 2 s without a byte once (TestDeepCallbackReinvoked); tests of stalls set their own.
 func VerifyOptions() verify.Options {
-	return verify.Options{Jobs: 8, RangeSize: 1 << 20, ReadAttempts: 3, RetryBackoff: time.Millisecond, StallTimeout: 2 * time.Second}
+	return verify.Options{Jobs: 8, RangeSize: 1 << 20, ReadAttempts: 3, RetryBackoff: time.Millisecond, StallTimeout: 10 * time.Second}
 }
 
 // ProvenByRead says whether a deep result rests on bytes read and hashed: the proving hash the

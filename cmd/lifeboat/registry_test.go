@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"lifeboat/internal/emulators"
@@ -37,6 +42,7 @@ func TestRegistryPushVerifyRestore(t *testing.T) {
 	}
 	ref := reg.Host + "/lifeboat/push-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	target := "oci://" + ref + ":v1"
+	target0 := target
 
 	r := cli(t, env, "manifest", "push", m, "--from", l.Root, target)
 	if r.code != 0 || !strings.Contains(r.stdout, "manifest pushed") {
@@ -76,10 +82,26 @@ func TestRegistryPushVerifyRestore(t *testing.T) {
 		}
 	}
 
-	// Nothing moves the second time: the registry's blobs are HEADed, none uploaded.
-	r = cli(t, env, "manifest", "push", m, "--from", l.Root, target)
-	if r.code != 0 || strings.Contains(r.stdout, "copied") && !strings.Contains(r.stdout, "0 copied") {
+	// Nothing moves the second time: the registry's blobs are HEADed, none uploaded. Counted
+	// by a reverse proxy in front of the registry (no upload session is ever started).
+	var uploads atomic.Int64
+	up, _ := url.Parse("http://" + reg.Host)
+	rp := httputil.NewSingleHostReverseProxy(up)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost || req.Method == http.MethodPatch || strings.Contains(req.URL.Path, "/blobs/uploads/") {
+			uploads.Add(1)
+		}
+		rp.ServeHTTP(w, req)
+	}))
+	defer proxy.Close()
+	viaProxy := *reg
+	viaProxy.Host = strings.TrimPrefix(proxy.URL, "http://")
+	r = cli(t, []string{"DOCKER_CONFIG=" + emulators.DockerConfig(t, &viaProxy)}, "manifest", "push", m, "--from", l.Root, "oci://"+viaProxy.Host+strings.TrimPrefix(target0, "oci://"+reg.Host))
+	if r.code != 0 {
 		t.Fatalf("second push: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := uploads.Load(); n != 0 {
+		t.Fatalf("second push started %d uploads", n)
 	}
 
 	// Registry to registry: another repository of the same registry (blobs mounted), and a

@@ -25,8 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"lifeboat/internal/kubeclient"
 	"lifeboat/providers"
 	"lifeboat/verify/warm"
 )
@@ -132,15 +132,15 @@ func New(cfg Config) (*Launcher, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if cfg.Kubeconfig != "" {
-		rules.ExplicitPath = cfg.Kubeconfig
-	}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}).ClientConfig()
+	// The one kubeconfig loader the Kubernetes parts share: the file read bounded, no credential
+	// in any message, every answer bounded. Each call here is bounded by withTimeout's context
+	// instead of a client timeout, which would also cut the port-forward's streams.
+	cl, err := kubeclient.Open(kubeclient.Config{Kubeconfig: cfg.Kubeconfig, Context: cfg.Context})
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes launcher: kubeconfig %s: %w", kubeconfigName(cfg.Kubeconfig), err)
+		return nil, fmt.Errorf("kubernetes launcher: %w", err)
 	}
-	rc.UserAgent = "lifeboat"
+	rc := cl.REST
+	rc.Timeout = 0
 	// client-go's default (5 requests/s) would make a teardown that waits for its objects, the
 	// rollout watch and the heartbeat wait on each other; every loop here is already paced.
 	rc.QPS, rc.Burst = 50, 100
@@ -153,13 +153,6 @@ func New(cfg Config) (*Launcher, error) {
 		return nil, fmt.Errorf("kubernetes launcher: %w", err)
 	}
 	return &Launcher{cfg: cfg, rc: rc, dyn: dyn, http: hc, rm: &mapper{rc: rc, http: hc, lists: map[string]*metav1.APIResourceList{}}}, nil
-}
-
-func kubeconfigName(p string) string {
-	if p == "" {
-		return "(default: $KUBECONFIG, ~/.kube/config or in-cluster)"
-	}
-	return p
 }
 
 // Namespace is where the launcher applies.

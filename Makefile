@@ -11,7 +11,13 @@ export PATH := $(BIN):$(PATH)
 # pointing outside it), so the version goes in with -ldflags; `make build` also keeps the VCS
 # revision (-buildvcs).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+# The go command records the commit itself (-buildvcs) only where .git is a directory, not in a
+# git worktree or a source export, so the commit goes in with -ldflags too (`lifeboat version`
+# prefers what the go command recorded). No build date: the same commit builds the same bytes.
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
+COMMIT_TIME ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+DIRTY       ?= $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo true || echo false)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.commitTime=$(COMMIT_TIME) -X main.dirty=$(DIRTY)
 # disable_grpc_modules: cloud.google.com/go/storage's documented opt-out of the gRPC DirectPath
 # modules (xDS, RLS and the Envoy protos they register), which Lifeboat never uses — it talks to
 # GCS over JSON/HTTP. Their package initialisation was over half of every command's start-up

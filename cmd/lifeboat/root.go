@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"sync"
 	"unicode/utf8"
 
@@ -134,8 +132,8 @@ Results go to stdout (-o text|json, and junit where CI consumes it); progress an
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "junit"}, cobra.ShellCompDirectiveNoFileComp))
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(a.manifestCmd(), a.verifyCmd(), a.replicateCmd(), a.restoreCmd(), a.probeCmd(), a.bootCmd(), a.engineSimCmd(), a.demoCmd(), a.failoverCmd(), a.drillCmd(), a.checkCmd(), a.versionCmd())
-	root.Version = versionString()
-	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.Version = versionReport() // --version prints what `lifeboat version` prints
+	root.SetVersionTemplate("{{.Version}}")
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.HasSubCommands() && c != root && c.RunE == nil && c.Run == nil {
@@ -269,70 +267,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	f, ok := w.(*os.File)
 	return ok && isTTY(f.Fd())
-}
-
-var version = "" // may be set with -ldflags "-X main.version=…"; else the module version
-
-// versionString is the module version, VCS revision and build time from debug.ReadBuildInfo.
-func versionString() string {
-	v, rev, at, dirty := versionInfo()
-	s := v
-	if rev != "" {
-		s += " (" + rev
-		if dirty {
-			s += "+dirty"
-		}
-		if at != "" {
-			s += ", built from a commit of " + at
-		}
-		s += ")"
-	}
-	return s
-}
-
-func versionInfo() (ver, rev, at string, dirty bool) {
-	ver = version
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		if ver == "" {
-			ver = "unknown"
-		}
-		return ver, "", "", false
-	}
-	if ver == "" {
-		ver = bi.Main.Version
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	return ver, rev, at, dirty
-}
-
-func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the Lifeboat version",
-		Example: `  lifeboat version
-  lifeboat --version
-  lifeboat version -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.checkOutput("text", "json"); err != nil {
-				return err
-			}
-			if a.output == "json" {
-				v, rev, at, dirty := versionInfo()
-				return a.writeJSON(map[string]any{"version": v, "vcs_revision": rev, "vcs_time": at, "vcs_modified": dirty, "go_version": runtime.Version()})
-			}
-			fmt.Fprintln(a.stdout, "lifeboat", versionString(), runtime.Version())
-			return nil
-		},
-	}
 }

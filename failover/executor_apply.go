@@ -1,0 +1,111 @@
+package failover
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// apply journals the intent, changes the router, reads it back and journals the result.
+func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) error {
+	ctx := s.ctx
+	target := plan.After(k)
+	if err := s.checkLock(ctx); err != nil {
+		return err
+	}
+	step := k
+	if _, err := s.j.Append(ctx, Record{Kind: RecIntent, Step: &step, Before: &before, Target: &target}); err != nil {
+		return err
+	}
+	e.log().Info("applying", "step", fmt.Sprintf("%d/%d", k+1, len(plan.Steps)), "weights", plan.Steps[k].Weights, "drain", plan.Steps[k].Drain, "withdraw", plan.Steps[k].Withdraw)
+	after, err := e.applyAndReadBack(s, target)
+	if err != nil {
+		_, _ = s.j.Append(ctx, Record{Kind: RecFailed, Step: &step, Detail: err.Error()})
+		return err
+	}
+	s.lastRead = &after
+	if e.AfterApply != nil {
+		e.AfterApply(k)
+	}
+	_, err = s.j.Append(ctx, Record{Kind: RecResult, Step: &step, Before: &before, After: &after})
+	return err
+}
+
+// applyAndReadBack writes target conditionally on the router's version this run last saw, the
+// lease checked immediately before every router call, then reads back (the next write's version).
+func (e *Executor) applyAndReadBack(s *session, target RouterState) (RouterState, error) {
+	ctx := s.ctx
+	if s.seen == nil {
+		if err := s.fence(); err != nil {
+			return RouterState{}, err
+		}
+		if _, err := s.observe(ctx); err != nil {
+			return RouterState{}, err
+		}
+	}
+	if err := ApplyIf(ctx, e.Router, target, s.seen, s.fence); err != nil {
+		return RouterState{}, fmt.Errorf("apply to %s: %w", e.Router, err)
+	}
+	if err := s.fence(); err != nil {
+		return RouterState{}, err
+	}
+	after, err := s.observe(ctx)
+	if err != nil {
+		return after, err
+	}
+	if d := e.diff(target, after); len(d) > 0 {
+		return after, fmt.Errorf("%w: %s reads back differently from what was applied: %v", ErrDrift, e.Router, d)
+	}
+	return after, nil
+}
+
+// reassert puts back a state the journal says this run reached (step, the index of its last
+// result) that the router no longer holds: checked first as one immediate step from the router
+// as it is now (residency, totals, warm, headroom... — step_percent and the drain wait do not
+// apply: the run already ramped there), then under the lock, intent first, applied and read back.
+func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int, cur, target RouterState) (RouterState, error) {
+	ctx := s.ctx
+	sig, err := e.Signals.Signals(ctx, false)
+	if err != nil {
+		return cur, err
+	}
+	in := e.Input(ctx, cur, sig, h, o)
+	in.Immediate = true
+	// A drift may have changed a class's total (someone's edit): putting back the journaled
+	// total (validated against the run's start by validateJournaled) is the point.
+	vs := slices.DeleteFunc(CheckStep(in, stepTo(e.Fleet, target)), func(v Violation) bool { return v.Rule == RuleTotals && v.Region == "" })
+	if len(vs) > 0 {
+		why := vs[0].String()
+		_, _ = s.j.Append(ctx, Record{Kind: RecHold, Step: &step, Detail: "re-assert: " + why, Violations: vs})
+		return cur, fmt.Errorf("%w: re-asserting the journaled state of step %d: %s (fix it and run `lifeboat failover resume` again, or `lifeboat failover abort`)", ErrHeld, step+1, why)
+	}
+	if err := s.checkLock(ctx); err != nil {
+		return cur, err
+	}
+	if _, err := s.j.Append(ctx, Record{Kind: RecReassertIntent, Step: &step, Before: &cur, Target: &target}); err != nil {
+		return cur, err
+	}
+	e.log().Info("re-asserting", "step", step+1, "drift", e.diff(target, cur))
+	after, err := e.applyAndReadBack(s, target)
+	if err != nil {
+		_, _ = s.j.Append(ctx, Record{Kind: RecFailed, Step: &step, Detail: err.Error()})
+		return cur, err
+	}
+	s.lastRead = &after
+	_, err = s.j.Append(ctx, Record{Kind: RecReassert, Step: &step, Before: &cur, After: &after})
+	return after, err
+}
+
+// stepTo is the step that sets every class of the fleet to target (complete vectors and states).
+func stepTo(f *Fleet, target RouterState) *Step {
+	st := &Step{Weights: Weights{}, States: States{}}
+	for c, elig := range f.Tenants {
+		if vec, ok := target.Weights[c]; ok {
+			st.Weights[c] = maps.Clone(vec)
+		}
+		for _, r := range elig {
+			st.States.Set(c, r, target.States.Get(c, r))
+		}
+	}
+	return st
+}

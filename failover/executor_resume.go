@@ -1,0 +1,198 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Resume continues this fleet's latest run from its journal, read under the lock (never a view
+// taken before another operator's run or abort finished): it probes every region as run does,
+// re-applies the last intended state (routers forget runtime changes on reload), then carries
+// out the remaining steps with the same checks. A finished run whose router no longer routes as
+// it left it is re-asserted. Whatever the journal says is input: every state resume would apply
+// is first re-validated against this fleet (validateJournaled) and checked like a step
+// (CheckStep) from the router as it is now.
+func (e *Executor) Resume(ctx context.Context, o RunOptions) (*Outcome, error) {
+	// The journal is read again once the lock is ours (resume acts on that view only); this
+	// first look names the run a take-over of a dead holder's lock is journaled in.
+	peek, precs, err := e.latestStarted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.begin(ctx, "failover resume "+peek, o.Reason, peek, len(precs), true)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end()
+	out, err := e.resume(s, o)
+	return out, s.err(err)
+}
+
+func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
+	ctx := s.ctx
+	run, recs, err := e.latestStarted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := ViewRun(run, recs, e.now())
+	if run == "" || v.Start == nil {
+		return nil, fmt.Errorf("%w: the journal holds no run of this fleet", ErrNothingToResume)
+	}
+	s.j.Run, s.j.next, s.j.Fleet = run, len(recs), e.fleetID()
+	plan := v.Plan
+	out := &Outcome{Run: v.Run, Plan: plan, Steps: v.Applied}
+	if err := e.validateJournaled(run, plan, v.Start.Baseline); err != nil {
+		return out, err
+	}
+	// Judged from the plan itself, not from a journaled flag (older journals carry none).
+	plan.Complete = !plan.Refused && plan.Hold == "" && len(plan.Shed) == 0
+	o.Event, o.Overrides, o.Immediate, o.resumed = plan.Event, plan.Overrides, plan.Immediate, true
+	h, err := e.history(ctx)
+	if err != nil {
+		return out, err
+	}
+	h.baseline = v.Start.Baseline
+	cur, err := s.observe(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Final = cur
+	want, _ := v.Expected()
+	if v.Done && len(e.diff(want, cur)) == 0 {
+		return out, fmt.Errorf("%w: run %s finished at %s, and the router routes as it left it", ErrNothingToResume, run, v.Last.Time.Format(time.RFC3339))
+	}
+	if v.Expired && !v.Done || v.Expired && v.Done && !v.Closed {
+		return out, fmt.Errorf("%w: run %s expired at %s; fail back with `lifeboat failover restore` or abort", ErrExpired, run, v.Start.Expires.Format(time.RFC3339))
+	}
+	if _, err := e.preflight(ctx); err != nil {
+		return out, err
+	}
+	if v.Done {
+		// The run finished and the router forgot (a reload, a restart): put back its final state.
+		if _, err := s.j.Append(ctx, Record{Kind: RecResume, Reason: o.Reason, Detail: fmt.Sprintf("re-asserting the final state of finished run %s: the router reads otherwise", v.Run)}); err != nil {
+			return out, err
+		}
+		after, err := e.reassert(s, o, h, v.LastApplied, cur, want)
+		if err != nil {
+			return out, err
+		}
+		out.Final, out.Reasserted = after, true
+		if _, err := s.j.Append(ctx, Record{Kind: RecDone, Detail: v.Held, After: &after, Closed: v.Closed}); err != nil {
+			return out, err
+		}
+		if v.Held != "" {
+			out.Held = v.Held
+			return out, fmt.Errorf("%w: run %s re-asserted, and it still ends short of its target: %s", ErrIncomplete, run, v.Held)
+		}
+		out.Complete = true
+		return out, nil
+	}
+	if _, err := s.j.Append(ctx, Record{Kind: RecResume, Reason: o.Reason, Detail: fmt.Sprintf("taking over run %s at step %d of %d", v.Run, v.NextStep+1, len(plan.Steps))}); err != nil {
+		return out, err
+	}
+	s.lastRead = &cur
+	if v.InFlight >= 0 {
+		// The intent was written, the result was not: check it again from the router as it is
+		// now, apply it again (idempotent) and record its one result.
+		if held, err := e.checkBefore(s, o, plan, v.InFlight, h, &cur); err != nil || held != "" {
+			if err == nil {
+				out.Held = held
+				err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume` again, or `lifeboat failover abort`)", ErrHeld, v.InFlight+1, len(plan.Steps), held)
+			}
+			return out, err
+		}
+		if err := e.apply(s, plan, v.InFlight, cur); err != nil {
+			return out, err
+		}
+		out.Steps++
+	} else if v.LastApplied >= 0 {
+		if target := plan.After(v.LastApplied); len(e.diff(target, cur)) > 0 {
+			if _, err := e.reassert(s, o, h, v.LastApplied, cur, target); err != nil {
+				return out, err
+			}
+		}
+	}
+	next := max(v.InFlight, v.LastApplied) + 1
+	return e.steps(s, o, plan, next, h, out)
+}
+
+// validateJournaled checks a journaled plan and baseline against this fleet before resume or
+// re-assert applies any of it. The journal is input like any other: a plan this fleet's planner
+// could not have made — a class or region the fleet does not have, weight outside a class's
+// eligible regions, a total that changes, a weight out of the driver's range — is refused
+// (ErrRefused, exit 3) and nothing is applied.
+func (e *Executor) validateJournaled(run string, plan *Plan, baseline Weights) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: the journal of run %s %s; nothing applied (this fleet's planner never makes such a plan: check who can write the state store, then `lifeboat failover abort` or fix the router by hand)", ErrRefused, run, fmt.Sprintf(format, args...))
+	}
+	if plan == nil {
+		return bad("carries no plan")
+	}
+	if len(plan.Steps) > maxPlanSteps {
+		return bad("has %d steps (at most %d)", len(plan.Steps), maxPlanSteps)
+	}
+	switch plan.Event.Kind {
+	case Evacuate, Restore:
+		if e.Fleet.Regions[plan.Event.Region] == nil {
+			return bad("names region %q, which the fleet does not define", plan.Event.Region)
+		}
+	case Spill, Abort:
+	default:
+		return bad("names event %q", plan.Event.Kind)
+	}
+	maxW := e.Router.MaxWeight()
+	check := func(label string, w Weights, st States, totals bool) error {
+		for _, c := range slices.Sorted(maps.Keys(w)) {
+			elig, ok := e.Fleet.Tenants[c]
+			if !ok {
+				return bad("%s: class %q is not a tenant class of %s", label, c, e.Fleet.File)
+			}
+			for _, r := range slices.Sorted(maps.Keys(w[c])) {
+				v := w[c][r]
+				if v < 0 || (maxW > 0 && v > maxW) {
+					return bad("%s: class %s weight %d on %s is outside the driver's range 0..%d (%s)", label, c, v, r, maxW, RuleTotals)
+				}
+				if v > 0 && !slices.Contains(elig, r) {
+					return bad("%s would send class %s (weight %d) to %s, outside its eligible regions %v (%s)", label, c, v, r, elig, RuleResidency)
+				}
+			}
+			if totals && w.Total(c) != plan.Start.Weights.Total(c) {
+				return bad("%s: class %s totals %d, the run started at %d (%s)", label, c, w.Total(c), plan.Start.Weights.Total(c), RuleTotals)
+			}
+		}
+		for _, c := range slices.Sorted(maps.Keys(st)) {
+			elig, ok := e.Fleet.Tenants[c]
+			if !ok {
+				return bad("%s: class %q is not a tenant class of %s", label, c, e.Fleet.File)
+			}
+			for _, r := range slices.Sorted(maps.Keys(st[c])) {
+				switch v := st[c][r]; {
+				case v != Ready && v != Drain && v != Maint:
+					return bad("%s: class %s region %s has state %q", label, c, r, v)
+				case v != Maint && !slices.Contains(elig, r):
+					return bad("%s: class %s region %s is %s, outside its eligible regions %v (%s)", label, c, r, v, elig, RuleResidency)
+				}
+			}
+		}
+		return nil
+	}
+	if err := check("start", plan.Start.Weights, plan.Start.States, false); err != nil {
+		return err
+	}
+	if err := check("baseline", baseline, nil, false); err != nil {
+		return err
+	}
+	for k := range plan.Steps {
+		if plan.Steps[k] == nil {
+			return bad("step %d is empty", k+1)
+		}
+		after := plan.After(k)
+		if err := check(fmt.Sprintf("step %d", k+1), after.Weights, after.States, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}

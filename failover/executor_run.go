@@ -1,0 +1,320 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Run plans the event from the live router and signals (preflight: the warm prober on every
+// region), then carries it out under the lock.
+func (e *Executor) Run(ctx context.Context, o RunOptions) (*Outcome, error) {
+	s, err := e.begin(ctx, "failover "+o.Event.String(), o.Reason, "", 0, false)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end()
+	out, err := e.run(s, o, s.j.Run)
+	return out, s.err(err)
+}
+
+func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
+	ctx := s.ctx
+	h, err := e.history(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if (o.Event.Kind == Restore || o.Event.Kind == Abort) && h.baseline == nil {
+		return nil, fmt.Errorf("%w: no failover is open (the journal has no baseline to go back to)", ErrRefused)
+	}
+	rs, err := s.observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if h.baseline == nil {
+		h.baseline = rs.Weights.Clone()
+	}
+	sig, err := e.preflight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := MakePlan(e.Input(ctx, rs, sig, h, o))
+	if o.Event.Kind == Restore && plan.Hold != "" && len(plan.Steps) == 0 && o.HoldTimeout > 0 {
+		plan, sig, err = e.awaitDwell(s, o, h, plan)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if o.Plan != nil {
+		o.Plan(plan)
+	}
+	out := &Outcome{Run: run, Plan: plan, Final: rs}
+	if plan.Refused {
+		_, _ = s.j.Append(ctx, Record{Kind: RecRefused, Event: &o.Event, Reason: o.Reason, Detail: plan.Reason, Plan: plan})
+		return out, fmt.Errorf("%w: %s", ErrRefused, plan.Reason)
+	}
+	if len(plan.Steps) == 0 {
+		if !plan.Complete {
+			return out, fmt.Errorf("%w: %s", ErrRefused, plan.Verdict())
+		}
+		out.Complete = true
+		return out, nil
+	}
+	if !plan.Complete && !o.AllowPartial && o.Confirm == nil {
+		why := plan.Verdict() + "; nothing changed (accept a plan that cannot complete with --allow-partial, or answer its prompt)"
+		_, _ = s.j.Append(ctx, Record{Kind: RecRefused, Event: &o.Event, Reason: o.Reason, Detail: why, Plan: plan})
+		out.Held = why
+		return out, fmt.Errorf("%w: %s", ErrIncomplete, why)
+	}
+	if o.Confirm != nil && !o.Confirm(plan) {
+		return out, errors.New("cancelled: nothing changed")
+	}
+	exp := e.now().Add(e.Fleet.Failover.Expires)
+	if _, err := s.j.Append(ctx, Record{Kind: RecStart, Event: &o.Event, Reason: o.Reason, Plan: plan, Baseline: h.baseline, Expires: &exp, Overrides: o.Overrides, Out: outAfter(h.out, o.Event)}); err != nil {
+		return out, err
+	}
+
+	for _, r := range o.Overrides {
+		if _, err := s.j.Append(ctx, Record{Kind: RecOverride, Reason: o.Reason, Detail: fmt.Sprintf("rule %s bypassed by %s", r, s.j.Holder)}); err != nil {
+			return out, err
+		}
+	}
+	start := plan.Start.Clone()
+	s.lastRead = &start
+	return e.steps(s, o, plan, 0, h, out)
+}
+
+// awaitDwell observes the regions until the failback may start or the hold timeout passes: a
+// new process has seen the region calm for 0 s, so it watches it (signals every step_interval,
+// the warm prober again while the region is not warm) for failback_dwell, saying how far it is
+// on the progress log, and gives up at once when the dwell cannot end before the timeout.
+func (e *Executor) awaitDwell(s *session, o RunOptions, h failoverState, plan *Plan) (*Plan, map[string]RegionSignal, error) {
+	ctx := s.ctx
+	deadline := e.now().Add(o.HoldTimeout)
+	dwell := e.Fleet.Failover.FailbackDwell
+	var sig map[string]RegionSignal
+	for plan.Hold != "" && len(plan.Steps) == 0 && e.now().Before(deadline) {
+		if plan.Rule == RuleDwell && sig != nil {
+			if c := sig[o.Event.Region].CalmSeconds; c != nil {
+				need := dwell - time.Duration(*c*float64(time.Second))
+				if left := deadline.Sub(e.now()); need > left {
+					plan.Hold += fmt.Sprintf("; %s more would be needed and --hold-timeout leaves %s", need.Round(time.Second), left.Round(time.Second))
+					break
+				}
+			}
+		}
+		e.log().Info("observing before failback", "region", o.Event.Region, "why", plan.Hold, "gives_up_in", deadline.Sub(e.now()).Round(time.Second).String())
+		if err := sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
+			return nil, nil, err
+		}
+		var err error
+		if sig, err = e.Signals.Signals(ctx, plan.Rule == RuleWarm); err != nil {
+			return nil, nil, err
+		}
+		rs, err := s.observe(ctx) // the plan is made from it: the first write is conditional on it
+		if err != nil {
+			return nil, nil, err
+		}
+		plan = MakePlan(e.Input(ctx, rs, sig, h, o))
+	}
+	return plan, sig, nil
+}
+
+// steps carries out plan.Steps[from:], checking each against fresh signals first. After each
+// step_interval it reads the router again: a router that no longer reads as this run last read
+// it back (a restart, a reload, another hand) holds the run with a named drift, never a jump
+// from the foreign state to the next target.
+func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failoverState, out *Outcome) (*Outcome, error) {
+	ctx := s.ctx
+	pol := e.Fleet.Failover
+	for k := from; k < len(plan.Steps); k++ {
+		st := plan.Steps[k]
+		if k > 0 {
+			if err := sleep(ctx, pol.StepInterval); err != nil {
+				return out, err
+			}
+		}
+		cur, err := e.readRouter(ctx)
+		if err != nil {
+			return out, err
+		}
+		if err := e.checkDrift(s, plan, k, cur); err != nil {
+			out.Held = err.Error()
+			return out, err
+		}
+		if k > 0 || o.resumed {
+			if held, err := e.checkBefore(s, o, plan, k, h, &cur); err != nil || held != "" {
+				if err == nil && o.RollbackOnFail && plan.Event.Kind != Abort {
+					return e.rollback(s, o, h, held, out)
+				}
+				if err == nil {
+					out.Held = held
+					err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume`, or `lifeboat failover abort`)", ErrHeld, k+1, len(plan.Steps), held)
+				} else if errors.Is(err, ErrDrift) {
+					out.Held = err.Error()
+				}
+				return out, err
+			}
+		}
+		if st.WaitForDrain {
+			if err := e.waitDrain(s, st, k); err != nil {
+				return out, err
+			}
+		}
+		if err := e.apply(s, plan, k, cur); err != nil {
+			return out, err
+		}
+		out.Steps++
+	}
+	fin, err := e.readRouter(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Final = fin
+	closed := (plan.Event.Kind == Abort || plan.Event.Kind == Restore) && h.baseline != nil && fin.Weights.Equal(h.baseline)
+	if _, err = s.j.Append(ctx, Record{Kind: RecDone, Detail: plan.Hold, After: &fin, Closed: closed}); err != nil {
+		return out, err
+	}
+	if !plan.Complete {
+		out.Held = plan.Verdict()
+		return out, fmt.Errorf("%w: %s", ErrIncomplete, plan.Verdict())
+	}
+	out.Complete = true
+	return out, nil
+}
+
+// checkDrift compares the router as read now with what this run last read back; a difference
+// is journaled as a hold naming the drift and returned as ErrHeld and ErrDrift.
+func (e *Executor) checkDrift(s *session, plan *Plan, k int, cur RouterState) error {
+	if s.lastRead == nil {
+		return nil
+	}
+	d := e.diff(*s.lastRead, cur)
+	if len(d) == 0 {
+		return nil
+	}
+	why := fmt.Sprintf("drift: %s changed since this run last read it back (%s)", e.Router, strings.Join(d, "; "))
+	step := k
+	if _, err := s.j.Append(s.ctx, Record{Kind: RecHold, Step: &step, Detail: why, Before: s.lastRead, After: &cur}); err != nil {
+		return err
+	}
+	e.log().Warn("hold", "step", k+1, "why", why)
+	next := "`lifeboat failover resume` re-asserts what this run last applied and goes on"
+	if k == 0 {
+		next = "`lifeboat failover resume` checks the first step against the router as it is now"
+	}
+	return fmt.Errorf("%w before step %d of %d: %w: %s; nothing was written over it. See who changed it (`lifeboat failover status`), then %s, or `lifeboat failover abort`",
+		ErrHeld, k+1, len(plan.Steps), ErrDrift, why, next)
+}
+
+// checkBefore re-reads signals and checks step k from the router's current state; it returns
+// the hold reason ("" to go on), re-trying for o.HoldTimeout.
+func (e *Executor) checkBefore(s *session, o RunOptions, plan *Plan, k int, h failoverState, cur *RouterState) (string, error) {
+	ctx := s.ctx
+	deadline := e.now().Add(o.HoldTimeout)
+	for {
+		sig, err := e.Signals.Signals(ctx, false)
+		if err != nil {
+			return "", err
+		}
+		in := e.Input(ctx, *cur, sig, h, o)
+		in.Event = plan.Event
+		vs := CheckStep(in, plan.Steps[k])
+		if len(vs) == 0 {
+			return "", nil
+		}
+		why := vs[0].String()
+		step := k
+		if _, err := s.j.Append(ctx, Record{Kind: RecHold, Step: &step, Detail: why, Violations: vs}); err != nil {
+			return "", err
+		}
+		e.log().Warn("hold", "step", k+1, "why", why)
+		if !e.now().Before(deadline) {
+			return why, nil
+		}
+		if err := sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
+			return "", err
+		}
+		if *cur, err = e.readRouter(ctx); err != nil {
+			return "", err
+		}
+		if err := e.checkDrift(s, plan, k, *cur); err != nil {
+			return "", err
+		}
+	}
+}
+
+// waitDrain waits until every region withdrawn in st runs fewer than drain_running_below
+// requests, or drain_timeout passes.
+func (e *Executor) waitDrain(s *session, st *Step, k int) error {
+	ctx := s.ctx
+	pol := e.Fleet.Failover
+	deadline := e.now().Add(pol.DrainTimeout)
+	poll := min(max(pol.StepInterval/4, 100*time.Millisecond), 5*time.Second)
+	detail := ""
+	for {
+		sig, err := e.Signals.Signals(ctx, false)
+		if err != nil {
+			return err
+		}
+		busy := []string{}
+		for _, r := range st.Withdraw {
+			if rs := sig[r]; rs.Healthy && rs.Running != nil && *rs.Running >= pol.DrainRunningBelow {
+				busy = append(busy, fmt.Sprintf("%s %d running", r, *rs.Running))
+			}
+		}
+		if len(busy) == 0 {
+			detail = "in-flight requests under drain_running_below"
+			break
+		}
+		if !e.now().Before(deadline) {
+			detail = fmt.Sprintf("drain_timeout %s passed with %v", pol.DrainTimeout, busy)
+			break
+		}
+		e.log().Info("draining", "busy", busy)
+		if err := sleep(ctx, poll); err != nil {
+			return err
+		}
+	}
+	step := k
+	_, err := s.j.Append(ctx, Record{Kind: RecDrainWait, Step: &step, Detail: detail})
+	return err
+}
+
+// preflight reads every region's signals with the warm prober, as run does before planning:
+// a resume after Ctrl-C or kill -9 is a new process that has probed nothing yet.
+func (e *Executor) preflight(ctx context.Context) (map[string]RegionSignal, error) {
+	e.log().Info("preflight: reading every region's signals (live: the warm prober, /health, /metrics)")
+	sig, err := e.Signals.Signals(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: %w", err)
+	}
+	for _, r := range slices.Sorted(maps.Keys(sig)) {
+		if !sig[r].Warm {
+			e.log().Info("preflight: not a receiver", "region", r, "why", sig[r].Why)
+		}
+	}
+	return sig, nil
+}
+
+// LiveInput reads the router, the journal's history and fresh signals (with the warm prober)
+// into a planner input, as Run would plan — for `failover plan` without --signals.
+func (e *Executor) LiveInput(ctx context.Context, o RunOptions) (PlanInput, error) {
+	h, err := e.history(ctx)
+	if err != nil {
+		return PlanInput{}, err
+	}
+	rs, err := e.readRouter(ctx)
+	if err != nil {
+		return PlanInput{}, err
+	}
+	sig, err := e.Signals.Signals(ctx, true)
+	if err != nil {
+		return PlanInput{}, err
+	}
+	return e.Input(ctx, rs, sig, h, o), nil
+}

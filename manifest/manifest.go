@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"lifeboat/providers"
 	"lifeboat/providers/checksum"
 	"sort"
 	"strings"
@@ -43,6 +44,12 @@ const (
 	AnnotationBLAKE3 = "dev.lifeboat.checksum.blake3"
 	// AnnotationName is the manifest-level name given with --name.
 	AnnotationName = "org.opencontainers.image.title"
+	// AnnotationTitle, on a layer, is the file name an OCI client (oras pull, an image volume)
+	// writes the layer to: for a model file its path in the model repository (model/ dropped),
+	// for an engine or deployment file its bundle path (engine/…, deploy/…). `oras pull` of a
+	// pushed DR manifest therefore yields the model repository, loadable as is, with engine/
+	// and deploy/ beside it. Lifeboat itself keys files by AnnotationFilepath.
+	AnnotationTitle = "org.opencontainers.image.title"
 	// AnnotationCreated is set only when the builder is asked for a timestamp.
 	AnnotationCreated = "org.opencontainers.image.created"
 )
@@ -211,6 +218,12 @@ func assemble(ann map[string]string, mc ModelConfig, files []File) (*Manifest, e
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	mc.ModelFS = ModelFS{Type: "layers", DiffIDs: make([]digest.Digest, 0, len(files))}
 	layers := make([]ocispec.Descriptor, 0, len(files))
+	titles := make(map[string]bool, len(files))
+	for _, f := range files {
+		if f.Part == PartModel {
+			titles[LayerTitle(f.Path)] = true
+		}
+	}
 	for _, f := range files {
 		mc.ModelFS.DiffIDs = append(mc.ModelFS.DiffIDs, f.Digest)
 		ann := map[string]string{
@@ -224,6 +237,12 @@ func assemble(ann map[string]string, mc ModelConfig, files []File) (*Manifest, e
 		}
 		if f.Sums.BLAKE3 != "" {
 			ann[AnnotationBLAKE3] = f.Sums.BLAKE3
+		}
+		// An engine or deployment file whose bundle path is also a model file's path in its
+		// repository (a model repository with an engine/ or deploy/ directory) gets no title:
+		// two layers with one title would make an OCI client refuse the pull.
+		if t := LayerTitle(f.Path); f.Part == PartModel || !titles[t] {
+			ann[AnnotationTitle] = t
 		}
 		layers = append(layers, ocispec.Descriptor{
 			MediaType:   f.MediaType,
@@ -255,6 +274,10 @@ func assemble(ann map[string]string, mc ModelConfig, files []File) (*Manifest, e
 	}
 	return &Manifest{OCI: oci, Model: mc, Files: files}, nil
 }
+
+// LayerTitle is the org.opencontainers.image.title of the layer holding the file at bundle path
+// p (providers.LayerTitle: the registry store reads titles back with the inverse rule).
+func LayerTitle(p string) string { return providers.LayerTitle(p) }
 
 // splitBundlePath returns the part a bundle path belongs to, or an error if it is not a clean
 // relative path under model/, engine/ or deploy/.

@@ -465,3 +465,47 @@ func TestHashReaderTruncatedBody(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// Every layer carries the name an OCI client writes it to: a model file its path in the model
+// repository, an engine or deployment file its bundle path — except when a model repository
+// has a file at that same path (one title twice would make `oras pull` refuse), where the
+// model file keeps the title and the other goes without.
+func TestBuildLayerTitles(t *testing.T) {
+	l := genSample(t, sample.Options{NoLoRA: true})
+	must(t, os.MkdirAll(filepath.Join(l.ModelDir, "engine"), 0o755))
+	must(t, os.WriteFile(filepath.Join(l.ModelDir, "engine", filepath.Base(l.EngineFile)), []byte("a model's own file\n"), 0o644))
+	m, err := manifest.Build(context.Background(), manifest.BuildOptions{ModelDir: l.ModelDir, EngineFile: l.EngineFile, DeployPaths: []string{l.DeployDir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	untitled := 0
+	for _, layer := range m.OCI.Layers {
+		p := layer.Annotations[manifest.AnnotationFilepath]
+		title, ok := layer.Annotations[manifest.AnnotationTitle]
+		switch {
+		case strings.HasPrefix(p, "model/"):
+			if title != strings.TrimPrefix(p, "model/") {
+				t.Errorf("%s: title %q", p, title)
+			}
+		case p == "engine/"+filepath.Base(l.EngineFile):
+			if ok {
+				t.Errorf("%s: titled %q, the title of a model file", p, title)
+			}
+			untitled++
+		default:
+			if title != p {
+				t.Errorf("%s: title %q", p, title)
+			}
+		}
+		if ok {
+			if other, dup := seen[title]; dup {
+				t.Errorf("title %q on %s and %s", title, other, p)
+			}
+			seen[title] = p
+		}
+	}
+	if untitled != 1 {
+		t.Fatalf("%d layers without a title, want the engine config's alone", untitled)
+	}
+}

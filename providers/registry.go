@@ -26,13 +26,38 @@ import (
 // org.cncf.model.filepath); a registry replica's keys are these paths.
 const AnnotationFilepath = "org.cncf.model.filepath"
 
+// AnnotationTitle is the layer annotation an OCI client (oras pull, a Kubernetes image volume)
+// names the file it writes after; see LayerTitle.
+const AnnotationTitle = "org.opencontainers.image.title"
+
+// LayerTitle is the title Lifeboat gives the layer of the file at bundle path p: the path in the
+// model repository for a model file (model/ dropped), so that `oras pull` writes a model
+// repository that loads as is; the bundle path itself for an engine or deployment file
+// (engine/…, deploy/…, beside it).
+func LayerTitle(p string) string {
+	if t, ok := strings.CutPrefix(p, "model/"); ok {
+		return t
+	}
+	return p
+}
+
+// keyOfTitle is LayerTitle's inverse, for a layer that names its file only by its title (pushed
+// by another client, e.g. `oras push` run in such a directory): engine/… and deploy/… are those
+// parts' files, any other title is a model file.
+func keyOfTitle(t string) string {
+	if strings.HasPrefix(t, "engine/") || strings.HasPrefix(t, "deploy/") {
+		return t
+	}
+	return "model/" + t
+}
+
 // maxRegistryManifestBytes bounds the manifest read from a registry (manifest.MaxManifestBytes).
 const maxRegistryManifestBytes = 64 << 20
 
 // registryStore is an OCI registry repository seen as a store of DR bundle files. A registry
 // keeps blobs by digest, not by name: a key (a bundle path, model/…) is resolved through the
 // manifest at the location's reference — each layer names its file in the org.cncf.model.filepath
-// annotation — and through the blobs this store wrote since it was opened (a replica being
+// annotation, or only in org.opencontainers.image.title when another client pushed it — and through the blobs this store wrote since it was opened (a replica being
 // filled has no manifest yet; PushManifest adds it at the end).
 //
 // Stat is a HEAD of the blob (its size, and its SHA-256 digest as the native checksum); Read is
@@ -153,6 +178,9 @@ func (s *registryStore) load(ctx context.Context) error {
 	}
 	for _, l := range m.Layers {
 		p := l.Annotations[AnnotationFilepath]
+		if t := l.Annotations[AnnotationTitle]; p == "" && t != "" {
+			p = keyOfTitle(t)
+		}
 		if p == "" || validatePath(p) != nil {
 			continue
 		}

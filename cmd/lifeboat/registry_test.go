@@ -168,3 +168,94 @@ func TestRegistryPushVerifyRestore(t *testing.T) {
 		t.Fatalf("replicate --deep onto a corrupted registry blob: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// oras, an independent client, both ways: `oras pull` of what Lifeboat pushed writes the model
+// repository's files under their own names (the layers' org.opencontainers.image.title), with
+// engine/ and deploy/ beside them, byte for byte and nothing else; and what `oras push` pushes
+// from such a directory with ModelPack media types (layers named only by their titles) is a
+// registry replica Lifeboat verifies, deep, and restores against the DR manifest.
+func TestRegistryOrasInterop(t *testing.T) {
+	reg := emulators.SharedRegistry(t)
+	oras, err := emulators.OrasPath()
+	if err != nil {
+		emulators.Unavailable(t, err)
+	}
+	cfgDir := emulators.DockerConfig(t, reg)
+	env := []string{"DOCKER_CONFIG=" + cfgDir}
+	l, m := fixture(t, sample.Options{})
+	man, err := manifest.ReadFile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := reg.Host + "/lifeboat/interop-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	orasIn := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(oras, append(args, "--plain-http", "--registry-config", filepath.Join(cfgDir, "config.json"))...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("oras %v: %v\n%s", args, err, out)
+		}
+	}
+
+	if r := cli(t, env, "manifest", "push", m, "--from", l.Root, "oci://"+base+":v1"); r.code != 0 {
+		t.Fatalf("push: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pulled := t.TempDir()
+	orasIn(pulled, "pull", base+":v1", "--output", pulled)
+	want := map[string]string{} // title → bundle path
+	for _, f := range man.Files {
+		want[manifest.LayerTitle(f.Path)] = f.Path
+	}
+	got := 0
+	err = filepath.WalkDir(pulled, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(pulled, p)
+		bp, ok := want[filepath.ToSlash(rel)]
+		if !ok {
+			t.Errorf("oras pull wrote %s, which is no file of the bundle", rel)
+			return nil
+		}
+		a, _ := os.ReadFile(p)
+		b, _ := os.ReadFile(l.Path(bp))
+		if !bytes.Equal(a, b) {
+			t.Errorf("oras pull: %s differs from %s", rel, bp)
+		}
+		got++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != len(man.Files) || got == 0 {
+		t.Fatalf("oras pull wrote %d of the %d files", got, len(man.Files))
+	}
+	if _, err := os.Stat(filepath.Join(pulled, "config.json")); err != nil {
+		t.Fatalf("the model's config.json is not at the top of what oras pulled: %v", err)
+	}
+
+	// The other way: oras pushes that directory, each file with its ModelPack media type.
+	args := []string{"push", base + "-oras:v1", "--artifact-type", manifest.ArtifactType}
+	for _, f := range man.Files {
+		args = append(args, manifest.LayerTitle(f.Path)+":"+f.MediaType)
+	}
+	orasIn(pulled, args...)
+	target := "oci://" + base + "-oras:v1"
+	for _, deep := range [][]string{nil, {"--deep"}} {
+		if r := cli(t, env, append([]string{"verify", "--manifest", m, target}, deep...)...); r.code != 0 {
+			t.Fatalf("verify %v of what oras pushed: exit %d\n%s%s", deep, r.code, r.stdout, r.stderr)
+		}
+	}
+	to := filepath.Join(t.TempDir(), "restored")
+	if r := cli(t, env, "restore", "--manifest", m, "--from", target, "--to", to); r.code != 0 {
+		t.Fatalf("restore of what oras pushed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range man.Files {
+		a, err := os.ReadFile(filepath.Join(to, filepath.FromSlash(f.Path)))
+		b, _ := os.ReadFile(l.Path(f.Path))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Fatalf("restored %s differs: %v", f.Path, err)
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover/yamlnode"
+	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover/yamlnode"
+	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover/yamlnode"
-	"lifeboat/internal/editdistance"
+	"lifeboat/internal/base/editdistance"
+	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
 )
 

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover"
-	"lifeboat/failover/yamlnode"
+	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
 )
 

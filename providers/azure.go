@@ -21,6 +21,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"lifeboat/internal/base/redact"
 )
 
 const azureMaxBlocks = 50000
@@ -44,18 +46,6 @@ type azureStore struct {
 	endpoint string // host[:port] requests go to
 	opts     Options
 	pageSize int32
-}
-
-// parseConnectionString returns the fields of an Azure storage connection string.
-func parseConnectionString(cs string) map[string]string {
-	out := map[string]string{}
-	for _, part := range strings.Split(cs, ";") {
-		k, v, ok := strings.Cut(part, "=")
-		if ok {
-			out[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
-		}
-	}
-	return out
 }
 
 func newAzureStore(ctx context.Context, account, containerName, prefix string, opts Options) (*azureStore, error) {
@@ -98,7 +88,7 @@ func newAzureStore(ctx context.Context, account, containerName, prefix string, o
 		cs = lookupEnv("AZURE_STORAGE_CONNECTION_STRING")
 	}
 	if cs != "" {
-		fields := parseConnectionString(cs)
+		fields := redact.ConnectionStringFields(cs)
 		if name := fields["accountname"]; name != "" && name != account {
 			return nil, fmt.Errorf("the Azure connection string is for account %q, the URL names %q", name, account)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"lifeboat/internal/editdistance"
+	"lifeboat/internal/base/editdistance"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"lifeboat/internal/editdistance"
+	"lifeboat/internal/base/editdistance"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )

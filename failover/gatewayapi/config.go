@@ -7,7 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover"
-	"lifeboat/failover/yamlnode"
+	"lifeboat/internal/base/yamlnode"
 )
 
 // The driver's registration: router: {driver: gateway-api, …}.

@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"lifeboat/failover"
-	"lifeboat/internal/kubeclient"
+	"lifeboat/internal/base/kubeclient"
 	"lifeboat/providers"
 )
 

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"lifeboat/failover"
+	"lifeboat/internal/base/kubeclient"
 	"lifeboat/internal/emulators"
-	"lifeboat/internal/kubeclient"
 	"lifeboat/internal/testbed"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"lifeboat/failover"
 	"lifeboat/failover/gatewayapi"
+	"lifeboat/internal/base/kubeclient"
 	"lifeboat/internal/emulators"
-	"lifeboat/internal/kubeclient"
 )
 
 // gatewayAPIStep is section 7's gateway-api line: the same step as HAProxy's and Caddy's (two

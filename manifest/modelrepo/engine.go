@@ -14,7 +14,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"lifeboat/internal/editdistance"
+	"lifeboat/internal/base/editdistance"
 )
 
 // EngineConfig is a parsed `vllm serve --config` YAML file.

@@ -9,7 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover"
-	"lifeboat/failover/yamlnode"
+	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers"
 	"lifeboat/verify/warm"
 )

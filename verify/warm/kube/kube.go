@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"lifeboat/internal/kubeclient"
+	"lifeboat/internal/base/kubeclient"
 	"lifeboat/providers"
 	"lifeboat/verify/warm"
 )

@@ -1,11 +1,11 @@
-package providers_test
+package redact_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"lifeboat/providers"
+	"lifeboat/internal/base/redact"
 )
 
 // vllmStartup is vLLM's own start-up log (0.10/0.11 "vllm serve"): the argv echo and the
@@ -47,7 +47,7 @@ func TestRedactForms(t *testing.T) {
 		if want == "" && tc.in != vllmStartup {
 			want = tc.in
 		}
-		got := providers.Redact(tc.in)
+		got := redact.Redact(tc.in)
 		if tc.in == vllmStartup {
 			if strings.Contains(got, secret) || strings.Contains(got, "sk-other") || !strings.Contains(got, "'max_num_batched_tokens': 8192") || !strings.Contains(got, "--max-num-batched-tokens 8192") {
 				t.Errorf("vLLM start-up log redacted to:\n%s", got)
@@ -79,7 +79,7 @@ func TestRedactKeepsMarkup(t *testing.T) {
 		"--api-key \"sk-1234567890\" 'api_key': ['a<b', \"c&d\"]",
 		`{"token": 7, "password": "x", "sig": -1.5e3}`,
 	} {
-		got := providers.RedactStream(in)
+		got := redact.RedactStream(in)
 		if json.Valid([]byte(in)) && !json.Valid([]byte(got)) {
 			t.Errorf("RedactStream broke the JSON document\n %s\nto\n %s", in, got)
 		}
@@ -91,7 +91,7 @@ func TestRedactKeepsMarkup(t *testing.T) {
 
 func TestTerminalSafe(t *testing.T) {
 	in := "a\x1b[2J\x1b]0;pwned\x07b\u2028c\u202ed\u009be\r\nf\tg\xff"
-	got := providers.TerminalSafe(in)
+	got := redact.TerminalSafe(in)
 	for _, bad := range []string{"\x1b", "\x07", "\u2028", "\u202e", "\u009b", "\r", "\xff"} {
 		if strings.Contains(got, bad) {
 			t.Errorf("TerminalSafe kept %q: %q", bad, got)
@@ -100,7 +100,7 @@ func TestTerminalSafe(t *testing.T) {
 	if !strings.Contains(got, "\nf\tg") {
 		t.Errorf("TerminalSafe lost newline or tab: %q", got)
 	}
-	if s := providers.Sanitize(in, 100); strings.ContainsAny(s, "\x1b\n\u2028\u202e\u009b") {
+	if s := redact.Sanitize(in, 100); strings.ContainsAny(s, "\x1b\n\u2028\u202e\u009b") {
 		t.Errorf("Sanitize kept a control: %q", s)
 	}
 }

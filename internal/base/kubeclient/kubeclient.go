@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"lifeboat/providers"
+	"lifeboat/internal/base/redact"
 )
 
 // MaxKubeconfig bounds a kubeconfig file.
@@ -98,7 +98,7 @@ func Open(c Config) (*Cluster, error) {
 	}
 	rc, err := cc.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %s", path, providers.Sanitize(err.Error(), 300))
+		return nil, fmt.Errorf("kubeconfig %s: %s", path, redact.Sanitize(err.Error(), 300))
 	}
 	ns, _, err := cc.Namespace()
 	if err != nil || ns == "" {
@@ -209,7 +209,7 @@ func Answered(err error) bool {
 
 // Message is err's text fit for a terminal: sanitised, one line, bounded.
 func Message(err error) string {
-	return providers.Sanitize(err.Error(), 300)
+	return redact.Sanitize(err.Error(), 300)
 }
 
 // Canceled reports whether err is ctx's own cancellation (Ctrl-C), not a timeout.

@@ -24,7 +24,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.commitTim
 # (init 14.6 → 6.3 ms) and a quarter of the binary (80 → 60 MB).
 TAGS := disable_grpc_modules
 
-.PHONY: all build test vet lint fmt-check fuzz bench demo image pin-image clean
+.PHONY: all build test vet lint fmt-check fuzz bench demo image pin-image clean docs
 
 # `emulators`: versitygw (S3), the OCI registry and oras into ./bin, Azurite into ./.tools; each
 # only when missing.
@@ -38,6 +38,8 @@ include mk/oracles.mk
 # `kube`: etcd, kube-apiserver/controller-manager/scheduler, kwok and traefik for the Kubernetes
 # tests; each only when missing.
 include mk/kube.mk
+# `ci-tools`: actionlint for the CI templates in examples/; only when missing or another version.
+include mk/ci.mk
 
 all: build
 
@@ -56,9 +58,14 @@ build:
 ## has nothing to find. They still run in every `make test`, only without -race.
 RACE ?= 1
 NORACE ?= ^TestFamilyBrokenVariants$$
-test: fmt-check vet emulators oracles routers chromium kube
+test: fmt-check vet emulators oracles routers chromium kube ci-tools
 	$(GO) test $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
 	$(if $(filter 1,$(RACE)),$(GO) test -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
+
+## docs: regenerate the CLI reference (docs/cli/, one page per command) from the commands' own
+## help, as cobra's doc generator renders it. TestCLIReferenceIsCurrent fails when it is stale.
+docs:
+	LIFEBOAT_WRITE_DOCS=1 $(GO) test -count=1 -run '^TestCLIReferenceIsCurrent$$' ./cmd/lifeboat
 
 vet:
 	$(GO) vet ./...

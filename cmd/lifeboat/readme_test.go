@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"lifeboat/internal/testbed"
 	"os"
 	"os/exec"
@@ -10,60 +11,125 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
-func readme(t *testing.T) string {
+// repoRoot is the repository's root, from this package's directory.
+const repoRoot = "../.."
+
+func readDoc(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(filepath.Join(repoRoot, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
 }
 
-// The README matches the binary: every command of the Commands section's example block runs,
-// as written, in an empty directory, and exits with the code its "# exit N" says.
-func TestReadmeCommandsRunAsWritten(t *testing.T) {
-	doc := readme(t)
-	_, rest, ok := strings.Cut(doc, "<!-- commands-example")
-	if !ok {
-		t.Fatal("README has no commands-example block")
+// exampleBlocks returns the ```sh blocks that follow each "<!-- MARKER" comment in doc, in order.
+func exampleBlocks(t *testing.T, doc, marker string) []string {
+	t.Helper()
+	var blocks []string
+	rest := doc
+	for {
+		var ok bool
+		_, rest, ok = strings.Cut(rest, "<!-- "+marker)
+		if !ok {
+			break
+		}
+		var found bool
+		_, rest, found = strings.Cut(rest, "```sh\n")
+		if !found {
+			t.Fatalf("a %q marker with no ```sh block after it", marker)
+		}
+		var block string
+		block, rest, _ = strings.Cut(rest, "```")
+		blocks = append(blocks, block)
 	}
-	_, rest, _ = strings.Cut(rest, "```sh\n")
-	block, _, _ := strings.Cut(rest, "```")
-	dir := t.TempDir()
+	if len(blocks) == 0 {
+		t.Fatalf("no %q block", marker)
+	}
+	return blocks
+}
+
+// exitRE ends a command line of an example block: "# exit N", optionally followed by a remark.
+var exitRE = regexp.MustCompile(`\s+# exit (\d+)\b[^\n]*$`)
+
+// runBlocks runs every command of the blocks, as written, in dir with the built lifeboat first on
+// PATH, and checks each exits with the code its "# exit N" says. A line without "# exit N"
+// continues onto the next (a trailing backslash is dropped). It returns the number of commands.
+func runBlocks(t *testing.T, what, dir string, blocks []string) int {
+	t.Helper()
 	bin := filepath.Dir(testbed.LifeboatBinary(t))
-	exitRE := regexp.MustCompile(`\s+# exit (\d+)\s*$`)
-	var cmd string
 	n := 0
-	for _, line := range strings.Split(block, "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
+	for _, block := range blocks {
+		var cmd string
+		for _, line := range strings.Split(block, "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			m := exitRE.FindStringSubmatch(line)
+			if m == nil {
+				cmd += strings.TrimSuffix(strings.TrimSpace(line), "\\") + " "
+				continue
+			}
+			cmd += strings.TrimSpace(line[:len(line)-len(m[0])])
+			want, _ := strconv.Atoi(m[1])
+			c := exec.Command("bash", "-c", cmd)
+			c.Dir = dir
+			c.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			out, _ := c.CombinedOutput()
+			if got := c.ProcessState.ExitCode(); got != want {
+				t.Errorf("%s: %s\nexit %d, the document says %d\n%s", what, cmd, got, want, out)
+			}
+			cmd = ""
+			n++
 		}
-		m := exitRE.FindStringSubmatch(line)
-		if m == nil {
-			cmd += strings.TrimSuffix(strings.TrimSpace(line), "\\") + " "
-			continue
+		if strings.TrimSpace(cmd) != "" {
+			t.Errorf("%s: a command with no \"# exit N\": %s", what, cmd)
 		}
-		cmd += strings.TrimSpace(line[:len(line)-len(m[0])])
-		want, _ := strconv.Atoi(m[1])
-		c := exec.Command("bash", "-c", cmd)
-		c.Dir = dir
-		c.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
-		out, _ := c.CombinedOutput()
-		if got := c.ProcessState.ExitCode(); got != want {
-			t.Errorf("README: %s\nexit %d, the README says %d\n%s", cmd, got, want, out)
-		}
-		cmd = ""
-		n++
 	}
-	if n < 15 {
-		t.Fatalf("only %d commands found in the README block", n)
+	return n
+}
+
+// docs/commands.md matches the binary: every command of its example block runs, as written, in
+// an empty directory, and exits with the code its "# exit N" says.
+func TestCommandsDocRunsAsWritten(t *testing.T) {
+	blocks := exampleBlocks(t, readDoc(t, "docs/commands.md"), "commands-example")
+	if n := runBlocks(t, "docs/commands.md", t.TempDir(), blocks); n < 15 {
+		t.Fatalf("only %d commands found in docs/commands.md's block", n)
 	}
 }
 
-// The README's rule table gives every rule with the severity the binary gives it.
-func TestReadmeRuleTableMatchesTheBinary(t *testing.T) {
+// The README's ten-minute walkthrough — set-up, the release gate, the drill, the failover —
+// runs as written, block after block in one directory (with the clone's examples/ in it, as
+// from the root of a clone), each command exiting as its "# exit N" says.
+func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	abs, err := filepath.Abs(filepath.Join(repoRoot, "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, filepath.Join(dir, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	blocks := exampleBlocks(t, readDoc(t, "README.md"), "quickstart")
+	if len(blocks) < 4 {
+		t.Fatalf("%d quickstart blocks in the README, want the set-up and the three jobs", len(blocks))
+	}
+	for _, job := range []string{"lifeboat check", "lifeboat drill run", "lifeboat failover run"} {
+		if !strings.Contains(strings.Join(blocks, "\n"), job) {
+			t.Errorf("the README's quickstart has no %q", job)
+		}
+	}
+	runBlocks(t, "README.md quickstart", dir, blocks)
+	if _, err := os.Stat(filepath.Join(dir, "dr", "report", "report.html")); err != nil {
+		t.Errorf("the quickstart drill wrote no report: %v", err)
+	}
+}
+
+// docs/lint-rules.md's rule table gives every rule with the severity the binary gives it.
+func TestLintRulesDocMatchesTheBinary(t *testing.T) {
 	r := cli(t, nil, "manifest", "lint", "--list-rules", "-o", "json")
 	var rules []struct{ ID, Severity string }
 	if err := json.Unmarshal([]byte(r.stdout), &rules); err != nil {
@@ -71,14 +137,190 @@ func TestReadmeRuleTableMatchesTheBinary(t *testing.T) {
 	}
 	row := regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)` \\| (error|warning)\\b")
 	inDoc := map[string]string{}
-	for _, m := range row.FindAllStringSubmatch(readme(t), -1) {
+	for _, m := range row.FindAllStringSubmatch(readDoc(t, "docs/lint-rules.md"), -1) {
 		inDoc[m[1]] = m[2]
 	}
 	for _, ru := range rules {
 		if got, ok := inDoc[ru.ID]; !ok {
-			t.Errorf("rule %s is not in the README's rule table", ru.ID)
+			t.Errorf("rule %s is not in docs/lint-rules.md's rule table", ru.ID)
 		} else if got != ru.Severity {
-			t.Errorf("rule %s: the README says %s, the binary %s", ru.ID, got, ru.Severity)
+			t.Errorf("rule %s: docs/lint-rules.md says %s, the binary %s", ru.ID, got, ru.Severity)
 		}
 	}
+}
+
+// The README is a front door, not the reference: under 400 lines, with the reference in docs/.
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	doc := readDoc(t, "README.md")
+	if n := strings.Count(doc, "\n"); n >= 400 {
+		t.Errorf("README.md has %d lines; keep it under 400 and move reference material to docs/", n)
+	}
+	for _, job := range []string{"release gate", "drill", "failover", "make demo", "make test"} {
+		if !strings.Contains(doc, job) {
+			t.Errorf("README.md does not mention %q", job)
+		}
+	}
+}
+
+// Every docs/*.md file is linked from the README's index, so nothing written is unfindable.
+func TestReadmeLinksEveryDocsFile(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	linked := map[string]bool{}
+	for _, l := range markdownLinks(readme) {
+		target, _, _ := strings.Cut(l.target, "#")
+		linked[filepath.Clean(target)] = true
+	}
+	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		rel := filepath.ToSlash(filepath.Join("docs", filepath.Base(f)))
+		if !linked[rel] {
+			t.Errorf("%s is not linked from README.md: add it to the list under \"## Documentation\"", rel)
+		}
+	}
+}
+
+// No broken link: every relative link in README.md, docs/ and examples/ names a file or
+// directory that exists, and every #anchor a heading of the file it points into.
+func TestDocsLinksResolve(t *testing.T) {
+	var docs []string
+	for _, root := range []string{"README.md", "docs", "examples"} {
+		err := filepath.WalkDir(filepath.Join(repoRoot, root), func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(p, ".md") {
+				docs = append(docs, p)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(p string) map[string]bool {
+		if a, ok := anchors[p]; ok {
+			return a
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		anchors[p] = headingAnchors(string(b))
+		return anchors[p]
+	}
+	checked := 0
+	for _, p := range docs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(repoRoot, p)
+		for _, l := range markdownLinks(string(b)) {
+			if regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`).MatchString(l.target) {
+				continue // https:, mailto: — not checked offline
+			}
+			file, anchor, _ := strings.Cut(l.target, "#")
+			dest := p
+			if file != "" {
+				dest = filepath.Join(filepath.Dir(p), filepath.FromSlash(file))
+				if _, err := os.Stat(dest); err != nil {
+					t.Errorf("%s:%d: broken link %q: %s does not exist", name, l.line, l.target, file)
+					continue
+				}
+			}
+			if anchor != "" {
+				if a := anchorsOf(dest); a == nil || !a[anchor] {
+					t.Errorf("%s:%d: broken link %q: no heading with the anchor #%s", name, l.line, l.target, anchor)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d links checked: the link parser lost them", checked)
+	}
+}
+
+type mdLink struct {
+	target string
+	line   int
+}
+
+var linkRE = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+
+// markdownLinks returns the inline links' targets outside fenced code blocks and code spans.
+func markdownLinks(doc string) []mdLink {
+	var links []mdLink
+	fence := false
+	for i, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fence = !fence
+			continue
+		}
+		if fence {
+			continue
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(stripCodeSpans(line), -1) {
+			links = append(links, mdLink{target: m[1], line: i + 1})
+		}
+	}
+	return links
+}
+
+func stripCodeSpans(line string) string {
+	var b strings.Builder
+	in := false
+	for _, r := range line {
+		if r == '`' {
+			in = !in
+			continue
+		}
+		if !in {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// headingAnchors returns the anchors GitHub gives the document's headings: the text lower-cased,
+// everything but letters, digits, spaces, '-' and '_' dropped, spaces made '-', and "-1", "-2"…
+// added to repeats.
+func headingAnchors(doc string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	fence := false
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fence = !fence
+			continue
+		}
+		if fence || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		text := strings.TrimLeft(line, "#")
+		if !strings.HasPrefix(text, " ") {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(text)) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
 }

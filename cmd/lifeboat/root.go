@@ -88,20 +88,7 @@ func (a *app) rootCmd() *cobra.Command {
   lifeboat manifest build --model /tmp/demo/model --engine /tmp/demo/engine/engine.yaml --out dr/manifest.json
   lifeboat manifest lint dr/manifest.json --model /tmp/demo/model
   lifeboat verify --manifest dr/manifest.json s3://dr-use1/llama/ gs://dr-euw4/llama/`,
-		Long: `Lifeboat captures everything a vLLM replica needs — model repository, engine config,
-deployment files — in one DR manifest (an OCI image manifest with ModelPack media types),
-and lints it so that a missing tokenizer, quantization config, RoPE setting, chat template
-or LoRA adapter is found in CI, not during an outage.
-
-Exit codes (every command):
-  0  ok
-  1  a check found a problem (lint error, mismatch, not warm, SLA missed)
-  2  bad input or usage (the message names the file, line or field)
-  3  refused for safety
-  4  a dependency stayed unreachable after retries
-  130  interrupted (Ctrl-C; 143 for SIGTERM): the run stopped before it ended; run it again to resume
-
-Results go to stdout (-o text|json, and junit where CI consumes it); progress and logs go to stderr.`,
+		Long:          rootLong,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -132,6 +119,7 @@ Results go to stdout (-o text|json, and junit where CI consumes it); progress an
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "junit"}, cobra.ShellCompDirectiveNoFileComp))
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(a.manifestCmd(), a.verifyCmd(), a.replicateCmd(), a.restoreCmd(), a.probeCmd(), a.bootCmd(), a.engineSimCmd(), a.demoCmd(), a.failoverCmd(), a.drillCmd(), a.checkCmd(), a.versionCmd())
+	groupCommands(root)
 	root.Version = versionReport() // --version prints what `lifeboat version` prints
 	root.SetVersionTemplate("{{.Version}}")
 	var walk func(*cobra.Command)

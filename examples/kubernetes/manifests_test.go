@@ -32,7 +32,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(emulators.Main(m)) }
 
 // granted is what the Role must grant, and all it may grant: resource (group/resource[/sub]) →
-// verbs. It is the README's RBAC list ("Running Lifeboat in the cluster").
+// verbs. It is the RBAC list of docs/kubernetes.md ("Running Lifeboat in the cluster").
 var granted = map[string][]string{
 	"apps/deployments":                     {"get", "list", "create", "patch", "delete", "deletecollection"},
 	"apps/replicasets":                     {"list", "deletecollection"},

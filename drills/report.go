@@ -178,7 +178,7 @@ type Teardown struct {
 	Left             []string `json:"left"` // anything still there: a process, the lock, the temp dir
 }
 
-// ErrMissed is matched by the error of a drill that missed its SLA or an expectation (exit 1).
+// ErrMissed is matched by the error of a drill that missed its SLA or an expectation (a problem found).
 var ErrMissed = errors.New("drill failed")
 
 // Err is nil when the drill passed; otherwise it says what failed and, for the SLA, by how much.

@@ -65,11 +65,11 @@ type Runner struct {
 }
 
 // ErrNotAtBaseline: the router is not at the fleet's baseline (a failover run moved it), or a
-// previous drill left something behind; the drill refuses to start (exit 3).
+// previous drill left something behind; the drill refuses to start (a refusal).
 var ErrNotAtBaseline = errors.New("refused: the router is not at the fleet's baseline")
 
 // ErrLeftovers: a previous drill did not finish its teardown (its process died); `lifeboat drill
-// cleanup` puts back what it changed (exit 3 until then).
+// cleanup` puts back what it changed (refused until then).
 var ErrLeftovers = errors.New("refused: a previous drill left things behind")
 
 // run is one drill's state.

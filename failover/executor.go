@@ -17,18 +17,18 @@ import (
 
 // Errors the CLI maps to exit codes.
 var (
-	// ErrRefused: the plan was refused for safety (exit 3); nothing changed.
+	// ErrRefused: the plan was refused for safety (a refusal); nothing changed.
 	ErrRefused = errors.New("refused for safety")
-	// ErrHeld: a check failed between steps and the run holds (exit 1).
+	// ErrHeld: a check failed between steps and the run holds (a problem found).
 	ErrHeld = errors.New("failover held")
-	// ErrDrift: the router does not route as the journal says (exit 1).
+	// ErrDrift: the router does not route as the journal says (a problem found).
 	ErrDrift = errors.New("router drift")
 	// ErrExpired: the failover passed failover.expires (resume refuses; restore it).
 	ErrExpired = errors.New("failover expired")
 	// ErrNothingToResume: the latest run finished (or there is none).
 	ErrNothingToResume = errors.New("nothing to resume")
 	// ErrIncomplete: the plan cannot reach its target (traffic it cannot place, a failback that
-	// stops short): held for safety (exit 3), with the rule and what is left.
+	// stops short): held for safety (a refusal), with the rule and what is left.
 	ErrIncomplete = errors.New("held for safety")
 )
 

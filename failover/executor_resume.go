@@ -123,7 +123,7 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 // re-assert applies any of it. The journal is input like any other: a plan this fleet's planner
 // could not have made — a class or region the fleet does not have, weight outside a class's
 // eligible regions, a total that changes, a weight out of the driver's range — is refused
-// (ErrRefused, exit 3) and nothing is applied.
+// (ErrRefused, a refusal) and nothing is applied.
 func (e *Executor) validateJournaled(run string, plan *Plan, baseline Weights) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: the journal of run %s %s; nothing applied (this fleet's planner never makes such a plan: check who can write the state store, then `lifeboat failover abort` or fix the router by hand)", ErrRefused, run, fmt.Sprintf(format, args...))

@@ -227,7 +227,7 @@ const (
 )
 
 // ErrBadJournal is matched by a *BadRecordError: an object in the journal that is not a valid
-// record of its run. Resume refuses such a run (exit 3); status reports it and goes on.
+// record of its run. Resume refuses such a run (a refusal); status reports it and goes on.
 var ErrBadJournal = errors.New("bad journal record")
 
 // BadRecordError names the journal object that cannot be trusted and why.

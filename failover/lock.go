@@ -57,7 +57,7 @@ type Lock struct {
 	why      string
 }
 
-// LockHeldError says who holds the lock (exit 3).
+// LockHeldError says who holds the lock (a refusal).
 type LockHeldError struct {
 	Lock Lock
 	// Live: the record changed while it was watched (the holder renewed it).

@@ -148,7 +148,7 @@ type Plan struct {
 	Refused bool  `json:"refused"`
 	// Complete: the plan reaches its target. False when it is refused or holds short of it
 	// (traffic it cannot place, a failback that stops before the baseline): carried out, such a
-	// plan ends held for safety (exit 3), and run applies it only when the operator accepts.
+	// plan ends held for safety (a refusal), and run applies it only when the operator accepts.
 	Complete bool `json:"complete"`
 	// Rule is the rule that refused the plan or stopped it short of its target, and Reason says
 	// why in words, naming the class and what would be needed.

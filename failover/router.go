@@ -170,15 +170,15 @@ func digestOf(b []byte) string {
 }
 
 // ErrRouterUnreachable is matched by driver errors that mean the router did not answer
-// (exit 4); other driver errors are protocol or content problems.
+// (unreachable); other driver errors are protocol or content problems.
 var ErrRouterUnreachable = errors.New("router unreachable")
 
 // ErrRouterConflict is matched when a conditional write found the router changed by someone else
-// since this run last wrote or read it back (exit 3: stop, never overwrite).
+// since this run last wrote or read it back (a refusal: stop, never overwrite).
 var ErrRouterConflict = errors.New("router changed concurrently")
 
 // ErrRouterTopology is matched when the router's configuration itself breaks residency (a
-// region outside a class's eligible list can receive that class's traffic): refused, exit 3.
+// region outside a class's eligible list can receive that class's traffic): refused.
 var ErrRouterTopology = errors.New("router topology breaks residency")
 
 // maxRouterBody bounds every answer read from a router.
@@ -211,7 +211,7 @@ func routerClient(c *http.Client) *http.Client {
 
 // routerAnswer reads one HTTP router answer, bounded: a redirect is refused (a router driver
 // follows none), and a body that stalls or is cut off mid-way is the router not answering
-// (ErrRouterUnreachable, exit 4), not bad input. what names the request ("router GET URL").
+// (ErrRouterUnreachable), not bad input. what names the request ("router GET URL").
 func routerAnswer(what string, resp *http.Response) ([]byte, error) {
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		return nil, fmt.Errorf("%s: HTTP %d redirect to %q refused: router drivers follow no redirect; point router.url at the router itself", what, resp.StatusCode, firstLine(resp.Header.Get("Location")))

@@ -316,7 +316,7 @@ func (c cutShort) Read(p []byte) (int, error) {
 }
 
 // errBodyCutShort is a body that ended before its length; it counts as the store being
-// unreachable (the connection broke), so callers retry or exit 4.
+// unreachable (the connection broke), so callers retry or report it unreachable.
 var errBodyCutShort = bodyCutShortError{}
 
 type bodyCutShortError struct{}

@@ -24,7 +24,7 @@ const (
 	StatusError            Status = "ERROR"             // could not be checked (permission, read failure after retries)
 )
 
-// Failed reports whether the status fails a verify (exit 1).
+// Failed reports whether the status fails a verify (a problem found).
 func (s Status) Failed() bool {
 	switch s {
 	case StatusMissing, StatusSizeMismatch, StatusChecksumMismatch, StatusCorrupt:
@@ -41,7 +41,7 @@ const (
 	ReplicaFailed      ReplicaStatus = "FAILED"      // at least one file failed
 	ReplicaUnverified  ReplicaStatus = "UNVERIFIED"  // nothing failed, but something was not proven
 	ReplicaUnreachable ReplicaStatus = "UNREACHABLE" // the store stayed unreachable after retries (or --timeout)
-	// The replica could not be checked because of what the user must fix (exit 2, no retry helps):
+	// The replica could not be checked because of what the user must fix (bad input, no retry helps):
 	ReplicaNotFound      ReplicaStatus = "NOT_FOUND"     // no such bucket, container or directory
 	ReplicaDenied        ReplicaStatus = "DENIED"        // credentials or operation refused
 	ReplicaMisconfigured ReplicaStatus = "MISCONFIGURED" // no credentials, no region, a host that does not exist

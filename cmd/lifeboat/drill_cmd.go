@@ -117,13 +117,8 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			}
 			fmt.Fprintf(a.stderr, "drill %s: losing %s of %s (RTO %s)\n", r.Drill.Name, r.Drill.Lose, r.Fleet.Model.Name, rtoOf(r))
 			rep, err := r.Run(ctx)
-			switch {
-			case errors.Is(err, drills.ErrInvalidDrill):
-				return usageErr("%v", err)
-			case errors.Is(err, drills.ErrNotAtBaseline) || errors.Is(err, drills.ErrLeftovers):
-				return withCode(exitRefused, err)
-			case err != nil:
-				return err
+			if err != nil {
+				return err // exitTable: invalid drill 2, not at baseline or leftovers 3
 			}
 			// the reports first: the history records their digests (drill history --verify)
 			var digests drills.ReportDigests
@@ -683,7 +678,7 @@ restored (listed); 3 a recorded drill still runs; 2 bad drill or fleet file.`,
 			}
 			switch {
 			case errors.Is(err, drills.ErrDrillRunning):
-				return withCode(exitRefused, err)
+				return err // exitTable: refused (3)
 			case err != nil:
 				return problem("%v", err)
 			case lerr != nil:

@@ -13,19 +13,6 @@ import (
 
 	"lifeboat/internal/base/editdistance"
 	"lifeboat/providers"
-	"lifeboat/verify"
-)
-
-// Exit codes, the same for every command (see README).
-const (
-	exitOK          = 0
-	exitProblem     = 1 // a check found a problem
-	exitUsage       = 2 // bad input or usage
-	exitRefused     = 3 // refused for safety
-	exitUnreachable = 4 // a dependency stayed unreachable
-	// exitInterrupted is 128+SIGINT, what a shell reports for a program Ctrl-C ended: the run
-	// stopped before it could say anything about the rest (SIGTERM exits 143, 128+15).
-	exitInterrupted = 130
 )
 
 // exitError gives an error an explicit exit code (bad usage, refused for safety).
@@ -64,33 +51,6 @@ func (e *problemError) Is(target error) bool { return target == errProblem }
 // unreachable marks a dependency that stayed unreachable (exit 4) — a replica that never listened.
 func unreachable(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), providers.ErrUnreachable)
-}
-
-// exitCode is the one mapping from an error to the exit status. An explicit code wins; then what a
-// check found (1); then providers' classification: interrupted 130, unreachable or timed out 4,
-// bytes that do not match 1, and everything the user must fix — not found, denied, misconfigured,
-// invalid input, anything unclassified — 2. A run that a signal ended exits 128+signo whatever
-// its error says (see finish).
-func exitCode(err error) int {
-	if err == nil {
-		return exitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	if errors.Is(err, errProblem) || errors.Is(err, verify.ErrFailed) {
-		return exitProblem
-	}
-	switch providers.KindOf(err) {
-	case providers.KindCanceled:
-		return exitInterrupted
-	case providers.KindContentMismatch:
-		return exitProblem
-	case providers.KindUnreachable, providers.KindTimeout:
-		return exitUnreachable
-	}
-	return exitUsage
 }
 
 // unknownSubcommand makes a command group refuse what it does not know (exit 2, with a

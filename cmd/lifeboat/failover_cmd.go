@@ -182,28 +182,6 @@ func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags
 	return e, func() { store.Close() }, nil
 }
 
-// failoverExit maps the failover's errors to exit codes.
-func failoverExit(err error) error {
-	if err == nil {
-		return nil
-	}
-	var held *failover.LockHeldError
-	switch {
-	case errors.As(err, &held), errors.Is(err, failover.ErrRefused), errors.Is(err, failover.ErrRouterTopology),
-		errors.Is(err, failover.ErrExpired), errors.Is(err, failover.ErrLockLost), errors.Is(err, failover.ErrRouterConflict),
-		errors.Is(err, failover.ErrTokenExhausted), errors.Is(err, failover.ErrIncomplete), errors.Is(err, failover.ErrBadJournal),
-		errors.Is(err, failover.ErrLockCorrupt):
-		return withCode(exitRefused, err)
-	case errors.Is(err, context.Canceled):
-		return err // interrupted: exitCode says 130
-	case errors.Is(err, failover.ErrHeld), errors.Is(err, failover.ErrDrift), errors.Is(err, failover.ErrNothingToResume):
-		return withCode(exitProblem, err)
-	case errors.Is(err, failover.ErrRouterUnreachable):
-		return withCode(exitUnreachable, err)
-	}
-	return err // the one mapping (exitCode): stores unreachable 4, bad input 2, ...
-}
-
 func (a *app) failoverPlanCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
@@ -261,7 +239,7 @@ unreachable.`,
 				defer closeFn()
 				in, err = e.LiveInput(ctx, failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules})
 				if err != nil {
-					return failoverExit(err)
+					return err
 				}
 			}
 			plan := failover.MakePlan(in)
@@ -499,7 +477,7 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 			}
 		}
 	}
-	return failoverExit(err)
+	return err
 }
 
 func (a *app) failoverStatusCmd() *cobra.Command {
@@ -525,7 +503,7 @@ does an expired failover.`,
 			defer closeFn()
 			st, err := e.Status(ctx)
 			if err != nil {
-				return failoverExit(err)
+				return err
 			}
 			if a.output == "json" {
 				err = a.writeJSON(st)

@@ -210,7 +210,7 @@ func (g *Router) route(class string) (string, error) {
 	return name, nil
 }
 
-// kerr turns a client-go error into one of the router's: unreachable (exit 4) when the API
+// kerr turns a client-go error into one of the router's: unreachable (unreachable) when the API
 // server did not answer, a conflict on 409, else a content or permission problem.
 func (g *Router) kerr(ctx context.Context, verb, name string, err error) error {
 	what := fmt.Sprintf("gateway-api %s httproute %s/%s", verb, g.namespace, name)

@@ -15,7 +15,7 @@ import (
 	"lifeboat/manifest/modelrepo"
 )
 
-// Severity of a finding. Any error makes the lint fail (exit 1).
+// Severity of a finding. Any error makes the lint fail (a problem found).
 type Severity string
 
 const (

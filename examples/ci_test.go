@@ -43,9 +43,20 @@ func actionlint(t *testing.T) string {
 	return p
 }
 
+// shellcheck finds shellcheck (`make ci-tools`), through which actionlint checks every `run:`
+// script; a skip when missing, a failure under LIFEBOAT_REQUIRE_EMULATORS=1.
+func shellcheck(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("shellcheck")
+	if err != nil {
+		emulators.Unavailable(t, fmt.Errorf("shellcheck missing (run `make ci-tools`): %w", emulators.ErrNotInstalled))
+	}
+	return p
+}
+
 func runActionlint(t *testing.T, bin, file string) (int, string) {
 	t.Helper()
-	c := exec.Command(bin, "-no-color", file)
+	c := exec.Command(bin, "-no-color", "-shellcheck", shellcheck(t), file)
 	out, err := c.CombinedOutput()
 	if err != nil && c.ProcessState == nil {
 		t.Fatal(err)
@@ -54,8 +65,8 @@ func runActionlint(t *testing.T, bin, file string) (int, string) {
 }
 
 // The GitHub Actions workflow passes actionlint (workflow syntax, expressions and contexts, job
-// and step keys, action inputs) — and actionlint is not a rubber stamp: a copy with a typo'd key
-// and an unknown context fails it.
+// and step keys, action inputs; shellcheck on every run: script) — and actionlint is not a
+// rubber stamp: a copy with a typo'd key, an unknown context or an unquoted path fails it.
 func TestGitHubWorkflowPassesActionlint(t *testing.T) {
 	bin := actionlint(t)
 	if code, out := runActionlint(t, bin, githubWorkflow); code != 0 {
@@ -68,7 +79,11 @@ func TestGitHubWorkflowPassesActionlint(t *testing.T) {
 	for name, bad := range map[string]string{
 		"typo'd key":      strings.Replace(string(src), "timeout-minutes: 30", "timeout-minute: 30", 1),
 		"unknown context": strings.Replace(string(src), "secrets.DR_READONLY_ROLE", "secret.DR_READONLY_ROLE", 1),
+		"unquoted path":   strings.Replace(string(src), `chmod +x "$RUNNER_TEMP/lifeboat"`, `chmod +x $RUNNER_TEMP/lifeboat`, 1),
 	} {
+		if bad == string(src) {
+			t.Fatalf("%s: the mutation found nothing to change", name)
+		}
 		f := filepath.Join(t.TempDir(), "bad.yml")
 		if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
@@ -502,6 +517,25 @@ func TestGitLabCIStructure(t *testing.T) {
 	for _, want := range []string{"lifeboat-check", "dr-drill"} {
 		if _, ok := jobs[want]; !ok {
 			t.Errorf("%s has no job %s", gitlabCI, want)
+		}
+	}
+	// every script, as the runner's shell gets it, passes shellcheck (POSIX sh: the image's shell)
+	sc := shellcheck(t)
+	for name, j := range jobs {
+		for _, key := range []string{"before_script", "script", "after_script"} {
+			lines, ok := j[key].([]any)
+			if !ok {
+				continue
+			}
+			var b strings.Builder
+			for _, l := range lines {
+				fmt.Fprintln(&b, l)
+			}
+			c := exec.Command(sc, "-s", "sh", "-")
+			c.Stdin = strings.NewReader(b.String())
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Errorf("%s.%s: shellcheck: %v\n%s", name, key, err, out)
+			}
 		}
 	}
 	for name, mutate := range map[string][2]string{

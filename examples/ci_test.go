@@ -145,14 +145,14 @@ func releaseServer(t *testing.T) (url, sum string) {
 	}
 	h := sha256.Sum256(b)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/releases/lifeboat-linux-amd64" {
+		if r.URL.Path != "/releases/lifeboat_linux_amd64" {
 			http.NotFound(w, r)
 			return
 		}
 		w.Write(b)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL + "/releases/lifeboat-linux-amd64", hex.EncodeToString(h[:])
+	return srv.URL + "/releases/lifeboat_linux_amd64", hex.EncodeToString(h[:])
 }
 
 // basePath is PATH without any directory holding a lifeboat, so that only the templates'

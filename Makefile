@@ -24,7 +24,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.commitTim
 # (init 14.6 → 6.3 ms) and a quarter of the binary (80 → 60 MB).
 TAGS := disable_grpc_modules
 
-.PHONY: all build test vet lint fmt-check fuzz bench demo release image pin-image clean docs
+.PHONY: all build test vet lint fmt-check fuzz bench demo demo-stop release image pin-image clean docs
 
 # `emulators`: versitygw (S3), the OCI registry and oras into ./bin, Azurite into ./.tools; each
 # only when missing.
@@ -100,9 +100,11 @@ bench: build emulators
 
 ## demo: the main job on an embedded sample — no cloud account needed. Steps 15 and 16 use HAProxy
 ## when it is installed (`make demo HAPROXY=` does without it); the emulators are used when
-## installed (make emulators), local directories stand in otherwise.
+## installed (make emulators), local directories stand in otherwise. `make demo KEEP=1` leaves
+## the clouds running to explore (docs/demo.md); `make demo-stop` stops them.
 HAPROXY ?= $(shell command -v haproxy 2>/dev/null || { test -x /usr/sbin/haproxy && echo /usr/sbin/haproxy; })
 demo: build haproxy
+	@$(MAKE) --no-print-directory demo-stop >/dev/null
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== 1. generate a sample model repository (real formats, tiny weights)"
 	$(LIFEBOAT) demo init $(DEMO)/sample
@@ -130,7 +132,7 @@ demo: build haproxy
 	@echo; echo "== 6. three local \"clouds\" for DR replicas: versitygw (S3) and Azurite when installed"
 	@echo "   (make -f mk/emulators.mk emulators), else local directories stand in; fake-gcs-server in-process"
 	$(GO) build -o $(BIN)/democlouds ./internal/democlouds
-	@$(BIN)/democlouds -dir $(DEMO)/clouds -env $(DEMO)/clouds.env -watch-pid $$PPID > $(DEMO)/clouds.log 2>&1 & \
+	@$(BIN)/democlouds -dir $(DEMO)/clouds -env $(DEMO)/clouds.env $(if $(KEEP),,-watch-pid $$PPID) > $(DEMO)/clouds.log 2>&1 & \
 	  pid=$$!; echo $$pid > $(DEMO)/clouds.pid; \
 	  for i in $$(seq 900); do [ -s $(DEMO)/clouds.env ] && break; kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; \
 	  cat $(DEMO)/clouds.log; [ -s $(DEMO)/clouds.env ] || { echo "the demo clouds did not start"; exit 1; }
@@ -187,8 +189,24 @@ demo: build haproxy
 	@echo "   measured against the SLA: verify -> restore+boot -> evacuate -> traffic -> hold -> fail back -> verify -> tear down"
 	@rm -rf $(DEMO)/drill && mkdir -p $(DEMO)/drill/state && cp internal/sample/drill/drill.yaml internal/sample/drill/weights.json $(DEMO)/drill/
 	@HAPROXY="$(HAPROXY)" bash mk/demo-drill.sh $(LIFEBOAT) $(DEMO)/drill $(DEMO)/clouds.env
-	@kill $$(cat $(DEMO)/clouds.pid) 2>/dev/null || true
 	@echo; echo "Open $(DEMO)/drill/report/report.html (self-contained) or paste $(DEMO)/drill/report/report.md into a ticket."
+ifeq ($(KEEP),)
+	@kill $$(cat $(DEMO)/clouds.pid) 2>/dev/null || true
+	@echo "The demo's clouds are stopped. make demo KEEP=1 keeps them up to explore (docs/demo.md)."
+else
+	@echo; echo "The demo's clouds are still up (KEEP=1; docs/demo.md). Point a shell at them and explore:"
+	@echo "  . $(DEMO)/clouds.env"
+	@echo "  $(LIFEBOAT) check --fleet $(DEMO)/drill/fleet.yaml --deep"
+	@echo "  $(LIFEBOAT) verify --manifest $(DEMO)/manifest.json \"\$$CLOUD_S3\" \"\$$CLOUD_GCS\" \"\$$CLOUD_AZURE\""
+	@echo "  $(LIFEBOAT) drill history --fleet $(DEMO)/drill/fleet.yaml"
+	@echo "Stop them with: make demo-stop"
+endif
+
+## demo-stop: stop the clouds `make demo KEEP=1` left running.
+demo-stop:
+	@pid=$$(cat $(DEMO)/clouds.pid 2>/dev/null); \
+	  if [ -n "$$pid" ] && grep -qa democlouds /proc/$$pid/cmdline 2>/dev/null && kill $$pid; then echo "the demo's clouds are stopped"; \
+	  else echo "the demo's clouds were not running"; fi
 
 ## release: the binaries for RELEASE_PLATFORMS (GOBUILD, as `make build`) in DIST, named
 ## lifeboat_OS_ARCH, their SHA256SUMS (sha256sum's format) and its signature

@@ -516,6 +516,12 @@ func classify(err error) ErrorKind {
 
 // finish fills the counts and the replica status.
 func (res *ReplicaResult) finish(start time.Time) {
+	res.finishCounts()
+	res.Seconds = time.Since(start).Seconds()
+}
+
+// finishCounts fills the counts and the replica status from the files and the error.
+func (res *ReplicaResult) finishCounts() {
 	res.Counts = map[Status]int{}
 	for _, s := range []Status{StatusOK, StatusMissing, StatusSizeMismatch, StatusChecksumMismatch,
 		StatusUnverified, StatusCorrupt, StatusExtra, StatusError} {
@@ -542,7 +548,6 @@ func (res *ReplicaResult) finish(start time.Time) {
 	default:
 		res.Status = ReplicaOK
 	}
-	res.Seconds = time.Since(start).Seconds()
 }
 
 // statAddsChecksums reports whether a Stat can show checksums a listing entry cannot (S3:

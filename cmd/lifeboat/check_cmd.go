@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -19,21 +20,29 @@ const checkLong = `check is what CI runs before every release:
   1. the manifest: built from --model (with --engine and --deploy) when given, else the fleet's
      model.manifest;
   2. lint it — against --model when given, else against the first region's replica (as a bundle);
-  3. quick-verify every region's replica (metadata only: sizes and native checksums);
+  3. quick-verify every region's replica (metadata only: sizes and native checksums); with
+     --deep, re-hash every file quick verification could not prove (UNVERIFIED: a store without
+     native checksums — a local directory, an Azure blob without Content-MD5, an S3 multipart
+     upload), so such a replica is proven OK or CORRUPT instead of passing unproven;
   4. report: -o junit has one suite for the lint (a case per rule) and one per region (a case per
      file), so a CI test view names the broken file and the region.
 
-Exit codes: 0 no gap; 1 a lint error or a replica with a missing, short or mismatched file (with
---strict also warnings and UNVERIFIED files); 2 bad input; 4 a store stayed unreachable.`
+The text output ends with one line that starts with PASS or FAIL (-o json: "verdict"; -o junit:
+the line goes to stderr), whatever the outcome, bad input included.
+
+Exit codes: 0 no gap; 1 a lint error or a replica with a missing, short, mismatched or corrupt
+file (with --strict also warnings and UNVERIFIED files); 2 bad input; 4 a store stayed
+unreachable.`
 
 const checkExample = `  lifeboat check --fleet fleet.yaml -o junit > lifeboat-check.xml
+  lifeboat check --fleet fleet.yaml --deep
   lifeboat check --fleet fleet.yaml --model ./llama --engine engine.yaml --deploy deploy/`
 
 // checkInput is what check was asked to do (its flags).
 type checkInput struct {
 	fleetFile, model, engine string
 	deploy                   []string
-	strict                   bool
+	strict, deep             bool
 	jobs                     int
 }
 
@@ -42,7 +51,7 @@ type checkInput struct {
 func (a *app) checkCmd() *cobra.Command {
 	var in checkInput
 	c := &cobra.Command{
-		Use:     "check --fleet FILE [--model DIR [--engine FILE] [--deploy DIR]] [--strict] [-o text|json|junit]",
+		Use:     "check --fleet FILE [--model DIR [--engine FILE] [--deploy DIR]] [--deep] [--strict] [-o text|json|junit]",
 		Short:   "The release gate for CI: lint the DR manifest and quick-verify every region's replica",
 		Long:    checkLong,
 		Example: checkExample,
@@ -55,14 +64,33 @@ func (a *app) checkCmd() *cobra.Command {
 	f.StringVar(&in.engine, "engine", "", "with --model: the vLLM engine config YAML")
 	f.StringSliceVar(&in.deploy, "deploy", nil, "with --model: deployment manifests (files or directories)")
 	f.BoolVar(&in.strict, "strict", false, "fail on lint warnings and UNVERIFIED files too")
+	f.BoolVar(&in.deep, "deep", false, "re-hash every file quick verification could not prove (stores without native checksums)")
 	f.IntVarP(&in.jobs, "jobs", "j", 0, "requests in flight across all replicas")
 	_ = c.MarkFlagFilename("fleet", "yaml", "yml")
 	return c
 }
 
-// runCheck loads the fleet and its manifest, lints the manifest, quick-verifies every region's
-// replica, reports in the -o format and exits as the help says.
+// checkSummary is what a check found, for its verdict line; nil parts were not reached.
+type checkSummary struct {
+	lint   *lint.Report
+	verify *verify.Report
+}
+
+// runCheck runs the check and ends its output with the verdict line, whatever the outcome.
 func (a *app) runCheck(ctx context.Context, in checkInput) error {
+	var sum checkSummary
+	err := a.check(ctx, in, &sum)
+	if err != nil {
+		err = demoCloudsHint(in.fleetFile, err)
+	}
+	a.checkVerdict(in, &sum, err)
+	return err
+}
+
+// check loads the fleet and its manifest, lints the manifest, quick-verifies every region's
+// replica (then, with --deep, re-hashes what that could not prove), reports in the -o format
+// and returns the error that sets the exit status.
+func (a *app) check(ctx context.Context, in checkInput, sum *checkSummary) error {
 	if err := a.checkOutput("text", "json", "junit"); err != nil {
 		return err
 	}
@@ -96,11 +124,13 @@ func (a *app) runCheck(ctx context.Context, in checkInput) error {
 	}
 	lrep := lint.Run(ctx, m, src, a.log)
 	closeSrc()
-	vrep, err := a.checkReplicas(ctx, m, names, urls, in.jobs)
+	sum.lint = lrep
+	vrep, err := a.checkReplicas(ctx, m, names, urls, in)
 	if err != nil {
 		return err
 	}
 	vrep.Manifest = fl.Model.Manifest
+	sum.verify = vrep
 	lintGap := lrep.Errors > 0 || (in.strict && lrep.Warnings > 0)
 	verr := vrep.Err(in.strict)
 	if err := a.writeCheck(in, fl, lrep, vrep, !lintGap && verr == nil); err != nil {
@@ -119,6 +149,61 @@ func (a *app) runCheck(ctx context.Context, in checkInput) error {
 	return verr
 }
 
+// checkVerdict writes the one line a person or a CI log looks for: PASS or FAIL, the exit
+// status, and what decided it. Text: last on stdout; junit: on stderr (stdout is the XML);
+// json: the report's "verdict" field says it, and an error is the JSON error object.
+func (a *app) checkVerdict(in checkInput, sum *checkSummary, err error) {
+	w := a.stdout
+	switch a.output {
+	case "json":
+		return
+	case "junit":
+		w = a.stderr
+	}
+	name := orDash(in.fleetFile)
+	var parts []string
+	if sum.lint != nil {
+		parts = append(parts, fmt.Sprintf("lint %d error(s), %d warning(s)", sum.lint.Errors, sum.lint.Warnings))
+	}
+	if sum.verify != nil {
+		parts = append(parts, "replicas "+replicaCounts(sum.verify))
+		if n := countReplicas(sum.verify, verify.ReplicaUnverified); n > 0 && err == nil {
+			parts = append(parts, fmt.Sprintf("%d replica(s) not proven: check --deep re-hashes what the store has no checksum for", n))
+		}
+	}
+	if err == nil {
+		fmt.Fprintf(w, "PASS: check %s: %s\n", name, strings.Join(parts, "; "))
+		return
+	}
+	if sum.verify == nil {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		parts = append(parts, "did not complete: "+providers.Sanitize(msg, 240))
+	}
+	fmt.Fprintf(w, "FAIL (exit %d): check %s: %s\n", exitCode(err), name, strings.Join(parts, "; "))
+}
+
+// replicaCounts is "2 OK, 1 FAILED": the replicas by status, in the report's order of gravity.
+func replicaCounts(rep *verify.Report) string {
+	var parts []string
+	for _, s := range []verify.ReplicaStatus{verify.ReplicaOK, verify.ReplicaFailed, verify.ReplicaUnverified, verify.ReplicaNotFound,
+		verify.ReplicaDenied, verify.ReplicaMisconfigured, verify.ReplicaError, verify.ReplicaUnreachable} {
+		if n := countReplicas(rep, s); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func countReplicas(rep *verify.Report, s verify.ReplicaStatus) int {
+	n := 0
+	for _, r := range rep.Replicas {
+		if r.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
 // checkManifest builds the manifest from --model when given, else reads the fleet's.
 func (a *app) checkManifest(ctx context.Context, fl *failover.Fleet, in checkInput) (*manifest.Manifest, error) {
 	if in.model == "" {
@@ -132,8 +217,9 @@ func (a *app) checkManifest(ctx context.Context, fl *failover.Fleet, in checkInp
 	return m, nil
 }
 
-// checkReplicas quick-verifies the replicas, each result named by its region.
-func (a *app) checkReplicas(ctx context.Context, m *manifest.Manifest, names, urls []string, jobs int) (*verify.Report, error) {
+// checkReplicas quick-verifies the replicas, each result named by its region; with --deep, each
+// replica's UNVERIFIED files are then re-hashed (verify.Settle).
+func (a *app) checkReplicas(ctx context.Context, m *manifest.Manifest, names, urls []string, in checkInput) (*verify.Report, error) {
 	stores, err := a.openStores(ctx, urls)
 	defer func() {
 		for _, s := range stores {
@@ -143,19 +229,35 @@ func (a *app) checkReplicas(ctx context.Context, m *manifest.Manifest, names, ur
 	if err != nil {
 		return nil, err
 	}
-	vrep := verify.Replicas(ctx, m, stores, verify.ModeQuick, verify.Options{Jobs: jobs})
+	o := verify.Options{Jobs: in.jobs}
+	vrep := verify.Replicas(ctx, m, stores, verify.ModeQuick, o)
+	if in.deep {
+		vrep.Mode = checkDeepMode
+		var wg sync.WaitGroup
+		for i := range vrep.Replicas {
+			wg.Go(func() { vrep.Replicas[i] = verify.Settle(ctx, m, stores[i], vrep.Replicas[i], o) })
+		}
+		wg.Wait()
+	}
 	for i := range vrep.Replicas {
 		vrep.Replicas[i].URL = names[i] + " " + providers.Redact(vrep.Replicas[i].URL)
 	}
 	return vrep, nil
 }
 
+// checkDeepMode is the report's mode with --deep: quick, then deep for what quick left unproven.
+const checkDeepMode = "quick+deep"
+
 // writeCheck reports the lint and the verification in the -o format: JUnit has the lint's suite,
 // then one per region.
 func (a *app) writeCheck(in checkInput, fl *failover.Fleet, lrep *lint.Report, vrep *verify.Report, ok bool) error {
 	switch a.output {
 	case "json":
-		return a.writeJSON(map[string]any{"fleet": in.fleetFile, "lint": lrep, "verify": vrep, "ok": ok})
+		verdict := "FAIL"
+		if ok {
+			verdict = "PASS"
+		}
+		return a.writeJSON(map[string]any{"fleet": in.fleetFile, "lint": lrep, "verify": vrep, "ok": ok, "verdict": verdict})
 	case "junit":
 		ls := lintSuites(fl.Model.Name, lrep, in.strict)
 		ls.Name = "lifeboat check " + in.fleetFile

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"lifeboat/internal/sample"
+	"lifeboat/providers"
+	"lifeboat/providers/localfile"
 )
 
 func (a *app) demoCmd() *cobra.Command {
@@ -101,4 +107,129 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size (e.g. 64MiB, 2GiB)", s)
 	}
 	return int64(v * mult), nil
+}
+
+// The files `make demo` leaves in its directory (.demo): democlouds writes the env file (the
+// clouds' endpoints and throwaway credentials, mode 0600) and the Makefile the pid file.
+const (
+	demoCloudsEnv = "clouds.env"
+	demoCloudsPID = "clouds.pid"
+)
+
+// demoCloudsHint puts what is true in place of a store's hint when a command on one of `make
+// demo`'s fleet files (.demo/drill/fleet.yaml, .demo/fleet.yaml) could not reach its replicas:
+// the store says "set GOOGLE_APPLICATION_CREDENTIALS", but the demo's clouds are local
+// emulators that are stopped (make demo stops them as it ends unless KEEP=1), or running with
+// their endpoints and credentials not loaded into this shell. Any other error, or a fleet that
+// is not the demo's, is returned as it is. The error's kind (and so the exit status) is kept.
+func demoCloudsHint(fleetFile string, err error) error {
+	switch providers.KindOf(err) {
+	case providers.KindMisconfigured, providers.KindUnreachable, providers.KindTimeout, providers.KindDenied, providers.KindNotFound:
+	default:
+		return err
+	}
+	dir, ok := demoDir(fleetFile)
+	if !ok {
+		return err
+	}
+	env := filepath.Join(dir, demoCloudsEnv)
+	envShown, fleetShown := relToWD(env), fleetFile
+	var hint string
+	if !demoCloudsRunning(dir) {
+		hint = fmt.Sprintf("the demo's clouds are stopped (make demo stops its emulators as it ends): run make demo KEEP=1 to keep them up, then: . %s && lifeboat check --fleet %s",
+			envShown, fleetShown)
+	} else if !demoEnvLoaded(env) {
+		hint = fmt.Sprintf("the demo's clouds are running, but this shell has not loaded their endpoints and credentials: . %s && lifeboat check --fleet %s",
+			envShown, fleetShown)
+	} else {
+		return err
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if i := strings.Index(msg, " (hint: "); i >= 0 {
+		msg = msg[:i] // the store's own hint is about real clouds
+	}
+	return &hintedError{msg: msg + " (hint: " + hint + ")", err: err}
+}
+
+// hintedError is err shown with another message; errors.Is and the exit status still see err.
+type hintedError struct {
+	msg string
+	err error
+}
+
+func (e *hintedError) Error() string { return e.msg }
+func (e *hintedError) Unwrap() error { return e.err }
+
+// demoDir is the demo's directory when the fleet file is in it or one level down: the directory
+// holding clouds.env.
+func demoDir(fleetFile string) (string, bool) {
+	abs, err := filepath.Abs(fleetFile)
+	if err != nil {
+		return "", false
+	}
+	d := filepath.Dir(abs)
+	for range 2 {
+		if fi, err := os.Stat(filepath.Join(d, demoCloudsEnv)); err == nil && fi.Mode().IsRegular() {
+			return d, true
+		}
+		d = filepath.Dir(d)
+	}
+	return "", false
+}
+
+// demoCloudsRunning reports whether the process in the demo's pid file is alive on this host.
+func demoCloudsRunning(dir string) bool {
+	b, err := localfile.ReadFile(filepath.Join(dir, demoCloudsPID), 64)
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// demoEnvLoaded reports whether every variable the demo's env file exports has its value in this
+// process's environment (the file was sourced). The values are compared, never shown.
+func demoEnvLoaded(env string) bool {
+	b, err := localfile.ReadFile(env, 64<<10)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		kv, ok := strings.CutPrefix(strings.TrimSpace(line), "export ")
+		if !ok {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if got, set := os.LookupEnv(k); !set || got != shellUnquote(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// shellUnquote undoes democlouds' quoting: 'text', with ' written as '\”.
+func shellUnquote(s string) string {
+	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
+		return strings.ReplaceAll(s[1:len(s)-1], `'\''`, `'`)
+	}
+	return s
+}
+
+// relToWD is name relative to the working directory when it is under it (what to paste).
+func relToWD(name string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return name
+	}
+	if r, err := filepath.Rel(wd, name); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return name
 }

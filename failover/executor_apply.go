@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // apply journals the intent, changes the router, reads it back and journals the result.
@@ -17,7 +18,7 @@ func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) erro
 	if _, err := s.j.Append(ctx, Record{Kind: RecIntent, Step: &step, Before: &before, Target: &target}); err != nil {
 		return err
 	}
-	e.log().Info("applying", "step", fmt.Sprintf("%d/%d", k+1, len(plan.Steps)), "weights", plan.Steps[k].Weights, "drain", plan.Steps[k].Drain, "withdraw", plan.Steps[k].Withdraw)
+	e.log().Info("applying", "step", fmt.Sprintf("%d/%d", k+1, len(plan.Steps)), "weights", plan.Steps[k].Weights.Text(), "drain", strings.Join(plan.Steps[k].Drain, ","), "withdraw", strings.Join(plan.Steps[k].Withdraw, ","))
 	after, err := e.applyAndReadBack(s, target)
 	if err != nil {
 		_, _ = s.j.Append(ctx, Record{Kind: RecFailed, Step: &step, Detail: err.Error()})
@@ -85,7 +86,7 @@ func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int,
 	if _, err := s.j.Append(ctx, Record{Kind: RecReassertIntent, Step: &step, Before: &cur, Target: &target}); err != nil {
 		return cur, err
 	}
-	e.log().Info("re-asserting", "step", step+1, "drift", e.diff(target, cur))
+	e.log().Info("re-asserting", "step", step+1, "drift", strings.Join(e.diff(target, cur), "; "))
 	after, err := e.applyAndReadBack(s, target)
 	if err != nil {
 		_, _ = s.j.Append(ctx, Record{Kind: RecFailed, Step: &step, Detail: err.Error()})

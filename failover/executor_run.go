@@ -272,10 +272,10 @@ func (e *Executor) waitDrain(s *session, st *Step, k int) error {
 			break
 		}
 		if !e.now().Before(deadline) {
-			detail = fmt.Sprintf("drain_timeout %s passed with %v", pol.DrainTimeout, busy)
+			detail = fmt.Sprintf("drain_timeout %s passed with %s", pol.DrainTimeout, strings.Join(busy, ", "))
 			break
 		}
-		e.log().Info("draining", "busy", busy)
+		e.log().Info("draining", "busy", strings.Join(busy, ", "))
 		if err := sleep(ctx, poll); err != nil {
 			return err
 		}

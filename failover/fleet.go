@@ -2,6 +2,7 @@ package failover
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"net/url"
@@ -772,4 +773,17 @@ func (p *fleetParser) router(n *yaml.Node, at string) Router {
 		return k.Config().Keys(p.decoder()), true
 	}, kinds)
 	return r
+}
+
+// UnknownRegion says that name is not one of the fleet's regions, listing them and suggesting
+// the closest when it looks like a typo; nil when the fleet has the region.
+func (f *Fleet) UnknownRegion(name string) error {
+	if f.Regions[name] != nil {
+		return nil
+	}
+	msg := fmt.Sprintf("region %s: not in %s (regions: %s)", name, f.File, strings.Join(f.RegionNames(), ", "))
+	if best := closest(name, f.RegionNames()); best != "" {
+		msg += fmt.Sprintf("; did you mean %s?", best)
+	}
+	return errors.New(msg)
 }

@@ -67,7 +67,7 @@ func (p *planner) checkDense(s *step) []Violation {
 	}
 	for i, c := range changed {
 		if c && p.trans[i]+1 > in.Policy.MaxTransitionsPerHour && !in.overridden(RuleTransitions) {
-			add(RuleTransitions, -1, i, "change %d in the last hour (max_transitions_per_hour %d)", p.trans[i]+1, in.Policy.MaxTransitionsPerHour)
+			add(RuleTransitions, -1, i, "change %d in the last hour (max_transitions_per_hour %d); wait for the hour to pass, or break glass with --override %s (journaled)", p.trans[i]+1, in.Policy.MaxTransitionsPerHour, RuleTransitions)
 		}
 	}
 	return vs

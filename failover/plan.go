@@ -170,6 +170,25 @@ type Plan struct {
 	// inflow, assumed_utilization_percent of capacity), each with the measurement that would
 	// settle it.
 	DecidedByAssumption []string `json:"decided_by_assumption,omitempty"`
+	// Regions is what the plan was decided on, one entry per region: health, the warm verdict,
+	// queue wait, and whether its inflow was measured or assumed.
+	Regions []RegionView `json:"regions,omitempty"`
+}
+
+// RegionView is one region as the planner saw it.
+type RegionView struct {
+	Region      string   `json:"region"`
+	Healthy     bool     `json:"healthy"`
+	Warm        bool     `json:"warm"`
+	QueueWaitMS *float64 `json:"queue_wait_ms,omitempty"`
+	// Inflow is "measured", "assumed" (assumed_utilization_percent of capacity) or "none" (no
+	// weight and nothing measured).
+	Inflow string `json:"inflow"`
+	// InflowTokensPerS is the prefill inflow the plan started from (measured or assumed).
+	InflowTokensPerS float64 `json:"inflow_tokens_per_s"`
+	// Receiver: the region may gain traffic; otherwise Why says why not.
+	Receiver bool   `json:"receiver"`
+	Why      string `json:"why,omitempty"`
 }
 
 // Verdict is the plan's outcome in one line: what it reaches, or the rule that stops it and

@@ -79,6 +79,7 @@ func newPlanner(in *PlanInput) *planner {
 	p := &planner{m: m, in: in, gained: map[int]bool{}, blocked: map[Rule]bool{}}
 	p.plan = &Plan{Event: in.Event, Shed: map[string]float64{}, Overrides: in.Overrides, Immediate: in.Immediate, Assumptions: assumptions}
 	p.plan.Start = RouterState{Weights: in.Weights.Clone(), States: in.States.Clone()}
+	p.plan.Regions = m.views()
 	if p.plan.Start.States == nil {
 		p.plan.Start.States = States{}
 	}
@@ -382,7 +383,13 @@ func (p *planner) whyBlocked() (Rule, string) {
 			case RuleSpillCap:
 				return r, fmt.Sprintf("spill_cap_percent %d reached", p.in.Policy.SpillCapPercent)
 			case RuleTransitions:
-				return r, fmt.Sprintf("receivers reached max_transitions_per_hour %d", p.in.Policy.MaxTransitionsPerHour)
+				var at []string
+				for i, n := range p.trans {
+					if n+1 > p.in.Policy.MaxTransitionsPerHour {
+						at = append(at, fmt.Sprintf("%s (%d changes)", p.m.regions[i], n))
+					}
+				}
+				return r, fmt.Sprintf("receivers reached max_transitions_per_hour %d: %s; wait for the hour to pass, or break glass with --override %s (journaled)", p.in.Policy.MaxTransitionsPerHour, strings.Join(at, ", "), RuleTransitions)
 			case RuleTotals:
 				return r, fmt.Sprintf("receivers are at the driver's largest weight %d", p.in.MaxWeight)
 			case RuleDrain:
@@ -451,7 +458,7 @@ func (p *planner) evacuate() {
 	for n := 0; n < maxPlanSteps; n++ {
 		s := p.newStep()
 		if !p.canLose(s, R) {
-			p.hold(RuleTransitions, fmt.Sprintf("%s reached max_transitions_per_hour %d: holding", in.Event.Region, in.Policy.MaxTransitionsPerHour))
+			p.hold(RuleTransitions, fmt.Sprintf("%s reached max_transitions_per_hour %d: holding; wait for the hour to pass, or break glass with --override %s (journaled)", in.Event.Region, in.Policy.MaxTransitionsPerHour, RuleTransitions))
 			break
 		}
 		moved := false
@@ -813,4 +820,25 @@ func (p *planner) convergeStates(s *step) {
 			}
 		}
 	}
+}
+
+// views is each region as the model sees it, for the plan's readers.
+func (m *model) views() []RegionView {
+	out := make([]RegionView, 0, len(m.regions))
+	for i, r := range m.regions {
+		sig := m.in.Signals[r]
+		v := RegionView{Region: r, Healthy: sig.Healthy, Warm: sig.Warm, Receiver: m.receive[i], Why: m.why[i], InflowTokensPerS: m.d0[i], Inflow: "none"}
+		if sig.QueueWaitMS != nil {
+			q := *sig.QueueWaitMS
+			v.QueueWaitMS = &q
+		}
+		switch {
+		case sig.PrefillTokensPerS != nil:
+			v.Inflow = "measured"
+		case slices.Contains(m.assumed, r):
+			v.Inflow = "assumed"
+		}
+		out = append(out, v)
+	}
+	return out
 }

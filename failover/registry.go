@@ -199,16 +199,25 @@ func launcherKind(name string) (LauncherKind, bool) {
 // closest of them when it looks like a typo.
 func unknownKind(got string, names []string) string {
 	msg := fmt.Sprintf("want one of %s, got %q", strings.Join(names, ", "), got)
+	if best := closest(got, names); best != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return msg
+}
+
+// closest is the name nearest to got when it looks like a typo of it ("" otherwise): the
+// failover package's one "did you mean" ranking (kinds, regions).
+func closest(got string, names []string) string {
 	best, bestD := "", 0
 	for _, n := range names {
-		if d := editdistance.Levenshtein(strings.ToLower(got), n); best == "" || d < bestD {
+		if d := editdistance.Levenshtein(strings.ToLower(got), strings.ToLower(n)); best == "" || d < bestD {
 			best, bestD = n, d
 		}
 	}
 	if best != "" && bestD <= max(2, len(best)/3) {
-		msg += fmt.Sprintf(" (did you mean %s?)", best)
+		return best
 	}
-	return msg
+	return ""
 }
 
 // FleetDecoder is what a driver or launcher kind decodes its keys and reports its problems

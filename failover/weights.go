@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Weights are router weights: tenant class → region → weight. A class's total is its traffic
@@ -163,4 +164,18 @@ func Diff(want, got RouterState) []string {
 		}
 	}
 	return out
+}
+
+// Text is the weights as plain text for progress lines: "class: region w, region w; class: …",
+// classes and regions sorted (never a Go map's %v).
+func (w Weights) Text() string {
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(w)) {
+		var cells []string
+		for _, r := range slices.Sorted(maps.Keys(w[c])) {
+			cells = append(cells, fmt.Sprintf("%s %d", r, w[c][r]))
+		}
+		parts = append(parts, c+": "+strings.Join(cells, ", "))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -63,12 +65,15 @@ failback that stops before the baseline); 4 the router or the state store stayed
 // failoverFlags are the flags the failover commands share.
 type failoverFlags struct {
 	fleet, signals, reason string
-	evacuate, restore      string
-	spill, immediate, yes  bool
-	overrides              []string
-	rollback               bool
-	holdTimeout            time.Duration
-	allowPartial           bool
+	// region and action are the one spelling (--region R [--action evacuate|restore|spill]);
+	// evacuate and restore are the hidden, deprecated --evacuate R and --restore R.
+	region, action        string
+	evacuate, restore     string
+	spill, immediate, yes bool
+	overrides             []string
+	rollback              bool
+	holdTimeout           time.Duration
+	allowPartial          bool
 	// dwellTimeout: --hold-timeout not given to restore: observe for failback_dwell.
 	dwellTimeout bool
 }
@@ -110,25 +115,72 @@ func (a *app) loadSignals(name string, f *failover.Fleet) (*failover.SignalsFile
 	return s, nil
 }
 
-func (f *failoverFlags) event(needRegion bool) (failover.Event, error) {
-	n := 0
-	var ev failover.Event
-	if f.evacuate != "" {
-		n++
-		ev = failover.Event{Kind: failover.Evacuate, Region: f.evacuate}
+// target registers the one spelling of what a plan or run is for: --region R with --action
+// (evacuate, the default, restore or spill), and the old spellings as hidden deprecated aliases
+// that name the new one.
+func (f *failoverFlags) target(c *cobra.Command, actions string) {
+	c.Flags().StringVar(&f.region, "region", "", "the region the action is for")
+	c.Flags().StringVar(&f.action, "action", "", "what to do: "+actions+" (default evacuate with --region)")
+	// Hidden, and said deprecated by event (on stderr: stdout may be JSON).
+	c.Flags().StringVar(&f.evacuate, "evacuate", "", "deprecated: --region REGION")
+	c.Flags().BoolVar(&f.spill, "spill", false, "deprecated: --action spill")
+	_ = c.Flags().MarkHidden("evacuate")
+	_ = c.Flags().MarkHidden("spill")
+	if strings.Contains(actions, "restore") {
+		c.Flags().StringVar(&f.restore, "restore", "", "deprecated: --region REGION --action restore")
+		_ = c.Flags().MarkHidden("restore")
 	}
-	if f.restore != "" {
-		n++
-		ev = failover.Event{Kind: failover.Restore, Region: f.restore}
+}
+
+// event is what --region and --action (or their old spellings) ask for.
+func (f *failoverFlags) event(warn io.Writer) (failover.Event, error) {
+	region, action := f.region, f.action
+	alias := func(r, a, old string) error {
+		if r == "" {
+			return nil
+		}
+		now := "--region " + shellArg(r)
+		if a != string(failover.Evacuate) {
+			now += " --action " + a
+		}
+		fmt.Fprintf(warn, "lifeboat: %s is deprecated: use %s\n", old, now)
+		if region != "" && region != r || action != "" && action != a {
+			return usageErr("%s %s contradicts --region %s --action %s: give --region REGION --action ACTION only", old, r, region, action)
+		}
+		region, action = r, a
+		return nil
+	}
+	if err := alias(f.evacuate, string(failover.Evacuate), "--evacuate"); err != nil {
+		return failover.Event{}, err
+	}
+	if err := alias(f.restore, string(failover.Restore), "--restore"); err != nil {
+		return failover.Event{}, err
 	}
 	if f.spill {
-		n++
-		ev = failover.Event{Kind: failover.Spill}
+		fmt.Fprintln(warn, "lifeboat: --spill is deprecated: use --action spill")
+		if action != "" && action != string(failover.Spill) {
+			return failover.Event{}, usageErr("--spill contradicts --action %s", action)
+		}
+		action = string(failover.Spill)
 	}
-	if n != 1 {
-		return ev, usageErr("give exactly one of --evacuate REGION, --restore REGION, --spill")
+	if action == "" && region != "" {
+		action = string(failover.Evacuate)
 	}
-	return ev, nil
+	switch failover.EventKind(action) {
+	case failover.Evacuate, failover.Restore:
+		if region == "" {
+			return failover.Event{}, usageErr("--action %s needs --region REGION", action)
+		}
+		return failover.Event{Kind: failover.EventKind(action), Region: region}, nil
+	case failover.Spill:
+		if region != "" {
+			return failover.Event{}, usageErr("--action spill takes no --region: it moves load off every region over spill_start_ms")
+		}
+		return failover.Event{Kind: failover.Spill}, nil
+	case "":
+		return failover.Event{}, usageErr("give --region REGION (to evacuate it; --action restore to give it back) or --action spill")
+	}
+	return failover.Event{}, usageErr("--action %q: want evacuate, restore or spill", action)
 }
 
 func (f *failoverFlags) rules() ([]failover.Rule, error) {
@@ -182,10 +234,41 @@ func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags
 	return e, func() { store.Close() }, nil
 }
 
+// pasteable makes every failover command err names pasteable for this fleet (--fleet added);
+// its exit code stays the exit table's (the wrapper unwraps).
+func pasteable(err error, fleet string) error {
+	if err == nil || fleet == "" {
+		return err
+	}
+	return &pasteableErr{err: err, fleet: fleet}
+}
+
+// pasteableErr is a failover error whose hints name the fleet: the failover package says
+// "lifeboat failover resume"; the operator pastes "lifeboat failover resume --fleet F".
+type pasteableErr struct {
+	err   error
+	fleet string
+}
+
+func (e *pasteableErr) Error() string { return withFleet(e.err.Error(), e.fleet) }
+func (e *pasteableErr) Unwrap() error { return e.err }
+
+var failoverHintRE = regexp.MustCompile(`lifeboat failover (plan|run|status|resume|abort|restore|unlock)\b( --fleet)?`)
+
+// withFleet adds --fleet FLEET to every failover command msg names without one.
+func withFleet(msg, fleet string) string {
+	return failoverHintRE.ReplaceAllStringFunc(msg, func(m string) string {
+		if strings.HasSuffix(m, " --fleet") {
+			return m
+		}
+		return m + " --fleet " + shellArg(fleet)
+	})
+}
+
 func (a *app) failoverPlanCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
-		Use:   "plan --fleet FILE (--evacuate REGION | --restore REGION | --spill) [--signals FILE] [--immediate] [--override RULE]... [-o text|json]",
+		Use:   "plan --fleet FILE (--region REGION [--action evacuate|restore] | --action spill) [--signals FILE] [--immediate] [--override RULE]... [--out FILE] [-o text|json]",
 		Short: "Print the steps a failover would take (no lock, no change)",
 		Long: `Plan reads the router's weights and probes every region (the warm prober, /health, /metrics),
 or, with --signals FILE, takes weights and signals from a recorded file ("what if eu-west-1 fails at
@@ -200,8 +283,9 @@ assumed inflow decided it, "decided_by_assumption" names the measurement that wo
 Exit codes: 0 a plan that reaches its target (or nothing to do); 3 refused, or a plan that
 cannot reach its target (held for safety); 2 bad input; 4 the router or a store stayed
 unreachable.`,
-		Example: `  lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1
-  lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1 --signals peak.json -o json`,
+		Example: `  lifeboat failover plan --fleet fleet.yaml --region eu-west-1
+  lifeboat failover plan --fleet fleet.yaml --region eu-west-1 --signals peak.json -o json
+  lifeboat failover plan --fleet fleet.yaml --region eu-west-1 --action restore`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -209,7 +293,7 @@ unreachable.`,
 			if err != nil {
 				return err
 			}
-			ev, err := ff.event(true)
+			ev, err := ff.event(a.stderr)
 			if err != nil {
 				return err
 			}
@@ -217,8 +301,10 @@ unreachable.`,
 			if err != nil {
 				return err
 			}
-			if ev.Region != "" && f.Regions[ev.Region] == nil {
-				return usageErr("region %s: not in %s (regions: %s)", ev.Region, ff.fleet, strings.Join(f.RegionNames(), ", "))
+			if ev.Region != "" {
+				if err := f.UnknownRegion(ev.Region); err != nil {
+					return usageErr("%v", err)
+				}
 			}
 			in := failover.InputFromFleet(f)
 			in.Event, in.Immediate, in.Overrides = ev, ff.immediate, rules
@@ -239,7 +325,7 @@ unreachable.`,
 				defer closeFn()
 				in, err = e.LiveInput(ctx, failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules})
 				if err != nil {
-					return err
+					return pasteable(err, ff.fleet)
 				}
 			}
 			plan := failover.MakePlan(in)
@@ -249,7 +335,7 @@ unreachable.`,
 					fmt.Fprintf(a.stderr, "VERDICT: %s\n", plan.Verdict())
 				}
 			} else {
-				err = renderPlan(a.stdout, f, plan)
+				err = renderPlan(a.stdout, f, ff.fleet, plan)
 			}
 			if err != nil {
 				return err
@@ -262,16 +348,14 @@ unreachable.`,
 	}
 	ff.common(c)
 	ff.safety(c)
-	c.Flags().StringVar(&ff.evacuate, "evacuate", "", "move every class off this region")
-	c.Flags().StringVar(&ff.restore, "restore", "", "give this region its traffic back (failback)")
-	c.Flags().BoolVar(&ff.spill, "spill", false, "spill load off regions over spill_start_ms")
+	ff.target(c, "evacuate (move every class off the region), restore (give it its traffic back), spill (load off regions over spill_start_ms)")
 	return c
 }
 
 func (a *app) failoverRunCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
-		Use:   "run --fleet FILE (--evacuate REGION | --spill) [--reason TEXT] [--yes] [--allow-partial] [--rollback-on-fail] [--immediate] [--override RULE]...",
+		Use:   "run --fleet FILE (--region REGION | --action spill) [--plan FILE] [--reason TEXT] [--yes] [--allow-partial] [--rollback-on-fail] [--immediate] [--override RULE]...",
 		Short: "Plan and carry out a failover under the lock, journaling every change",
 		Long: `Run takes the lock in the fleet's state store (exit 3 naming the holder if someone has it),
 probes every region with the warm prober (a region that is not warm is excluded; the plan is
@@ -291,16 +375,17 @@ only when the operator accepts it: at the prompt, or with --allow-partial beside
 either it is refused (exit 3, nothing changed). Carried out, it ends "HELD for safety" (exit 3)
 with the rule and what is left. A region an open failover evacuated never receives traffic from
 a later evacuation or spill until it is restored.`,
-		Example: `  lifeboat failover run --fleet fleet.yaml --evacuate eu-west-1 --reason "INC-4411 eu-west-1 GPU pool lost"
-  lifeboat failover run --fleet fleet.yaml --evacuate eu-west-1 --immediate --yes --reason "region down"`,
+		Example: `  lifeboat failover run --fleet fleet.yaml --region eu-west-1 --reason "INC-4411 eu-west-1 GPU pool lost"
+  lifeboat failover run --fleet fleet.yaml --region eu-west-1 --immediate --yes --reason "region down"
+  lifeboat failover run --fleet fleet.yaml --plan evacuate.plan.json --reason "INC-4411"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ev, err := ff.event(true)
+			ev, err := ff.event(a.stderr)
 			if err != nil {
 				return err
 			}
 			if ev.Kind == failover.Restore {
-				return usageErr("use 'lifeboat failover restore --region %s' to fail back", ev.Region)
+				return usageErr("fail back with: %s", failoverHint(ff.fleet, "restore", "--region", ev.Region))
 			}
 			return a.failoverAct(cmd, &ff, ev, false)
 		},
@@ -308,8 +393,7 @@ a later evacuation or spill until it is restored.`,
 	ff.common(c)
 	ff.safety(c)
 	ff.acting(c)
-	c.Flags().StringVar(&ff.evacuate, "evacuate", "", "move every class off this region")
-	c.Flags().BoolVar(&ff.spill, "spill", false, "spill load off regions over spill_start_ms")
+	ff.target(c, "evacuate (move every class off the region), spill (load off regions over spill_start_ms)")
 	return c
 }
 
@@ -422,8 +506,10 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	if err != nil {
 		return err
 	}
-	if ev.Region != "" && f.Regions[ev.Region] == nil {
-		return usageErr("region %s: not in %s (regions: %s)", ev.Region, ff.fleet, strings.Join(f.RegionNames(), ", "))
+	if ev.Region != "" {
+		if err := f.UnknownRegion(ev.Region); err != nil {
+			return usageErr("%v", err)
+		}
 	}
 	rules, err := ff.rules()
 	if err != nil {
@@ -440,17 +526,25 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	o := failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules, Reason: ff.reason, RollbackOnFail: ff.rollback, HoldTimeout: ff.holdTimeout, AllowPartial: ff.allowPartial}
 	o.Plan = func(p *failover.Plan) {
 		if a.output != "json" {
-			_ = renderPlan(a.stderr, f, p)
+			_ = renderPlan(a.stderr, f, ff.fleet, p)
 		}
 	}
 	if !ff.yes {
 		o.Confirm = func(p *failover.Plan) bool {
+			if in, ok := a.stdin.(*os.File); !ok || !isTTY(in.Fd()) {
+				// No one to ask: say how to approve without a prompt.
+				yes := "--yes"
+				if !p.Complete && !ff.allowPartial {
+					yes = "--yes --allow-partial"
+				}
+				fmt.Fprintf(a.stderr, "stdin is not a terminal: reading the answer from it. To approve without a prompt, add %s (the plan above is for %s).\n", yes, fleetLine(f))
+			}
 			if !p.Complete && !ff.allowPartial {
-				fmt.Fprintf(a.stderr, "This plan cannot reach its target: %s\nApply its %d steps anyway (the outcome ends held for safety)? Type yes to go on: ", p.Verdict(), len(p.Steps))
+				fmt.Fprintf(a.stderr, "This plan cannot reach its target: %s\nApply its %d steps to %s anyway (the outcome ends held for safety)? Type yes to go on: ", p.Verdict(), len(p.Steps), fleetLine(f))
 				line, _ := bufio.NewReader(io.LimitReader(a.stdin, 1024)).ReadString('\n')
 				return strings.TrimSpace(line) == "yes"
 			}
-			fmt.Fprintf(a.stderr, "Apply these %d steps to %s? Type yes to go on: ", len(p.Steps), e.Router)
+			fmt.Fprintf(a.stderr, "Apply these %d steps to %s through %s? Type yes to go on: ", len(p.Steps), fleetLine(f), e.Router)
 			line, _ := bufio.NewReader(io.LimitReader(a.stdin, 1024)).ReadString('\n')
 			return strings.TrimSpace(line) == "yes"
 		}
@@ -477,7 +571,11 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 			}
 		}
 	}
-	return err
+	if err != nil && ev.Kind == failover.Restore && out != nil && out.Plan != nil && (out.Plan.Rule == failover.RuleDwell || out.Plan.Rule == failover.RuleWarm) {
+		longer := max((2*max(ff.holdTimeout, f.Failover.FailbackDwell) + 2*f.Failover.StepInterval).Round(time.Second), time.Second)
+		err = fmt.Errorf("%w; restore observed the region for --hold-timeout %s: to watch it longer, %s", err, ff.holdTimeout, failoverHint(ff.fleet, "restore", "--region", ev.Region, "--hold-timeout", longer.String()))
+	}
+	return pasteable(err, ff.fleet)
 }
 
 func (a *app) failoverStatusCmd() *cobra.Command {
@@ -503,7 +601,7 @@ does an expired failover.`,
 			defer closeFn()
 			st, err := e.Status(ctx)
 			if err != nil {
-				return err
+				return pasteable(err, ff.fleet)
 			}
 			if a.output == "json" {
 				err = a.writeJSON(st)
@@ -556,7 +654,7 @@ func (a *app) failoverUnlockCmd() *cobra.Command {
 			defer closeFn()
 			lk, err := e.Unlock(ctx, id, ff.reason)
 			if err != nil {
-				return withCode(exitRefused, err)
+				return withCode(exitRefused, &pasteableErr{err: err, fleet: ff.fleet})
 			}
 			fmt.Fprintf(a.stdout, "Lock %s of %s (since %s) released.\n", lk.ID, lk.Holder, lk.Since.Format(time.RFC3339))
 			return nil
@@ -566,91 +664,6 @@ func (a *app) failoverUnlockCmd() *cobra.Command {
 	c.Flags().StringVar(&id, "id", "", "the lock's exact id")
 	c.Flags().StringVar(&ff.reason, "reason", "", "why (journaled)")
 	return c
-}
-
-// renderPlan prints the plan as a table: steps × class × region weights.
-func renderPlan(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
-	fmt.Fprintf(w, "Plan: %s — %d step(s); step_percent %d, step_interval %s, spill_start_ms %d\n",
-		p.Event, len(p.Steps), f.Failover.StepPercent, f.Failover.StepInterval, f.Failover.SpillStartMS)
-	if p.Refused {
-		fmt.Fprintf(w, "VERDICT: %s\n", p.Verdict())
-		for _, s := range p.DecidedByAssumption {
-			fmt.Fprintf(w, "  decided by an assumption: %s\n", s)
-		}
-		return nil
-	}
-	regions := f.RegionNames()
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "STEP\tCLASS\t%s\tDRAIN\tWITHDRAW\n", strings.Join(regions, "\t"))
-	state := p.Start.Clone()
-	row := func(label string, st *failover.Step) {
-		for i, class := range sortedClassNames(f) {
-			cells := make([]string, len(regions))
-			for j, r := range regions {
-				switch {
-				case !slices.Contains(f.Tenants[class], r):
-					cells[j] = "·"
-				default:
-					cells[j] = fmt.Sprint(state.Weights[class][r])
-					if s := state.States.Get(class, r); s != failover.Ready {
-						cells[j] += " " + string(s)
-					}
-				}
-			}
-			l := ""
-			if i == 0 {
-				l = label
-			}
-			drain, withdraw := "", ""
-			if st != nil && i == 0 {
-				drain, withdraw = strings.Join(st.Drain, ","), strings.Join(st.Withdraw, ",")
-				if st.WaitForDrain {
-					withdraw += " (after drain)"
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l, class, strings.Join(cells, "\t"), drain, withdraw)
-		}
-	}
-	row("now", nil)
-	for k, st := range p.Steps {
-		state.Weights.Apply(st.Weights)
-		state.States.Apply(st.States)
-		row(fmt.Sprint(k+1), st)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(p.Steps) > 0 {
-		fmt.Fprintln(w, "Predicted queue wait of receivers after each step (ms):")
-		for k, st := range p.Steps {
-			var parts []string
-			for _, r := range sortedFloatKeys(st.PredictedQueueWaitMS) {
-				parts = append(parts, fmt.Sprintf("%s %.0f", r, st.PredictedQueueWaitMS[r]))
-			}
-			fmt.Fprintf(w, "  %d: %s\n", k+1, strings.Join(parts, ", "))
-		}
-	}
-	if len(p.Shed) > 0 {
-		var parts []string
-		for _, c := range sortedFloatKeys(p.Shed) {
-			parts = append(parts, fmt.Sprintf("%s %.1f%%", c, p.Shed[c]))
-		}
-		fmt.Fprintf(w, "Cannot be placed (stays on %s; shed if it is down): %s\n", p.Event.Region, strings.Join(parts, ", "))
-	}
-	if p.Reason != "" && p.Reason != p.Hold {
-		fmt.Fprintln(w, p.Reason)
-	}
-	for _, s := range p.Assumptions {
-		fmt.Fprintf(w, "assumed: %s\n", s)
-	}
-	for _, r := range p.Overrides {
-		fmt.Fprintf(w, "OVERRIDE: rule %s is bypassed\n", r)
-	}
-	fmt.Fprintf(w, "VERDICT: %s\n", p.Verdict())
-	for _, s := range p.DecidedByAssumption {
-		fmt.Fprintf(w, "  decided by an assumption: %s\n", s)
-	}
-	return nil
 }
 
 func renderWeights(w io.Writer, f *failover.Fleet, rs failover.RouterState) {

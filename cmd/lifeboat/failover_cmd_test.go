@@ -78,7 +78,7 @@ func TestFailoverPlanCLI(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"failover", "plan", "--fleet", "fleet.yaml"}, 2, "exactly one of"},
+		{[]string{"failover", "plan", "--fleet", "fleet.yaml"}, 2, "give --region REGION"},
 		{[]string{"failover", "plan", "--fleet", "fleet.yaml", "--evacuate", "mars-1", "--signals", "warm.json"}, 2, "mars-1: not in"},
 		{[]string{"failover", "plan", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--override", "residency"}, 2, "can never be overridden"},
 		{[]string{"failover", "plan", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "nope.json"}, 2, "--signals"},

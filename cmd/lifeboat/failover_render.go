@@ -1,0 +1,202 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"lifeboat/failover"
+)
+
+// fleetLine names the fleet a command acts on, so that prod and staging cannot be confused: the
+// file as given, the model, the router and the state store.
+func fleetLine(f *failover.Fleet) string {
+	return fmt.Sprintf("fleet %s (model %s, router %s, state %s)", f.File, f.Model.Name, f.Router.Driver, f.State)
+}
+
+// shellArg quotes s for a POSIX shell when it needs it, so a hint stays pasteable.
+func shellArg(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// failoverHint is a pasteable failover command for this fleet: `lifeboat failover SUB --fleet F ARGS...`.
+func failoverHint(fleet, sub string, args ...string) string {
+	parts := []string{"lifeboat", "failover", sub, "--fleet", shellArg(fleet)}
+	for _, a := range args {
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// planDuration estimates how long a plan takes: a step_interval between steps, plus at most
+// drain_timeout for every step that waits for a drain.
+func planDuration(f *failover.Fleet, p *failover.Plan) (time.Duration, string) {
+	n := len(p.Steps)
+	if n == 0 {
+		return 0, "nothing to apply"
+	}
+	drains := 0
+	for _, st := range p.Steps {
+		if st.WaitForDrain {
+			drains++
+		}
+	}
+	pol := f.Failover
+	d := time.Duration(n-1)*pol.StepInterval + time.Duration(drains)*pol.DrainTimeout
+	how := fmt.Sprintf("%d step(s), %d wait(s) of step_interval %s", n, n-1, pol.StepInterval)
+	if drains > 0 {
+		how += fmt.Sprintf(", + up to drain_timeout %s for %d drain(s)", pol.DrainTimeout, drains)
+	}
+	return d, how
+}
+
+// renderPlan prints what a person decides on: the fleet, each region's signals, the estimated
+// duration, the steps (a cell a step changes is marked ~), and a verdict that cannot be missed.
+func renderPlan(w io.Writer, f *failover.Fleet, fleetArg string, p *failover.Plan) error {
+	fmt.Fprintf(w, "Plan for %s\n", fleetLine(f))
+	d, how := planDuration(f, p)
+	fmt.Fprintf(w, "%s — %d step(s); estimated %s (%s); step_percent %d, spill_start_ms %d\n",
+		p.Event, len(p.Steps), d, how, f.Failover.StepPercent, f.Failover.SpillStartMS)
+	if len(p.Regions) > 0 {
+		fmt.Fprintln(w, "Regions (what this plan was decided on):")
+		tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "  REGION\tHEALTH\tWARM\tQUEUE WAIT\tINFLOW\tRECEIVES")
+		for _, r := range p.Regions {
+			health, warm, q := "healthy", "warm", "unknown"
+			if !r.Healthy {
+				health = "DOWN"
+			}
+			if !r.Warm {
+				warm = "COLD"
+			}
+			if r.QueueWaitMS != nil {
+				q = fmt.Sprintf("%.0f ms", *r.QueueWaitMS)
+			}
+			inflow := r.Inflow
+			if r.Inflow != "none" {
+				inflow = fmt.Sprintf("%s %.0f tok/s", r.Inflow, r.InflowTokensPerS)
+			}
+			recv := "yes"
+			if !r.Receiver {
+				recv = "no: " + r.Why
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.Region, health, warm, q, inflow, recv)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if p.Event.Kind == failover.Evacuate && !p.Immediate {
+		for _, r := range p.Regions {
+			if r.Region == p.Event.Region && !r.Healthy {
+				fmt.Fprintf(w, "%s is DOWN: a ramp waits on a region that cannot answer. If it is dead, move everything at once:\n  %s\n",
+					r.Region, failoverHint(fleetArg, "run", "--region", r.Region, "--immediate", "--reason", "'region down'"))
+			}
+		}
+	}
+	if !p.Refused && len(p.Steps) > 0 {
+		if err := renderSteps(w, f, p); err != nil {
+			return err
+		}
+	}
+	if len(p.Shed) > 0 {
+		var parts []string
+		for _, c := range sortedFloatKeys(p.Shed) {
+			parts = append(parts, fmt.Sprintf("%s %.1f%%", c, p.Shed[c]))
+		}
+		fmt.Fprintf(w, "Cannot be placed (stays on %s; shed if it is down): %s\n", p.Event.Region, strings.Join(parts, ", "))
+	}
+	if !p.Refused && p.Reason != "" && p.Reason != p.Hold {
+		fmt.Fprintln(w, p.Reason)
+	}
+	for _, s := range p.Assumptions {
+		fmt.Fprintf(w, "assumed: %s\n", s)
+	}
+	for _, r := range p.Overrides {
+		fmt.Fprintf(w, "OVERRIDE: rule %s is bypassed\n", r)
+	}
+	for _, s := range p.DecidedByAssumption {
+		fmt.Fprintf(w, "  decided by an assumption: %s\n", s)
+	}
+	switch {
+	case p.Refused:
+		fmt.Fprintln(w, banner("REFUSED: this plan changes nothing"))
+	case !p.Complete:
+		fmt.Fprintln(w, banner("HELD FOR SAFETY: this plan does not reach its target"))
+	}
+	fmt.Fprintf(w, "VERDICT: %s\n", p.Verdict())
+	return nil
+}
+
+// banner is a line that cannot be missed above a verdict that holds or refuses.
+func banner(s string) string {
+	bar := strings.Repeat("!", 8)
+	return bar + " " + s + " " + bar
+}
+
+// renderSteps prints steps × class × region; a cell a step changes is marked ~ (weight or state).
+func renderSteps(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
+	fmt.Fprintln(w, "Steps (~ marks a cell the step changes):")
+	regions := f.RegionNames()
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "STEP\tCLASS\t%s\tDRAIN\tWITHDRAW\tPREDICTED QUEUE WAIT\n", strings.Join(regions, "\t"))
+	state := p.Start.Clone()
+	if state.States == nil {
+		state.States = failover.States{}
+	}
+	cell := func(rs failover.RouterState, class, r string) string {
+		c := fmt.Sprint(rs.Weights[class][r])
+		if s := rs.States.Get(class, r); s != failover.Ready {
+			c += " " + string(s)
+		}
+		return c
+	}
+	row := func(label string, prev *failover.RouterState, st *failover.Step) {
+		for i, class := range sortedClassNames(f) {
+			cells := make([]string, len(regions))
+			for j, r := range regions {
+				switch {
+				case !slices.Contains(f.Tenants[class], r):
+					cells[j] = "·"
+				default:
+					cells[j] = cell(state, class, r)
+					if prev != nil && cells[j] != cell(*prev, class, r) {
+						cells[j] = "~" + cells[j]
+					}
+				}
+			}
+			l, drain, withdraw, qw := "", "", "", ""
+			if i == 0 {
+				l = label
+				if st != nil {
+					drain, withdraw = strings.Join(st.Drain, ","), strings.Join(st.Withdraw, ",")
+					if st.WaitForDrain {
+						withdraw += " (after drain)"
+					}
+					var parts []string
+					for _, r := range sortedFloatKeys(st.PredictedQueueWaitMS) {
+						parts = append(parts, fmt.Sprintf("%s %.0f ms", r, st.PredictedQueueWaitMS[r]))
+					}
+					qw = strings.Join(parts, ", ")
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l, class, strings.Join(cells, "\t"), drain, withdraw, qw)
+		}
+	}
+	row("now", nil, nil)
+	for k, st := range p.Steps {
+		prev := state.Clone()
+		state.Weights.Apply(st.Weights)
+		state.States.Apply(st.States)
+		row(fmt.Sprint(k+1), &prev, st)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lifeboat/internal/testbed"
+)
+
+// Tests of issue 22's failover commands, through processes of the built binary.
+
+// cliStdin runs the binary with stdin (a pipe, never a terminal).
+func cliStdin(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(testbed.LifeboatBinary(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+// The plan shows what a person decides on: the fleet, every region's health, warm verdict,
+// queue wait and inflow (measured or assumed) above the steps, the estimated duration, a ~ on
+// every cell a step changes, and a verdict that cannot be missed; a dead region suggests
+// --immediate as a pasteable command.
+func TestFailoverPlanShowsTheDecision(t *testing.T) {
+	dir := faultDir(t)
+	r := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json")
+	if r.code != 0 {
+		t.Fatalf("plan: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	out := r.stdout
+	for _, want := range []string{
+		"Plan for fleet fleet.yaml (model llama-demo",
+		"estimated ", "wait(s) of step_interval 10ms",
+		"REGION", "HEALTH", "WARM", "QUEUE WAIT", "INFLOW",
+		"measured 9600 tok/s", // us-east-1's inflow is in the signals
+		"Steps (~ marks a cell the step changes):",
+		"~75", // eu-central-1's eu-only weight after step 1
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	if i, j := strings.Index(out, "QUEUE WAIT"), strings.Index(out, "STEP"); i < 0 || j < i {
+		t.Errorf("the regions are not above the steps:\n%s", out)
+	}
+	if strings.Contains(out, "~50") {
+		t.Errorf("a cell the step does not change is marked:\n%s", out)
+	}
+	if strings.Contains(out, "HELD FOR SAFETY") {
+		t.Errorf("a complete plan carries the hold banner:\n%s", out)
+	}
+	// an unmeasured inflow is said to be assumed, per region
+	signals := readFile(t, filepath.Join(dir, "warm.json"))
+	os.WriteFile(filepath.Join(dir, "dead.json"), []byte(strings.Replace(strings.Replace(signals,
+		`"eu-west-1": {"warm": true, "healthy": true, "queue_wait_ms": 30, "running": 0, "prefill_tokens_per_s": 6400}`,
+		`"eu-west-1": {"warm": false, "healthy": false, "why": "connection refused"}`, 1), "x", "x", 1)), 0o644)
+	r = cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "dead.json")
+	if !strings.Contains(r.stdout, "DOWN") || !strings.Contains(r.stdout, "lifeboat failover run --fleet fleet.yaml --region eu-west-1 --immediate") {
+		t.Errorf("a dead region does not suggest --immediate: exit %d\n%s", r.code, r.stdout)
+	}
+	// a plan that holds: the banner above the verdict, the verdict the last line
+	os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(strings.Replace(cliFleet, "spill_cap_percent: 60", "spill_cap_percent: 10", 1)), 0o644)
+	r = cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 3 || len(lines) < 2 || !strings.Contains(lines[len(lines)-2], "HELD FOR SAFETY") || !strings.HasPrefix(lines[len(lines)-1], "VERDICT: HELD for safety") {
+		t.Errorf("a held plan's verdict can be missed: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// Progress lines are plain text, never Go maps.
+func TestFailoverProgressIsPlainText(t *testing.T) {
+	faultDir(t)
+	r := cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", "t")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "map[") || !strings.Contains(r.stderr, "eu-only: eu-central-1 75, eu-west-1 25") {
+		t.Errorf("progress lines:\n%s", r.stderr)
+	}
+}
+
+// One spelling: --region everywhere, the old spellings still work and name the new one; a
+// typo'd region gets "did you mean".
+func TestFailoverOneSpelling(t *testing.T) {
+	faultDir(t)
+	r := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json")
+	if r.code != 0 || !strings.Contains(r.stderr, "--evacuate is deprecated: use --region eu-west-1") {
+		t.Errorf("old --evacuate: exit %d\n%s", r.code, r.stderr)
+	}
+	r = cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--restore", "eu-west-1", "--signals", "warm.json")
+	if !strings.Contains(r.stderr, "--restore is deprecated: use --region eu-west-1 --action restore") || !strings.Contains(r.stdout, "restore eu-west-1") {
+		t.Errorf("old --restore: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--action", "restore", "--signals", "warm.json")
+	if !strings.Contains(r.stdout, "restore eu-west-1") {
+		t.Errorf("--action restore: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west1", "--signals", "warm.json", "--yes")
+	if r.code != 2 || !strings.Contains(r.stderr, "did you mean eu-west-1?") {
+		t.Errorf("typo'd region: exit %d\n%s", r.code, r.stderr)
+	}
+	r = cli(t, nil, "failover", "restore", "--fleet", "fleet.yaml", "--region", "eu-wset-1", "--yes")
+	if r.code != 2 || !strings.Contains(r.stderr, "did you mean eu-west-1?") {
+		t.Errorf("typo'd region in restore: exit %d\n%s", r.code, r.stderr)
+	}
+	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--action", "restore", "--signals", "warm.json", "--yes")
+	if r.code != 2 || !strings.Contains(r.stderr, "lifeboat failover restore --fleet fleet.yaml --region eu-west-1") {
+		t.Errorf("run --action restore: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// Every refusal and hold ends with a pasteable next command naming the fleet; prompts name the
+// fleet and, without a terminal, say --yes.
+func TestFailoverHintsArePasteable(t *testing.T) {
+	dir := faultDir(t)
+	r := cliStdin(t, "no\n", "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json")
+	if r.code == 0 || !strings.Contains(r.stderr, "add --yes") || !strings.Contains(r.stderr, "Apply these 3 steps to fleet fleet.yaml (model llama-demo") {
+		t.Errorf("non-TTY prompt: exit %d\n%s", r.code, r.stderr)
+	}
+	// a lock held by a live run elsewhere: the unlock hint carries --fleet
+	lock := `{"id": "L-1", "holder": "someone@elsewhere pid 1", "token": 7, "operation": "failover evacuate eu-west-1", "since": "2026-01-01T00:00:00Z", "expires": "2999-01-01T00:00:00Z"}`
+	os.MkdirAll(filepath.Join(dir, "state", "failover"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "state", "failover", "lock.json"), []byte(lock), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes")
+	if r.code != 3 || !strings.Contains(r.stderr, "lifeboat failover unlock --fleet fleet.yaml --id") {
+		t.Errorf("lock held: exit %d\n%s", r.code, r.stderr)
+	}
+	os.Remove(filepath.Join(dir, "state", "failover", "lock.json"))
+	// max_transitions names the region and the override
+	os.WriteFile(filepath.Join(dir, "busy.json"), []byte(strings.Replace(readFile(t, filepath.Join(dir, "warm.json")), `"regions"`, `"transitions": {"eu-central-1": 12, "us-east-1": 12}, "regions"`, 1)), 0o644)
+	r = cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "busy.json")
+	if r.code != 3 || !strings.Contains(r.stdout, "eu-central-1") || !strings.Contains(r.stdout, "--override max_transitions") {
+		t.Errorf("max_transitions: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -83,6 +83,12 @@ type RunOptions struct {
 	// Confirm: the operator accepted it (--allow-partial). Without it and without Confirm such
 	// a plan is refused and nothing changes.
 	AllowPartial bool
+	// Saved, when set, is the plan `failover plan --out` saved (run --plan): it is applied as it
+	// is, and only when the plan made now from the live router and signals is the same in what
+	// matters (the start, the steps, the verdict); otherwise the run is refused naming the change.
+	Saved *Plan
+	// SavedName is the saved plan's file, for messages.
+	SavedName string
 
 	resumed bool // steps: check the first step too (resume and re-assert pick up someone's plan)
 }

@@ -43,7 +43,18 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 		return nil, err
 	}
 	plan := MakePlan(e.Input(ctx, rs, sig, h, o))
-	if o.Event.Kind == Restore && plan.Hold != "" && len(plan.Steps) == 0 && o.HoldTimeout > 0 {
+	if o.Saved != nil {
+		if changed := e.savedPlanChanges(o.Saved, plan); len(changed) > 0 {
+			why := fmt.Sprintf("saved plan %s no longer holds: %s; nothing changed. Review the plan as it is now: lifeboat failover plan %s --out %s", o.SavedName, strings.Join(changed, "; "), o.Event.Flags(), o.SavedName)
+			if o.Plan != nil {
+				o.Plan(plan)
+			}
+			_, _ = s.j.Append(ctx, Record{Kind: RecRefused, Event: &o.Event, Reason: o.Reason, Detail: why, Plan: plan})
+			return &Outcome{Run: run, Plan: plan, Final: rs}, fmt.Errorf("%w: %s", ErrRefused, why)
+		}
+		plan = o.Saved
+	}
+	if o.Saved == nil && o.Event.Kind == Restore && plan.Hold != "" && len(plan.Steps) == 0 && o.HoldTimeout > 0 {
 		plan, sig, err = e.awaitDwell(s, o, h, plan)
 		if err != nil {
 			return nil, err

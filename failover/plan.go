@@ -36,6 +36,17 @@ func (e Event) String() string {
 	return string(e.Kind) + " " + e.Region
 }
 
+// Flags is the event as the failover commands' flags spell it: --region R [--action A].
+func (e Event) Flags() string {
+	switch {
+	case e.Region == "":
+		return "--action " + string(e.Kind)
+	case e.Kind == Evacuate:
+		return "--region " + e.Region
+	}
+	return "--region " + e.Region + " --action " + string(e.Kind)
+}
+
 // Rule names a safety invariant. Every step of every plan is checked against all of them.
 type Rule string
 

@@ -74,6 +74,8 @@ type failoverFlags struct {
 	rollback              bool
 	holdTimeout           time.Duration
 	allowPartial          bool
+	// out: plan --out FILE (a saved plan); planFile: run --plan FILE (apply it).
+	out, planFile string
 	// dwellTimeout: --hold-timeout not given to restore: observe for failback_dwell.
 	dwellTimeout bool
 }
@@ -329,6 +331,12 @@ unreachable.`,
 				}
 			}
 			plan := failover.MakePlan(in)
+			if ff.out != "" {
+				if err := failover.WriteSavedPlan(ff.out, f, plan, time.Now()); err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+				defer fmt.Fprintf(a.stderr, "Plan saved to %s. Apply exactly this plan with: %s\n", ff.out, failoverHint(ff.fleet, "run", "--plan", shellArg(ff.out), "--reason", "'…'"))
+			}
 			if a.output == "json" {
 				err = a.writeJSON(plan)
 				if !plan.Complete {
@@ -349,6 +357,7 @@ unreachable.`,
 	ff.common(c)
 	ff.safety(c)
 	ff.target(c, "evacuate (move every class off the region), restore (give it its traffic back), spill (load off regions over spill_start_ms)")
+	c.Flags().StringVar(&ff.out, "out", "", "save the plan to FILE for 'failover run --plan FILE' (applied only while the router and signals still give it)")
 	return c
 }
 
@@ -380,6 +389,12 @@ a later evacuation or spill until it is restored.`,
   lifeboat failover run --fleet fleet.yaml --plan evacuate.plan.json --reason "INC-4411"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ff.planFile != "" {
+				if ff.region != "" || ff.action != "" || ff.evacuate != "" || ff.spill || ff.immediate || len(ff.overrides) > 0 {
+					return usageErr("--plan FILE carries its event, --immediate and overrides: give no --region, --action, --immediate or --override with it")
+				}
+				return a.failoverAct(cmd, &ff, failover.Event{}, false)
+			}
 			ev, err := ff.event(a.stderr)
 			if err != nil {
 				return err
@@ -394,6 +409,7 @@ a later evacuation or spill until it is restored.`,
 	ff.safety(c)
 	ff.acting(c)
 	ff.target(c, "evacuate (move every class off the region), spill (load off regions over spill_start_ms)")
+	c.Flags().StringVar(&ff.planFile, "plan", "", "apply exactly the plan 'failover plan --out FILE' saved; refused (exit 3) when the router or the signals changed it")
 	return c
 }
 
@@ -506,6 +522,23 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	if err != nil {
 		return err
 	}
+	var saved *failover.SavedPlan
+	if ff.planFile != "" {
+		if saved, err = failover.ReadSavedPlan(ff.planFile, f); err != nil {
+			if errors.Is(err, failover.ErrRefused) {
+				return failoverExit(err, ff.fleet)
+			}
+			return usageErr("--plan: %v", err)
+		}
+		ev, ff.immediate = saved.Plan.Event, saved.Plan.Immediate
+		for _, r := range saved.Plan.Overrides {
+			ff.overrides = append(ff.overrides, string(r))
+		}
+		ff.yes = true // approved when it was saved (as terraform apply PLANFILE)
+		if !saved.Plan.Complete {
+			ff.yes = ff.allowPartial
+		}
+	}
 	if ev.Region != "" {
 		if err := f.UnknownRegion(ev.Region); err != nil {
 			return usageErr("%v", err)
@@ -524,6 +557,9 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 		ff.holdTimeout = f.Failover.FailbackDwell + 2*f.Failover.StepInterval
 	}
 	o := failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules, Reason: ff.reason, RollbackOnFail: ff.rollback, HoldTimeout: ff.holdTimeout, AllowPartial: ff.allowPartial}
+	if saved != nil {
+		o.Saved, o.SavedName = saved.Plan, ff.planFile
+	}
 	o.Plan = func(p *failover.Plan) {
 		if a.output != "json" {
 			_ = renderPlan(a.stderr, f, ff.fleet, p)

@@ -148,3 +148,44 @@ func TestFailoverHintsArePasteable(t *testing.T) {
 		t.Errorf("max_transitions: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// A saved plan is applied exactly, and refused (exit 3, nothing changed, saying what changed)
+// when the signals or the router it was computed from changed in a way that matters, or when
+// it was computed from another fleet.
+func TestFailoverSavedPlan(t *testing.T) {
+	dir := faultDir(t)
+	weights := filepath.Join(dir, "weights.json")
+	r := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--out", "evac.plan")
+	if r.code != 0 || !strings.Contains(r.stderr, "lifeboat failover run --fleet fleet.yaml --plan evac.plan") {
+		t.Fatalf("plan --out: exit %d\n%s", r.code, r.stderr)
+	}
+	// the signals changed: eu-central-1 is cold now, and the plan would be refused
+	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--plan", "evac.plan", "--signals", "cold.json")
+	if r.code != 3 || !strings.Contains(r.stderr, "saved plan evac.plan no longer holds") || !strings.Contains(r.stderr, "eu-central-1: warm true → false") {
+		t.Fatalf("changed signals: exit %d\n%s", r.code, r.stderr)
+	}
+	if readFile(t, weights) != cliWeights {
+		t.Fatal("a refused saved plan changed the router")
+	}
+	// another fleet (a region more): refused
+	other := strings.Replace(cliFleet, "regions:\n", "regions:\n  ap-south-1: {replica: ./r, capacity: {replicas: 1, prefill_tokens_per_s: 8000}}\n", 1)
+	os.WriteFile(filepath.Join(dir, "other.yaml"), []byte(other), 0o644)
+	r = cli(t, nil, "failover", "run", "--fleet", "other.yaml", "--plan", "evac.plan", "--signals", "warm.json")
+	if r.code != 3 || !strings.Contains(r.stderr, "was computed from fleet fleet.yaml") {
+		t.Fatalf("another fleet: exit %d\n%s", r.code, r.stderr)
+	}
+	// unchanged: applied exactly, without a prompt (approved when saved)
+	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--plan", "evac.plan", "--signals", "warm.json", "--reason", "INC-1")
+	if r.code != 0 || !strings.Contains(r.stdout, "3 step(s) applied") {
+		t.Fatalf("run --plan: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// the router moved on (the plan was applied): the same plan file is refused
+	after := readFile(t, weights)
+	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--plan", "evac.plan", "--signals", "warm.json")
+	if r.code != 3 || !strings.Contains(r.stderr, "the router changed since the plan was made") {
+		t.Fatalf("changed router: exit %d\n%s", r.code, r.stderr)
+	}
+	if readFile(t, weights) != after {
+		t.Fatal("a refused saved plan changed the router")
+	}
+}

@@ -1,0 +1,147 @@
+package failover
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strings"
+	"time"
+
+	"lifeboat/providers"
+	"lifeboat/providers/localfile"
+)
+
+// SavedPlanVersion is the version of the saved-plan format `failover plan --out` writes.
+const SavedPlanVersion = 1
+
+// maxSavedPlanBytes bounds a saved plan file.
+const maxSavedPlanBytes = 16 << 20
+
+// SavedPlan is a plan written by `failover plan --out FILE` for `failover run --plan FILE`
+// (Terraform's plan and apply): the plan, and the fleet it was computed from. The router state
+// and the region signals it was computed from are in the plan (Start, Regions).
+type SavedPlan struct {
+	Version int `json:"version"`
+	// Fleet is the digest of the fleet the plan was computed from (FleetDigest): a plan is only
+	// applied to that fleet.
+	Fleet     string    `json:"fleet"`
+	FleetFile string    `json:"fleet_file"`
+	Created   time.Time `json:"created"`
+	Plan      *Plan     `json:"plan"`
+}
+
+// WriteSavedPlan writes the plan for fleet f to name (atomically).
+func WriteSavedPlan(name string, f *Fleet, p *Plan, now time.Time) error {
+	sp := SavedPlan{Version: SavedPlanVersion, Fleet: FleetDigest(f), FleetFile: f.File, Created: now.UTC(), Plan: p}
+	return providers.WriteFileAtomic(name, 0o644, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sp)
+	})
+}
+
+// ReadSavedPlan reads a saved plan and checks it belongs to fleet f: a plan computed from
+// another fleet (or another version of this one: regions, classes, router) is refused.
+func ReadSavedPlan(name string, f *Fleet) (*SavedPlan, error) {
+	data, err := localfile.ReadFile(name, maxSavedPlanBytes)
+	if err != nil {
+		return nil, fmt.Errorf("saved plan: %w", err)
+	}
+	var sp SavedPlan
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sp); err != nil {
+		return nil, fmt.Errorf("saved plan %s: not a plan `lifeboat failover plan --out` wrote: %v", name, err)
+	}
+	switch {
+	case sp.Version != SavedPlanVersion:
+		return nil, fmt.Errorf("saved plan %s: version %d, want %d", name, sp.Version, SavedPlanVersion)
+	case sp.Plan == nil:
+		return nil, fmt.Errorf("saved plan %s: plan: missing", name)
+	case sp.Plan.Event.Kind == Abort:
+		return nil, fmt.Errorf("saved plan %s: an abort is never saved (run `lifeboat failover abort`)", name)
+	}
+	if d := FleetDigest(f); sp.Fleet != d {
+		return nil, fmt.Errorf("%w: saved plan %s was computed from fleet %s (digest %.12s), not from %s (digest %.12s): its regions, classes or router differ; nothing changed. Plan again: lifeboat failover plan --out %s",
+			ErrRefused, name, providers.Sanitize(sp.FleetFile, 200), sp.Fleet, f.File, d, name)
+	}
+	return &sp, nil
+}
+
+// savedPlanChanges says what changed, in a way that matters, between the saved plan and the
+// plan made now from the live router and signals: the router state it starts from, or the
+// signals, when they change the steps or the verdict. Nothing when the saved plan still holds.
+func (e *Executor) savedPlanChanges(saved, now *Plan) []string {
+	var out []string
+	if d := e.diff(saved.Start, now.Start); len(d) > 0 {
+		out = append(out, "the router changed since the plan was made: "+strings.Join(d, "; "))
+	}
+	sameSteps := len(saved.Steps) == len(now.Steps)
+	for k := 0; sameSteps && k < len(saved.Steps); k++ {
+		a, b := saved.Steps[k], now.Steps[k]
+		sameSteps = reflect.DeepEqual(a.Weights, b.Weights) && len(e.diff(saved.After(k), now.After(k))) == 0 && a.WaitForDrain == b.WaitForDrain
+	}
+	sameVerdict := saved.Complete == now.Complete && saved.Refused == now.Refused && saved.Rule == now.Rule
+	if sameSteps && sameVerdict {
+		return out // the signals moved, the plan did not: it still holds
+	}
+	if len(out) > 0 {
+		return out // the router's change explains the new plan
+	}
+	why := "the signals changed the plan"
+	if sig := regionChanges(saved.Regions, now.Regions); len(sig) > 0 {
+		why = "the signals changed (" + strings.Join(sig, "; ") + ") and with them the plan"
+	}
+	if !sameSteps {
+		why += fmt.Sprintf(": %d step(s) now, %d saved", len(now.Steps), len(saved.Steps))
+	}
+	if !sameVerdict {
+		why += ": now " + now.Verdict()
+	}
+	return append(out, why)
+}
+
+// regionChanges lists what changed per region between two views: health, warm, whether it
+// receives, queue wait (beyond rounding), how its inflow is known.
+func regionChanges(before, after []RegionView) []string {
+	was := map[string]RegionView{}
+	for _, r := range before {
+		was[r.Region] = r
+	}
+	var out []string
+	for _, r := range after {
+		b, ok := was[r.Region]
+		if !ok {
+			out = append(out, r.Region+": not in the saved plan")
+			continue
+		}
+		var parts []string
+		flag := func(name string, x, y bool) {
+			if x != y {
+				parts = append(parts, fmt.Sprintf("%s %v → %v", name, x, y))
+			}
+		}
+		flag("healthy", b.Healthy, r.Healthy)
+		flag("warm", b.Warm, r.Warm)
+		flag("receiver", b.Receiver, r.Receiver)
+		if q0, q1 := b.QueueWaitMS, r.QueueWaitMS; (q0 == nil) != (q1 == nil) || q0 != nil && math.Abs(*q0-*q1) >= 1 {
+			parts = append(parts, fmt.Sprintf("queue wait %s → %s", msText(q0), msText(q1)))
+		}
+		if b.Inflow != r.Inflow {
+			parts = append(parts, fmt.Sprintf("inflow %s → %s", b.Inflow, r.Inflow))
+		}
+		if len(parts) > 0 {
+			out = append(out, r.Region+": "+strings.Join(parts, ", "))
+		}
+	}
+	return out
+}
+
+func msText(q *float64) string {
+	if q == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.0f ms", *q)
+}

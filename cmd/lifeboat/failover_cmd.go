@@ -526,7 +526,7 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	if ff.planFile != "" {
 		if saved, err = failover.ReadSavedPlan(ff.planFile, f); err != nil {
 			if errors.Is(err, failover.ErrRefused) {
-				return failoverExit(err, ff.fleet)
+				return pasteable(err, ff.fleet)
 			}
 			return usageErr("--plan: %v", err)
 		}

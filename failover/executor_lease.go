@@ -205,3 +205,6 @@ func (e *Executor) tokenFloor(ctx context.Context) int64 {
 	}
 	return max(floor, 0) + 1
 }
+
+// ReadLock reads the failover lock as it is in the store (ok false: there is none).
+func (e *Executor) ReadLock(ctx context.Context) (Lock, bool, error) { return e.locker().Read(ctx) }

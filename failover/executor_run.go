@@ -149,6 +149,15 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 				return out, err
 			}
 		}
+		if k > 0 && plan.Event.Kind != Abort {
+			req, err := s.abortRequested(ctx)
+			if err != nil {
+				return out, err
+			}
+			if req != nil {
+				return e.honourAbort(s, o, h, req, out)
+			}
+		}
 		cur, err := e.readRouter(ctx)
 		if err != nil {
 			return out, err

@@ -31,13 +31,14 @@ const (
 	// RecReassertIntent is written before a re-assert changes the router: the state about to be
 	// applied (Target) over the router as it was (Before).
 	RecReassertIntent = "reassert_intent"
-	RecRollback       = "rollback" // --rollback-on-fail: the plan back to the baseline
-	RecDone           = "done"     // the run reached the end of its plan
-	RecFailed         = "failed"   // the run stopped on an error
-	RecUnlock         = "unlock"   // break-glass unlock
-	RecOverride       = "override" // a rule bypassed with --override
-	RecResume         = "resume"   // a new process took over the run
-	RecTakeover       = "takeover" // the lock of a dead or silent holder was taken over
+	RecRollback       = "rollback"      // --rollback-on-fail: the plan back to the baseline
+	RecDone           = "done"          // the run reached the end of its plan
+	RecFailed         = "failed"        // the run stopped on an error
+	RecUnlock         = "unlock"        // break-glass unlock
+	RecOverride       = "override"      // a rule bypassed with --override
+	RecResume         = "resume"        // a new process took over the run
+	RecTakeover       = "takeover"      // the lock of a dead or silent holder was taken over
+	RecAbortRequest   = "abort_request" // another operator asked the run to abort (who, why)
 	runsDir           = "failover/runs"
 	maxRecordLen      = 1 << 20 // one record, read whole
 )

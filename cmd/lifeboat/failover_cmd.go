@@ -445,19 +445,86 @@ failback that stops short of the baseline ends "HELD for safety" (exit 3).`,
 
 func (a *app) failoverAbortCmd() *cobra.Command {
 	var ff failoverFlags
+	var wait time.Duration
 	c := &cobra.Command{
 		Use:     "abort --fleet FILE [--reason TEXT] [--yes]",
 		Short:   "Return to the weights before the failover, ramped and under the same rules",
 		Example: `  lifeboat failover abort --fleet fleet.yaml --reason "receivers saturating"`,
 		Args:    cobra.NoArgs,
+		Long: `Abort steps every class back to the weights before the failover (the journal's baseline),
+ramped and under the same rules.
+
+While another operator's run holds the lock, abort asks it to stop instead: it writes an abort
+request to the state store, and the run honours it between steps — it journals who asked and
+why, then steps back to the baseline as abort does. This command waits (at most --wait) until
+that run has let go of the lock and reports where it ended: exit 0 back at the baseline, 1
+otherwise.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.failoverAct(cmd, &ff, failover.Event{Kind: failover.Abort}, false)
+			err := a.failoverAct(cmd, &ff, failover.Event{Kind: failover.Abort}, false)
+			var held *failover.LockHeldError
+			if !errors.As(err, &held) || held.Dead != "" || strings.HasPrefix(held.Lock.Operation, "failover abort") {
+				return err
+			}
+			return a.requestAbort(cmd, &ff, held.Lock, wait)
 		},
 	}
+	c.Flags().DurationVar(&wait, "wait", 10*time.Minute, "with a run holding the lock: how long to wait for it to honour the abort request")
 	ff.common(c)
 	ff.safety(c)
 	ff.acting(c)
 	return c
+}
+
+// requestAbort asks the run holding lock held to abort (through the state store), then waits
+// until it lets go of the lock and says where it ended.
+func (a *app) requestAbort(cmd *cobra.Command, ff *failoverFlags, held failover.Lock, wait time.Duration) error {
+	ctx := cmd.Context()
+	f, err := a.loadFleet(ff.fleet)
+	if err != nil {
+		return err
+	}
+	e, closeFn, err := a.executor(ctx, f, ff)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	req, err := e.RequestAbort(ctx, held, ff.reason)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "Abort requested of the run holding the lock of %s: %s (%s, token %d), as %s. It is honoured between steps; waiting at most %s.\n",
+		fleetLine(f), providers.Sanitize(held.Holder, 200), providers.Sanitize(held.Operation, 64), held.Token, req.By, wait)
+	deadline := time.Now().Add(wait)
+	for {
+		lk, ok, err := e.ReadLock(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok || lk.Released || lk.Token != held.Token {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			return problem("the run holding the lock (token %d) has not honoured the abort request within --wait %s; it is honoured between steps: follow it with %s",
+				held.Token, wait, failoverHint(ff.fleet, "status"))
+		}
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	st, err := e.Status(ctx)
+	if err != nil && st == nil {
+		return pasteable(err, ff.fleet)
+	}
+	if st.Done && st.Closed {
+		fmt.Fprintf(a.stdout, "VERDICT: done: run %s aborted at the request and back at its baseline\n", st.Run)
+		return nil
+	}
+	return problem("run %s let go of the lock without reaching the baseline (%s); see %s, then %s",
+		st.Run, providers.Sanitize(st.Held+st.Failed, 500), failoverHint(ff.fleet, "status"), failoverHint(ff.fleet, "abort"))
 }
 
 func (a *app) failoverResumeCmd() *cobra.Command {

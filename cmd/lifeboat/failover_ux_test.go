@@ -189,3 +189,35 @@ func TestFailoverSavedPlan(t *testing.T) {
 		t.Fatal("a refused saved plan changed the router")
 	}
 }
+
+// Abort from any terminal: while a run holds the lock, a second process's abort asks it to stop
+// through the state store; the run honours it between steps (journaled with who asked and why)
+// and steps back to the baseline; the abort waits for it and says where it ended.
+func TestFailoverAbortFromAnotherTerminal(t *testing.T) {
+	dir := faultDir(t)
+	os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(strings.Replace(cliFleet, "step_interval: 10ms", "step_interval: 1500ms", 1)), 0o644)
+	cmd, wait := startCLI(t, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", "INC-7")
+	if !waitForRecord(t, dir, "result", 1) {
+		cmd.Process.Kill()
+		r := wait()
+		t.Fatalf("the run never applied a step: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	ab := cli(t, nil, "failover", "abort", "--fleet", "fleet.yaml", "--signals", "warm.json", "--reason", "receivers saturating", "--wait", "60s")
+	run := wait()
+	if ab.code != 0 || !strings.Contains(ab.stdout, "aborted at the request and back at its baseline") {
+		t.Fatalf("abort from another terminal: exit %d\n%s\n%s\nthe run: exit %d\n%s", ab.code, ab.stdout, ab.stderr, run.code, run.stderr)
+	}
+	if run.code == 0 || !strings.Contains(run.stderr, "abort requested by") || !strings.Contains(run.stderr, "receivers saturating") {
+		t.Fatalf("the run: exit %d\n%s", run.code, run.stderr)
+	}
+	if !waitForRecord(t, dir, "abort_request", 1) {
+		t.Fatal("the abort request is not journaled")
+	}
+	st := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml", "-o", "json")
+	if st.code != 0 || !strings.Contains(st.stdout, `"closed": true`) || !strings.Contains(st.stdout, "receivers saturating") {
+		t.Fatalf("status after the requested abort: exit %d\n%s", st.code, st.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "failover", "abort-request.json")); !os.IsNotExist(err) {
+		t.Fatalf("the abort request is left behind: %v", err)
+	}
+}

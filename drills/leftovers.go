@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/internal/base/wait"
 	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/verify/warm"
@@ -212,7 +213,7 @@ func stopGroup(ctx context.Context, c CandidateRecord, grace time.Duration) erro
 	_ = syscall.Kill(-c.PGID, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
 	for groupAlive(c.PGID) && time.Now().Before(deadline) {
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := wait.Sleep(ctx, 50*time.Millisecond); err != nil {
 			break
 		}
 	}

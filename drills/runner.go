@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/internal/base/wait"
 	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/verify"
@@ -435,22 +436,11 @@ func (x *run) do(name string) (string, error) {
 	case StepTraffic:
 		return x.traffic()
 	case StepHold:
-		return fmt.Sprintf("held failed over for %s", x.Drill.Hold), sleep(x.ctx, x.Drill.Hold)
+		return fmt.Sprintf("held failed over for %s", x.Drill.Hold), wait.Sleep(x.ctx, x.Drill.Hold)
 	case StepFailback:
 		return x.failback()
 	}
 	return "", fmt.Errorf("unknown step %q", name)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // candidates are the regions whose replica the drill boots (a launcher that starts one, of
@@ -922,12 +912,12 @@ func (ev *evacuation) run() error {
 		if !x.now().Before(deadline) {
 			return fmt.Errorf("evacuate %s: could not resume before %s: %w", x.Drill.Lose, deadline.Format(time.RFC3339), err)
 		}
-		wait := 200 * time.Millisecond
+		pause := 200 * time.Millisecond
 		if isHeld {
-			wait = max(time.Until(held.Lock.Expires)+50*time.Millisecond, wait)
-			ev.lockWait += wait
+			pause = max(time.Until(held.Lock.Expires)+50*time.Millisecond, pause)
+			ev.lockWait += pause
 		}
-		if err := sleep(x.ctx, wait); err != nil {
+		if err := wait.Sleep(x.ctx, pause); err != nil {
 			return err
 		}
 		ev.resumes++
@@ -1152,7 +1142,7 @@ func (x *run) failback() (string, error) {
 		if err == nil || !errors.Is(err, failover.ErrRouterUnreachable) || !x.now().Before(deadline) {
 			break
 		}
-		if err := sleep(x.ctx, 250*time.Millisecond); err != nil {
+		if err := wait.Sleep(x.ctx, 250*time.Millisecond); err != nil {
 			return "", err
 		}
 	}

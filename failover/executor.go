@@ -198,17 +198,6 @@ func (e *Executor) readVersioned(ctx context.Context) (RouterState, RouterVersio
 	return rs, v, nil
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // diff compares as the driver routes: where weight 0 is the drain (Caddy), a ready region with
 // weight 0 and a drained one are the same.
 func (e *Executor) diff(want, got RouterState) []string {

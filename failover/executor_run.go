@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"lifeboat/internal/base/wait"
 )
 
 // Run plans the event from the live router and signals (preflight: the warm prober on every
@@ -119,7 +121,7 @@ func (e *Executor) awaitDwell(s *session, o RunOptions, h failoverState, plan *P
 			}
 		}
 		e.log().Info("observing before failback", "region", o.Event.Region, "why", plan.Hold, "gives_up_in", deadline.Sub(e.now()).Round(time.Second).String())
-		if err := sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
+		if err := wait.Sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
 			return nil, nil, err
 		}
 		var err error
@@ -145,7 +147,7 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 	for k := from; k < len(plan.Steps); k++ {
 		st := plan.Steps[k]
 		if k > 0 {
-			if err := sleep(ctx, pol.StepInterval); err != nil {
+			if err := wait.Sleep(ctx, pol.StepInterval); err != nil {
 				return out, err
 			}
 		}
@@ -256,7 +258,7 @@ func (e *Executor) checkBefore(s *session, o RunOptions, plan *Plan, k int, h fa
 		if !e.now().Before(deadline) {
 			return why, nil
 		}
-		if err := sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
+		if err := wait.Sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
 			return "", err
 		}
 		if *cur, err = e.readRouter(ctx); err != nil {
@@ -296,7 +298,7 @@ func (e *Executor) waitDrain(s *session, st *Step, k int) error {
 			break
 		}
 		e.log().Info("draining", "busy", strings.Join(busy, ", "))
-		if err := sleep(ctx, poll); err != nil {
+		if err := wait.Sleep(ctx, poll); err != nil {
 			return err
 		}
 	}

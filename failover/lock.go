@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"lifeboat/internal/base/wait"
 	"lifeboat/providers"
 )
 
@@ -284,7 +285,7 @@ func (l *Locker) Acquire(ctx context.Context, holder, operation, reason string) 
 					}
 				}
 				if left := ttl - time.Since(watchedSince); left > 0 {
-					if err := sleep(ctx, min(left, max(ttl/20, 20*time.Millisecond), 2*time.Second)); err != nil {
+					if err := wait.Sleep(ctx, min(left, max(ttl/20, 20*time.Millisecond), 2*time.Second)); err != nil {
 						return nil, err
 					}
 					continue

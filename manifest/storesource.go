@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"lifeboat/internal/base/wait"
 	"lifeboat/manifest/modelrepo"
 	"lifeboat/providers"
 	"lifeboat/providers/localfile"
@@ -246,7 +247,7 @@ func hashObject(ctx context.Context, s source, embedded bool, progress func(int6
 	var n int64
 	var data []byte
 	var err error
-	wait := hashObjectBackoff
+	pause := hashObjectBackoff
 	for attempt := 1; ; attempt++ {
 		err = s.store.Read(ctx, s.abs, providers.ReadOptions{}, func(r io.Reader) error {
 			if embedded { // a small config: kept whole, as the local build keeps it
@@ -272,11 +273,8 @@ func hashObject(ctx context.Context, s source, embedded bool, progress func(int6
 		if err == nil || attempt == hashObjectAttempts || ctx.Err() != nil || !errors.Is(err, providers.ErrUnreachable) {
 			break
 		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		wait *= 2
+		_ = wait.Sleep(ctx, pause) // as before: cancelled, the next attempt fails fast and ends the loop
+		pause *= 2
 	}
 	if err != nil {
 		return File{}, fmt.Errorf("hash %s: %w", s.bundle, err)

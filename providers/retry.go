@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"lifeboat/internal/base/wait"
 )
 
 // Retries, one layer per kind of failure, so that no failure is retried by two layers whose
@@ -76,11 +78,7 @@ func (s *retryStore) Read(ctx context.Context, key string, opts ReadOptions, fn 
 		}
 		s.log.LogAttrs(ctx, slog.LevelInfo, "retry "+strconv.Itoa(attempt+1)+"/"+strconv.Itoa(attempts)+" in "+
 			d.Round(time.Millisecond).String()+": "+Sanitize("read "+key+": "+describe(cause), 200))
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if wait.Sleep(ctx, d) != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"lifeboat/internal/base/wait"
 	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/providers/checksum"
@@ -486,12 +487,8 @@ func (r *runner) retry(ctx context.Context, read func() error) error {
 			}
 			return err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := wait.Sleep(ctx, backoff); err != nil {
+			return err
 		}
 		backoff *= 2
 	}

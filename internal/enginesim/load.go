@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"lifeboat/internal/base/wait"
 	"lifeboat/internal/enginesim/tokenizer"
 	"lifeboat/manifest/modelrepo"
 	"lifeboat/providers/localfile"
@@ -127,7 +128,7 @@ func Load(ctx context.Context, modelDir, engineConfigPath string, o Options) (*M
 			return nil, err
 		}
 	}
-	if err := sleepCtx(ctx, o.LoadDelay); err != nil {
+	if err := wait.Sleep(ctx, o.LoadDelay); err != nil {
 		return nil, err
 	}
 	m.LoadTime = time.Since(start)
@@ -292,21 +293,6 @@ func (m *Model) loadLoRAs() error {
 		m.LoRAs = append(m.LoRAs, l)
 	}
 	return nil
-}
-
-// sleepCtx waits d (the simulated load delay) unless ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // resolve maps a path from the engine config onto this host: a path under the engine config's

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"lifeboat/internal/base/wait"
 )
 
 // Version is what /version reports.
@@ -322,7 +324,7 @@ func (s *Server) admit(ctx context.Context, kv int) (time.Duration, error) {
 	s.mu.Unlock()
 	var err error
 	if s.o.Saturate {
-		err = sleep(ctx, s.o.SaturateWait)
+		err = wait.Sleep(ctx, s.o.SaturateWait)
 	}
 	if err == nil {
 		select {
@@ -347,20 +349,6 @@ func (s *Server) release(kv int) {
 	s.kvTokens -= kv
 	s.mu.Unlock()
 	<-s.slots
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // outputTokens derives the completion deterministically from the model name and the prompt.
@@ -430,7 +418,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	defer s.countLoRA(c.model)()
 	s.met.observeQueue(queued)
 	prefill := time.Duration(float64(len(c.prompt)) / s.o.PrefillRate * float64(time.Second))
-	if err := sleep(ctx, prefill); err != nil {
+	if err := wait.Sleep(ctx, prefill); err != nil {
 		return
 	}
 	s.met.observePrefill(prefill)
@@ -520,7 +508,7 @@ func (s *Server) fillCompletion(c *completion, n int64) {
 func (s *Server) replyWhole(ctx context.Context, w http.ResponseWriter, c *completion) {
 	ttft := time.Since(c.start)
 	for i := 1; i < len(c.out); i++ {
-		if err := sleep(ctx, s.o.InterTokenDelay); err != nil {
+		if err := wait.Sleep(ctx, s.o.InterTokenDelay); err != nil {
 			return
 		}
 	}
@@ -570,7 +558,7 @@ func (s *Server) replyStream(ctx context.Context, w http.ResponseWriter, c *comp
 	var ttft time.Duration
 	for i, tok := range c.out {
 		if i > 0 {
-			if err := sleep(ctx, s.o.InterTokenDelay); err != nil {
+			if err := wait.Sleep(ctx, s.o.InterTokenDelay); err != nil {
 				return
 			}
 		}

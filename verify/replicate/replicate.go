@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"lifeboat/internal/base/wait"
 	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/providers/checksum"
@@ -530,7 +531,7 @@ func (r *replicator) checkSource(ctx context.Context, plan []CopyResult) error {
 // copyFile copies one planned file, retrying transient failures.
 func (r *replicator) copyFile(ctx context.Context, c *CopyResult) {
 	f, _ := r.m.File(c.Path)
-	wait := r.o.Backoff
+	pause := r.o.Backoff
 	var err error
 	for attempt := 1; ; attempt++ {
 		c.Attempts = attempt
@@ -545,11 +546,8 @@ func (r *replicator) copyFile(ctx context.Context, c *CopyResult) {
 			break
 		}
 		r.o.Log.Warn("copy failed, trying again", "path", f.Path, "attempt", attempt, "err", err)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		wait *= 2
+		_ = wait.Sleep(ctx, pause) // as before: cancelled, the next attempt fails fast and ends the loop
+		pause *= 2
 	}
 	c.Outcome, c.Failure, c.Error = OutcomeFailed, failureKind(err), err.Error()
 	if ctx.Err() != nil {

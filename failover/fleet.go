@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/failover/notify"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers"
 )
@@ -33,6 +34,8 @@ type Fleet struct {
 	Failover Policy              `json:"failover"`
 	State    string              `json:"state,omitempty"` // store URL for lock, journal, drill history
 	SLA      SLA                 `json:"sla"`
+	// Notify are the webhooks told of runs and drill verdicts (fleet_notify.go).
+	Notify []notify.Webhook `json:"notify,omitempty"`
 }
 
 // Model names the served model and its DR manifest.
@@ -321,6 +324,7 @@ func (p *fleetParser) parse(data []byte) *Fleet {
 				f.State = p.storeURL(n, at, s)
 			}
 		},
+		"notify": func(n *yaml.Node, at string) { f.Notify = p.notifyHooks(n, at) },
 		"sla": func(n *yaml.Node, at string) {
 			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
 				"rto": func(n *yaml.Node, at string) { f.SLA.RTO = p.Duration(n, at) },

@@ -140,6 +140,7 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			} else {
 				fmt.Fprintf(a.stderr, "lifeboat: drill history not recorded: %v\n", err)
 			}
+			a.notifyDrill(r.Fleet, r.Drill.Fleet, rep) // fleet notify: the verdict
 			if writeErr != nil {
 				return writeErr
 			}

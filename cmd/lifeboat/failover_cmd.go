@@ -233,7 +233,8 @@ func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags
 		src = &failover.StaticSignals{Regions: s.Regions}
 	}
 	e := &failover.Executor{Fleet: f, Store: store, Router: router, Signals: src, Log: a.progressLog()}
-	return e, func() { store.Close() }, nil
+	flush := a.notifyRuns(e, ff.fleet) // fleet notify: start, hold, refused, done, failed
+	return e, func() { flush(); store.Close() }, nil
 }
 
 // pasteable makes every failover command err names pasteable for this fleet (--fleet added);

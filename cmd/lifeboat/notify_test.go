@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"lifeboat/internal/testbed"
+)
+
+// receiver is a webhook receiver in the test process: it records every body it is sent.
+type receiver struct {
+	mu     sync.Mutex
+	bodies []map[string]any
+	hits   int
+}
+
+func (r *receiver) record(req *http.Request) {
+	b, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hits++
+	r.bodies = append(r.bodies, m)
+}
+
+func (r *receiver) events() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, b := range r.bodies {
+		out = append(out, fmtAny(b["event"]))
+	}
+	return out
+}
+
+func fmtAny(v any) string { s, _ := v.(string); return s }
+
+// TestFailoverNotificationsThroughBinary: a fleet with three webhooks — a healthy generic JSON
+// receiver, a Slack-format one that always answers 500, one that never answers. A refused run
+// and a completed run through the binary: the healthy receiver gets refused, start and done with
+// the documented body; the 500 one is tried three times per event and the run still exits 0;
+// the hanging one delays nothing beyond the flush deadline (its timeout is 30 s: a blocking
+// delivery would hold the run for minutes); no webhook URL appears in any body or log line.
+func TestFailoverNotificationsThroughBinary(t *testing.T) {
+	testbed.LifeboatBinary(t) // built before failoverDir changes the working directory
+	var ok, bad receiver
+	okSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { ok.record(req) }))
+	defer okSrv.Close()
+	badSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		bad.record(req)
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer badSrv.Close()
+	release := make(chan struct{})
+	hangSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case <-release:
+		case <-req.Context().Done():
+		}
+	}))
+	defer hangSrv.Close()
+	defer close(release)
+
+	const secret = "T0KEN-s3cr3t-9f8e7d"
+	dir := failoverDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "hang.url"), []byte(hangSrv.URL+"/hooks/"+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fleet := cliFleet + `notify:
+  - {name: oncall, url_env: LB_TEST_HOOK_OK, format: json}
+  - {name: slack, url_env: LB_TEST_HOOK_BAD, format: slack, events: [start, done, refused]}
+  - {name: dead, url_file: hang.url, format: json, timeout: 30s}
+`
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(fleet), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"LB_TEST_HOOK_OK=" + okSrv.URL + "/services/" + secret, "LB_TEST_HOOK_BAD=" + badSrv.URL + "/services/" + secret + "?token=" + secret}
+
+	r := cli(t, env, "failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "cold.json", "--yes", "--reason", "INC-7")
+	if r.code != 3 {
+		t.Fatalf("refused run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	logs := r.stdout + r.stderr
+	r = cli(t, env, "failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", "INC-7")
+	if r.code != 0 || !strings.Contains(r.stdout, "Final weights") {
+		t.Fatalf("run with a failing and a hanging webhook: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	logs += r.stdout + r.stderr
+
+	if got := strings.Join(ok.events(), " "); got != "failover.refused failover.start failover.done" {
+		t.Fatalf("events at the healthy receiver: %q", got)
+	}
+	ok.mu.Lock()
+	refused, start, done := ok.bodies[0], ok.bodies[1], ok.bodies[2]
+	ok.mu.Unlock()
+	for _, b := range []map[string]any{refused, start, done} {
+		if b["schema"] != "lifeboat.notification/v1" || b["fleet"] != "fleet.yaml" || b["model"] != "llama-demo" ||
+			b["operation"] != "evacuate eu-west-1" || b["reason"] != "INC-7" || fmtAny(b["run"]) == "" || fmtAny(b["next"]) == "" {
+			t.Errorf("body %v", b)
+		}
+		if regions, _ := b["regions"].([]any); len(regions) == 0 || regions[0] != "eu-west-1" {
+			t.Errorf("regions of %v", b)
+		}
+		if classes, _ := b["classes"].([]any); len(classes) != 2 {
+			t.Errorf("classes of %v: want eu-only and global", b)
+		}
+	}
+	if refused["verdict"] != "refused" || refused["next"] != "lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1" || fmtAny(refused["detail"]) == "" {
+		t.Errorf("refused body: %v", refused)
+	}
+	if start["verdict"] != "started" || done["verdict"] != "done" || done["next"] != "lifeboat failover status --fleet fleet.yaml" || start["run"] != done["run"] {
+		t.Errorf("start/done bodies: %v / %v", start, done)
+	}
+
+	// The 500 receiver: Slack-format bodies, each event tried Attempts (3) times.
+	bad.mu.Lock()
+	hits, first := bad.hits, bad.bodies[0]
+	bad.mu.Unlock()
+	if hits != 9 {
+		t.Errorf("the 500 receiver got %d attempts, want 3 events × 3 attempts", hits)
+	}
+	if txt := fmtAny(first["text"]); !strings.Contains(txt, "failover.refused") || first["blocks"] == nil {
+		t.Errorf("slack body: %v", first)
+	}
+	if !strings.Contains(logs, `webhook=slack event=failover.start attempts=3 last="HTTP 500"`) ||
+		!strings.Contains(logs, "webhook=dead") || !strings.Contains(logs, "not delivered") {
+		t.Errorf("warnings about undelivered notifications missing:\n%s", logs)
+	}
+	// No webhook URL anywhere: not in a log line, not in a body.
+	all, _ := json.Marshal([]any{ok.bodies, bad.bodies})
+	for _, s := range []string{logs, string(all)} {
+		if strings.Contains(s, secret) || strings.Contains(s, okSrv.URL) || strings.Contains(s, hangSrv.URL) {
+			t.Fatalf("a webhook URL leaked:\n%s", s)
+		}
+	}
+}
+
+// TestFleetNotifyValidation: every mistake in notify: is reported at once, with its line.
+func TestFleetNotifyValidation(t *testing.T) {
+	testbed.LifeboatBinary(t)
+	dir := failoverDir(t)
+	fleet := cliFleet + `notify:
+  - {url: "https://hooks.slack.com/services/T0/B0/xyz", format: slack}
+  - {url_env: OK_VAR, format: teams}
+  - {url_env: A, url_file: f, format: json}
+  - {format: json, events: [start, finish]}
+  - {url_env: "not a var", format: json, timeout: 5m}
+`
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(fleet), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json")
+	n := strings.Count(cliFleet, "\n")
+	for _, want := range []string{
+		"fleet.yaml:" + itoa(n+2) + ": notify[0].url: a webhook URL is a secret",
+		"fleet.yaml:" + itoa(n+3) + `: notify[1].format: want slack or json, got "teams"`,
+		"fleet.yaml:" + itoa(n+4) + ": notify[2]: give one of url_env and url_file, not both",
+		"fleet.yaml:" + itoa(n+5) + ": notify[3]: url_env: VAR or url_file: PATH is required",
+		"fleet.yaml:" + itoa(n+5) + `: notify[3].events[1]: unknown event "finish"`,
+		"fleet.yaml:" + itoa(n+6) + `: notify[4].url_env: want the name of an environment variable`,
+		"fleet.yaml:" + itoa(n+6) + ": notify[4].timeout: at most 30s",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if r.code != 2 || strings.Contains(r.stderr, "xyz") {
+		t.Fatalf("exit %d, want 2, without the inline URL's secret\n%s", r.code, r.stderr)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -1,0 +1,112 @@
+package failover
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"lifeboat/failover/notify"
+)
+
+// RunNotifier turns a run's journal records into notifications (fleet `notify:`): start, hold,
+// refused, done and failed, each with the fleet, the run, the operation, the regions and classes
+// it touches, and the command to run next. Hook Record to Executor.OnRecord: it only queues
+// (notify.Notifier.Send never blocks), so a dead receiver never delays a step.
+type RunNotifier struct {
+	Fleet *Fleet
+	// FleetArg is the fleet file as the operator gave it, for the next command.
+	FleetArg string
+	Send     func(notify.Event)
+
+	op     *Event // the run's event, from its start (or refused) record
+	reason string // the operator's reason, from the same
+}
+
+// Record notifies what the record says, when it is one of the notified kinds.
+func (n *RunNotifier) Record(rec Record) {
+	if n == nil || n.Send == nil {
+		return
+	}
+	if rec.Event != nil {
+		ev := *rec.Event
+		n.op = &ev
+	}
+	if rec.Reason != "" && (rec.Kind == RecStart || rec.Kind == RecRefused) {
+		n.reason = rec.Reason
+	}
+	kind, verdict := "", ""
+	switch rec.Kind {
+	case RecStart:
+		kind, verdict = notify.KindStart, "started"
+	case RecHold:
+		kind, verdict = notify.KindHold, "held"
+	case RecRefused:
+		kind, verdict = notify.KindRefused, "refused"
+	case RecDone:
+		kind, verdict = notify.KindDone, "done"
+		if rec.Detail != "" {
+			verdict = "done, held short of the target"
+		}
+	case RecFailed:
+		kind, verdict = notify.KindFailed, "failed"
+	default:
+		return
+	}
+	ev := notify.Event{Event: kind, Time: rec.Time, Fleet: n.FleetArg, Model: n.Fleet.Model.Name, Run: rec.Run,
+		Verdict: verdict, Reason: n.reason, Detail: rec.Detail, Holder: rec.Holder}
+	if rec.Step != nil && rec.Detail != "" {
+		ev.Detail = "step " + strconv.Itoa(*rec.Step) + ": " + rec.Detail
+	}
+	regions := slices.Clone(rec.Out)
+	if n.op != nil {
+		ev.Operation = n.op.String()
+		if n.op.Region != "" && !slices.Contains(regions, n.op.Region) {
+			regions = append(regions, n.op.Region)
+		}
+	}
+	slices.Sort(regions)
+	ev.Regions = regions
+	for _, c := range sortedKeys(n.Fleet.Tenants) {
+		for _, r := range regions {
+			if slices.Contains(n.Fleet.Tenants[c], r) {
+				ev.Classes = append(ev.Classes, c)
+				break
+			}
+		}
+	}
+	fleet := shellWord(n.FleetArg)
+	switch rec.Kind {
+	case RecStart:
+		ev.Next = "lifeboat failover status --fleet " + fleet
+	case RecHold, RecFailed:
+		ev.Next = "lifeboat failover resume --fleet " + fleet + "   (or: lifeboat failover abort --fleet " + fleet + ")"
+	case RecRefused:
+		ev.Next = "lifeboat failover plan --fleet " + fleet
+		switch {
+		case n.op != nil && n.op.Region != "":
+			ev.Next += " --" + string(n.op.Kind) + " " + n.op.Region
+		case n.op != nil && n.op.Kind == Spill:
+			ev.Next += " --spill"
+		}
+	case RecDone:
+		ev.Next = "lifeboat failover status --fleet " + fleet
+	}
+	n.Send(ev)
+}
+
+func sortedKeys(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// shellWord quotes s for a pasteable command when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

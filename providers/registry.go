@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,13 +63,16 @@ const maxRegistryManifestBytes = 64 << 20
 // filled has no manifest yet; PushManifest adds it at the end).
 //
 // Stat is a HEAD of the blob (its size, and its SHA-256 digest as the native checksum); Read is
-// a GET with Range; Write is a blob upload (one POST and one PUT: oras-go v2.7.0 has no chunked
-// upload, so an interrupted upload starts again) made only when a HEAD says the blob is missing.
+// a GET with Range; Write is a blob upload — chunked and resumable beyond one chunk, see
+// registryupload.go — made only when a HEAD says the blob is missing.
 // It lacks compare-and-swap and prefix listing (see Lacks): List lists only the keys it can
 // resolve, conditional writes and deletes are ErrUnsupported.
 type registryStore struct {
-	loc  Location
-	repo *remote.Repository
+	loc      Location
+	repo     *remote.Repository
+	partSize int64 // the chunk of an upload
+	retry    RetryOptions
+	log      *slog.Logger
 
 	mu     sync.Mutex
 	loaded bool
@@ -75,7 +80,7 @@ type registryStore struct {
 }
 
 // newRegistryStore opens oci://REGISTRY/REPO[:TAG|@DIGEST]. Credentials come from the Docker
-// configuration (DOCKER_CONFIG or ~/.docker/config.json) and its credential helpers, as docker
+// configuration (Options.DockerConfig, DOCKER_CONFIG or ~/.docker/config.json) and its credential helpers, as docker
 // and oras use them; token and basic auth are negotiated by oras-go. Registries on loopback
 // (localhost, 127.0.0.0/8, ::1) are spoken to over plain HTTP, as docker and oras do by
 // convention; every other registry over HTTPS.
@@ -94,7 +99,12 @@ func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
 		c.Transport = LoggingTransport(c.Transport, opts.Log)
 		hc = &c
 	}
-	creds, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+	var creds credentials.Store
+	if opts.DockerConfig != "" {
+		creds, err = credentials.NewStore(filepath.Join(opts.DockerConfig, "config.json"), credentials.StoreOptions{})
+	} else {
+		creds, err = credentials.NewStoreFromDocker(credentials.StoreOptions{})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the Docker credential configuration: %v", ErrMisconfigured, err)
 	}
@@ -104,7 +114,15 @@ func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
 		Cache:      auth.NewCache(),
 		Credential: credentials.Credential(creds),
 	}
-	return &registryStore{loc: loc, repo: repo}, nil
+	ps := opts.PartSize
+	if ps <= 0 {
+		ps = defaultPartSize
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &registryStore{loc: loc, repo: repo, partSize: ps, retry: opts.Retry, log: log}, nil
 }
 
 func loopbackHost(hostport string) bool {
@@ -221,6 +239,9 @@ func (s *registryStore) lookup(ctx context.Context, op, key string) (ocispec.Des
 	if err := ValidateKey(key); err != nil {
 		return ocispec.Descriptor{}, &Error{Op: op, Store: s.String(), Key: key, Kind: ErrInvalidKey, Err: err}
 	}
+	if err := ctx.Err(); err != nil {
+		return ocispec.Descriptor{}, &Error{Op: op, Store: s.String(), Key: key, Err: err}
+	}
 	if err := s.load(ctx); err != nil {
 		return ocispec.Descriptor{}, err
 	}
@@ -290,17 +311,16 @@ func (s *registryStore) Read(ctx context.Context, key string, opts ReadOptions, 
 	if err != nil {
 		return err
 	}
+	if opts.Offset < 0 || opts.Length < 0 {
+		return &Error{Op: "read", Store: s.String(), Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
+	}
 	if opts.IfMatch != "" && opts.IfMatch != d.Digest.String() {
 		return &Error{Op: "read", Store: s.String(), Key: key, Kind: ErrPreconditionFailed}
 	}
-	if opts.Offset >= d.Size && d.Size > 0 {
+	if opts.Offset >= d.Size && (d.Size > 0 || opts.Offset > 0) {
 		return fn(bytes.NewReader(nil))
 	}
-	scheme := "https"
-	if s.repo.PlainHTTP {
-		scheme = "http"
-	}
-	u := scheme + "://" + s.loc.Registry + "/v2/" + s.loc.Repository + "/blobs/" + d.Digest.String()
+	u := s.scheme() + "://" + s.loc.Registry + "/v2/" + s.loc.Repository + "/blobs/" + d.Digest.String()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return s.fail("read", key, err)
@@ -356,47 +376,54 @@ func (e *fullBodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Write uploads the content of r as the blob of key. A registry addresses blobs by digest, so
-// opts.Checksums.SHA256 and opts.Size are required; the registry checks the digest on upload
-// (distribution does; a registry that does not is why deep verify exists). A blob already in the
-// repository is not uploaded again (HEAD first), and r is not read.
+// Write uploads the content of r as the blob of key (see registryupload.go: monolithic up to
+// one chunk, chunked and resumable beyond). opts.Checksums are checked on the way — the registry
+// itself checks only the SHA-256 it is given at the end (distribution does; a registry that does
+// not is why deep verify exists) — and a mismatch commits nothing. When the SHA-256 is declared
+// and the repository already has that blob, nothing is uploaded and r is not read: the blob is
+// the content, by its address.
 func (s *registryStore) Write(ctx context.Context, key string, r io.Reader, opts WriteOptions) (Object, error) {
 	if err := ValidateKey(key); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrInvalidKey, Err: err}
 	}
 	if opts.IfNotExists || opts.IfMatch != "" {
 		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrUnsupported,
-			Err: errors.New("a registry has no conditional write")}
+			Err: errors.New("a registry has no conditional write (it lacks " + CapCompareAndSwap + ")")}
 	}
-	hexd := strings.ToLower(opts.Checksums.SHA256)
-	if hexd == "" || opts.Size < 0 {
-		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrUnsupported,
-			Err: errors.New("a registry stores blobs by digest: the write needs the content's SHA-256 and size")}
-	}
-	dg := digest.NewDigestFromEncoded(digest.SHA256, hexd)
-	if err := dg.Validate(); err != nil {
-		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrContentMismatch, Err: err}
+	if err := opts.Checksums.Validate(); err != nil {
+		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrMisconfigured, Err: err}
 	}
 	if err := s.load(ctx); err != nil {
 		return Object{}, err
 	}
-	desc := ocispec.Descriptor{MediaType: "application/octet-stream", Digest: dg, Size: opts.Size}
+	mediaType := "application/octet-stream"
 	if opts.ContentType != "" {
-		desc.MediaType = opts.ContentType
+		mediaType = opts.ContentType
 	}
-	ok, err := s.repo.Blobs().Exists(ctx, desc)
-	if err != nil {
-		return Object{}, s.fail("write", key, err)
-	}
-	if !ok {
-		if err := s.repo.Blobs().Push(ctx, desc, sourceReader{ctx: ctx, r: r}); err != nil {
+	if hexd := strings.ToLower(opts.Checksums.SHA256); hexd != "" {
+		dg := digest.NewDigestFromEncoded(digest.SHA256, hexd)
+		have, err := s.repo.Blobs().Resolve(ctx, dg.String())
+		switch {
+		case err == nil && have.Digest == dg && (opts.Size <= 0 || have.Size == opts.Size):
+			return s.record(key, ocispec.Descriptor{MediaType: mediaType, Digest: dg, Size: have.Size}), nil
+		case err != nil && !errors.Is(err, errdef.ErrNotFound):
 			return Object{}, s.fail("write", key, err)
 		}
 	}
+	d := newDigester(opts.Checksums, SHA256)
+	dg, n, err := s.uploadBlob(ctx, r, opts.Size, d)
+	if err != nil {
+		return Object{}, s.fail("write", key, err)
+	}
+	return s.record(key, ocispec.Descriptor{MediaType: mediaType, Digest: dg, Size: n}), nil
+}
+
+// record makes key resolve to desc in this store.
+func (s *registryStore) record(key string, desc ocispec.Descriptor) Object {
 	s.mu.Lock()
 	s.keys[key] = desc
 	s.mu.Unlock()
-	return s.object(key, desc), nil
+	return s.object(key, desc)
 }
 
 // Delete is a no-op for a key resolved through a manifest: the blob belongs to the manifest and

@@ -238,6 +238,9 @@ type Options struct {
 	S3Credentials aws.CredentialsProvider
 	// AzureConnectionString overrides AZURE_STORAGE_CONNECTION_STRING (tests, embedding).
 	AzureConnectionString string
+	// DockerConfig is the directory whose config.json (and credential helpers) give registry
+	// (oci://) credentials; "" means DOCKER_CONFIG, else ~/.docker, as docker and oras read them.
+	DockerConfig string
 	// Log, when set, receives one debug line per HTTP request (method, host, key, status, attempt)
 	// and one line per retry as the SDK schedules it; never a credential or a query value.
 	Log *slog.Logger

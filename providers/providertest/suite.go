@@ -74,37 +74,73 @@ func Run(t *testing.T, newStore func(t *testing.T) providers.Store, opts ...Opti
 	for _, o := range opts {
 		o(c)
 	}
+	cas, lst := providers.CapCompareAndSwap, providers.CapPrefixListing
 	cases := []struct {
 		name string
 		fn   func(*testing.T, *config, func(*testing.T) providers.Store)
+		// needs are the capabilities (providers.Cap…) the case tests: a store that reports one
+		// of them in Capabilities().Lacks skips the case, with the store's reason.
+		needs []string
 	}{
-		{"EmptyAndMissing", testEmptyAndMissing},
-		{"RoundTripChecksums", testRoundTrip},
-		{"EmptyObject", testEmptyObject},
-		{"KeysWithSpacesAndUnicode", testUnicodeKeys},
-		{"InvalidKeysRejected", testInvalidKeys},
-		{"ListManyPaginated", testListMany},
-		{"ListNestedDirs", testListNested},
-		{"RangedReads", testRangedReads},
-		{"LargeMultipart", testLargeMultipart},
-		{"LargeUnknownSize", testLargeUnknownSize},
-		{"ContentMismatchCommitsNothing", testContentMismatch},
-		{"CancelledWriteCommitsNothing", testCancelledWrite},
-		{"Overwrite", testOverwrite},
-		{"ConditionalCreateRace", testCreateRace},
-		{"ConditionalCreateMultipart", testCreateMultipart},
-		{"CompareAndSwap", testCAS},
-		{"CompareAndSwapRace", testCASRace},
-		{"ConditionalDelete", testConditionalDelete},
-		{"PermissionDenied", testDenied},
-		{"Prefixes", testPrefixes},
-		{"HostileListingKeys", testHostileKeys},
+		{"EmptyAndMissing", testEmptyAndMissing, nil},
+		{"RoundTripChecksums", testRoundTrip, nil},
+		{"EmptyObject", testEmptyObject, nil},
+		{"KeysWithSpacesAndUnicode", testUnicodeKeys, nil},
+		{"InvalidKeysRejected", testInvalidKeys, nil},
+		{"ListManyPaginated", testListMany, []string{lst}},
+		{"ListNestedDirs", testListNested, []string{lst}},
+		{"RangedReads", testRangedReads, nil},
+		{"LargeMultipart", testLargeMultipart, nil},
+		{"LargeUnknownSize", testLargeUnknownSize, nil},
+		{"ContentMismatchCommitsNothing", testContentMismatch, nil},
+		{"CancelledWriteCommitsNothing", testCancelledWrite, nil},
+		{"Overwrite", testOverwrite, nil},
+		{"ConditionalCreateRace", testCreateRace, []string{cas}},
+		{"ConditionalCreateMultipart", testCreateMultipart, []string{cas}},
+		{"CompareAndSwap", testCAS, []string{cas}},
+		{"CompareAndSwapRace", testCASRace, []string{cas}},
+		{"ConditionalDelete", testConditionalDelete, []string{cas}},
+		{"ConditionalWriteRefused", testConditionalRefused, nil},
+		{"PermissionDenied", testDenied, nil},
+		{"Prefixes", testPrefixes, []string{lst}},
+		{"HostileListingKeys", testHostileKeys, []string{lst}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if len(tc.needs) > 0 {
+				s := newStore(t)
+				for _, l := range s.Capabilities().Lacks {
+					if slices.Contains(tc.needs, l.Capability) {
+						t.Skipf("%s lacks %s: %s", s, l.Capability, l.Why)
+					}
+				}
+			}
 			tc.fn(t, c, newStore)
 		})
+	}
+}
+
+// A store that lacks compare-and-swap refuses every conditional write and delete with
+// ErrUnsupported, and commits nothing: a caller that needed the condition must not believe it
+// held. (A store that has it is tested by the cases above.)
+func testConditionalRefused(t *testing.T, c *config, newStore func(*testing.T) providers.Store) {
+	s := newStore(t)
+	if !slices.ContainsFunc(s.Capabilities().Lacks, func(l providers.Lack) bool { return l.Capability == providers.CapCompareAndSwap }) {
+		t.Skip("the store has compare-and-swap")
+	}
+	ctx := ctxT(t)
+	w := put(t, s, "lock", []byte("mine"), providers.WriteOptions{})
+	_, err := s.Write(ctx, "locks/new", strings.NewReader("x"), providers.WriteOptions{IfNotExists: true})
+	wantErr(t, err, providers.ErrUnsupported, "create-if-absent")
+	_, err = s.Stat(ctx, "locks/new")
+	wantErr(t, err, providers.ErrNotFound, "stat after a refused create")
+	_, err = s.Write(ctx, "lock", strings.NewReader("theirs"), providers.WriteOptions{IfMatch: w.Revision})
+	wantErr(t, err, providers.ErrUnsupported, "compare-and-swap")
+	err = s.Delete(ctx, "lock", providers.DeleteOptions{IfMatch: w.Revision})
+	wantErr(t, err, providers.ErrUnsupported, "conditional delete")
+	if got := get(t, s, "lock", providers.ReadOptions{}); string(got) != "mine" {
+		t.Fatalf("a refused conditional write changed the object: %q", got)
 	}
 }
 

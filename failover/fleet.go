@@ -41,7 +41,7 @@ type Fleet struct {
 // Model names the served model and its DR manifest.
 type Model struct {
 	Name     string `json:"name"`
-	Manifest string `json:"manifest"` // resolved against the fleet file's directory
+	Manifest string `json:"manifest"` // a path resolved against the fleet file's directory, or oci://…
 }
 
 // Region is one serving region.
@@ -346,8 +346,21 @@ func (p *fleetParser) model(f *Fleet, n *yaml.Node, at string) {
 	p.lines.model = n.Line
 	p.mapping(n, at, false, map[string]func(*yaml.Node, string){
 		"name":     func(n *yaml.Node, at string) { f.Model.Name = p.str(n, at, true) },
-		"manifest": func(n *yaml.Node, at string) { f.Model.Manifest = p.path(n, at) },
+		"manifest": func(n *yaml.Node, at string) { f.Model.Manifest = p.manifestRef(n, at) },
 	})
+}
+
+// manifestRef is model.manifest: a local path (resolved against the fleet file's directory) or
+// an oci://REGISTRY/REPO:TAG|@sha256:… reference — the DR manifest a registry holds.
+func (p *fleetParser) manifestRef(n *yaml.Node, at string) string {
+	if s := strings.TrimSpace(n.Value); n.Kind == yaml.ScalarNode && strings.HasPrefix(s, "oci://") {
+		if _, err := providers.ParseURL(s); err != nil {
+			p.errf(n.Line, at, "%v", err)
+			return ""
+		}
+		return s
+	}
+	return p.path(n, at)
 }
 
 func (p *fleetParser) regions(f *Fleet, n *yaml.Node, at string) {

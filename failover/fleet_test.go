@@ -287,3 +287,24 @@ func TestSampleFailoverFixtures(t *testing.T) {
 		}
 	}
 }
+
+// model.manifest may name the DR manifest in a registry (oci://…), kept as given; any other URL
+// is still refused, as is a malformed oci:// reference.
+func TestParseFleetManifestInRegistry(t *testing.T) {
+	data, _ := os.ReadFile("testdata/fleet/minimal.yaml")
+	for _, c := range []struct{ ref, err string }{
+		{"oci://registry.example:5000/models/llama:v1", ""},
+		{"oci://registry.example/models/llama@sha256:" + strings.Repeat("ab", 32), ""},
+		{"s3://bucket/manifest.json", "want a local path"},
+		{"oci://registry.example/", "model.manifest"},
+	} {
+		doc := strings.Replace(string(data), "/abs/manifest.json", c.ref, 1)
+		f, err := ParseFleet([]byte(doc), filepath.Join(t.TempDir(), "fleet.yaml"))
+		switch {
+		case c.err == "" && (err != nil || f.Model.Manifest != c.ref):
+			t.Errorf("%s: %v %+v", c.ref, err, f)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: %v, want an error with %q", c.ref, err, c.err)
+		}
+	}
+}

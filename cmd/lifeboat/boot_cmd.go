@@ -113,7 +113,7 @@ func (a *app) prepareBootRestore(ctx context.Context, fl *failover.Fleet, region
 		return noop, nil
 	}
 	var err error
-	if o.Manifest, err = a.readManifest(fl.Model.Manifest); err != nil {
+	if o.Manifest, err = a.readManifest(ctx, fl.Model.Manifest); err != nil {
 		return noop, err
 	}
 	if workdir == "" {

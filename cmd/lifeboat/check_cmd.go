@@ -207,7 +207,7 @@ func countReplicas(rep *verify.Report, s verify.ReplicaStatus) int {
 // checkManifest builds the manifest from --model when given, else reads the fleet's.
 func (a *app) checkManifest(ctx context.Context, fl *failover.Fleet, in checkInput) (*manifest.Manifest, error) {
 	if in.model == "" {
-		return a.readManifest(fl.Model.Manifest)
+		return a.readManifest(ctx, fl.Model.Manifest)
 	}
 	fmt.Fprintf(a.stderr, "building the manifest of %s\n", in.model)
 	m, err := manifest.Build(ctx, manifest.BuildOptions{ModelDir: in.model, EngineFile: in.engine, DeployPaths: in.deploy, Name: fl.Model.Name})

@@ -90,7 +90,7 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			if err := a.checkOutput("text", "json", "junit"); err != nil {
 				return err
 			}
-			r, err := a.drillRunner(args[0])
+			r, err := a.drillRunner(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -179,7 +179,7 @@ func rtoOf(r *drills.Runner) time.Duration {
 }
 
 // drillRunner reads the drill, its fleet and the fleet's manifest.
-func (a *app) drillRunner(file string) (*drills.Runner, error) {
+func (a *app) drillRunner(ctx context.Context, file string) (*drills.Runner, error) {
 	d, err := drills.Read(file)
 	if err != nil {
 		return nil, usageErr("%v", err)
@@ -192,9 +192,9 @@ func (a *app) drillRunner(file string) (*drills.Runner, error) {
 	if err != nil {
 		return nil, usageErr("%s: fleet: %v", file, err)
 	}
-	mBytes, err := localfile.ReadFile(fl.Model.Manifest, manifest.MaxManifestBytes)
+	mBytes, err := a.manifestBytes(ctx, fl.Model.Manifest)
 	if err != nil {
-		return nil, usageErr("%s: model.manifest: %v", fl.File, err)
+		return nil, fmt.Errorf("%s: model.manifest: %w", fl.File, err)
 	}
 	m, err := manifest.Parse(mBytes, fl.Model.Manifest)
 	if err != nil {
@@ -651,7 +651,7 @@ restored (listed); 3 a recorded drill still runs; 2 bad drill or fleet file.`,
 			if err := a.checkOutput("text", "json"); err != nil {
 				return err
 			}
-			r, err := a.drillRunner(args[0])
+			r, err := a.drillRunner(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

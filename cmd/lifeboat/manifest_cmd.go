@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"lifeboat/manifest"
 	"lifeboat/manifest/lint"
 	"lifeboat/providers"
+	"lifeboat/providers/localfile"
 	"lifeboat/verify/replicate"
 )
 
@@ -163,12 +165,44 @@ func writeOut(name string, data []byte, a *app) error {
 	})
 }
 
-func (a *app) readManifest(name string) (*manifest.Manifest, error) {
-	m, err := manifest.ReadFile(name)
+// readManifest reads and parses a DR manifest: a local file, or oci://REGISTRY/REPO:TAG (or
+// @sha256:…) — the manifest a registry holds at that reference (see manifestBytes).
+func (a *app) readManifest(ctx context.Context, name string) (*manifest.Manifest, error) {
+	data, err := a.manifestBytes(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	m, err := manifest.Parse(data, name)
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
 	return m, nil
+}
+
+// manifestBytes reads a DR manifest's bytes, bounded (manifest.MaxManifestBytes), wherever a
+// manifest path is accepted: a local file, or an oci:// reference, fetched from the registry
+// with the credentials of the Docker configuration. A registry manifest given by digest
+// (@sha256:…) is checked against it by the fetch. A local file that cannot be read, or a
+// malformed reference, is bad input (exit 2); a registry that cannot be reached or refuses is
+// the store's failure, classified as such.
+func (a *app) manifestBytes(ctx context.Context, name string) ([]byte, error) {
+	if !strings.HasPrefix(name, "oci://") {
+		data, err := localfile.ReadFile(name, manifest.MaxManifestBytes)
+		if err != nil {
+			return nil, withCode(exitUsage, err)
+		}
+		return data, nil
+	}
+	s, err := a.openStore(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	data, err := providers.FetchManifest(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest from %s: %w", s, err)
+	}
+	return data, nil
 }
 
 func (a *app) manifestShowCmd() *cobra.Command {
@@ -188,7 +222,7 @@ func (a *app) manifestShowCmd() *cobra.Command {
 			if err := a.checkOutput("text", "json"); err != nil {
 				return err
 			}
-			m, err := a.readManifest(args[0])
+			m, err := a.readManifest(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -292,11 +326,11 @@ Exit status is 0 whether or not they differ, unless --exit-code is given (then 1
 			if err := a.checkOutput("text", "json"); err != nil {
 				return err
 			}
-			oldM, err := a.readManifest(args[0])
+			oldM, err := a.readManifest(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			newM, err := a.readManifest(args[1])
+			newM, err := a.readManifest(cmd.Context(), args[1])
 			if err != nil {
 				return err
 			}
@@ -422,7 +456,7 @@ credentials exit 2. file:///PATH is the local directory PATH.`,
 			if dirs.Model == "" && dirs.Bundle == "" {
 				return usageErr("manifest lint needs --model DIR (or --bundle DIR)")
 			}
-			m, err := a.readManifest(args[0])
+			m, err := a.readManifest(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -582,7 +616,7 @@ Exit codes: 0 pushed; 1 files missing or corrupt in --from; 2 bad input or refus
 			if from == "" {
 				return usageErr("manifest push needs --from DIR|URL, the bundle the manifest describes")
 			}
-			m, err := a.replicateInput(args[0], from, args[1], &o)
+			m, err := a.replicateInput(cmd.Context(), args[0], from, args[1], &o)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -28,7 +27,7 @@ func (a *app) replicateCmd() *cobra.Command {
 		Example: replicateExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := a.replicateInput(manifestFile, from, to, &o)
+			m, err := a.replicateInput(cmd.Context(), manifestFile, from, to, &o)
 			if err != nil {
 				return err
 			}
@@ -91,7 +90,7 @@ const replicateExample = `  # seed a new replica from a local bundle, then repai
 
 // replicateInput checks the flags and reads the manifest; a local --to is created (unless this
 // is a dry run, which only plans).
-func (a *app) replicateInput(manifestFile, from, to string, o *replicate.Options) (*manifest.Manifest, error) {
+func (a *app) replicateInput(ctx context.Context, manifestFile, from, to string, o *replicate.Options) (*manifest.Manifest, error) {
 	if err := a.checkOutput("text", "json"); err != nil {
 		return nil, err
 	}
@@ -112,7 +111,7 @@ func (a *app) replicateInput(manifestFile, from, to string, o *replicate.Options
 	if fromLoc.String() == toLoc.String() {
 		return nil, usageErr("--from and --to name the same replica (%s)", toLoc)
 	}
-	m, err := a.readManifest(manifestFile)
+	m, err := a.readManifest(ctx, manifestFile)
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +195,9 @@ func (a *app) runReplicate(ctx context.Context, m *manifest.Manifest, manifestFi
 // pushManifestTo stores the manifest file, byte for byte, in a registry replica whose blobs are
 // all there: what makes the replica pullable by oras or kit and resolvable by its tag.
 func (a *app) pushManifestTo(ctx context.Context, dst providers.Store, manifestFile string) error {
-	data, err := readBounded(manifestFile, manifest.MaxManifestBytes)
+	data, err := a.manifestBytes(ctx, manifestFile)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return err
 	}
 	dg, err := providers.PushManifest(ctx, dst, data)
 	if err != nil {
@@ -210,23 +209,6 @@ func (a *app) pushManifestTo(ctx context.Context, dst providers.Store, manifestF
 		a.log.Info("manifest pushed", "replica", dst.String(), "digest", dg.String())
 	}
 	return nil
-}
-
-// readBounded reads a local file of at most limit bytes.
-func readBounded(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
-	}
-	return data, nil
 }
 
 // renderReplicate prints a replicate or restore run (op names which, for the wording).

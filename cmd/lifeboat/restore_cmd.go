@@ -50,7 +50,7 @@ Exit codes: 0 the bundle in DIR is complete and proven; 1 some files could not b
 			if o.Jobs < 0 {
 				return usageErr("-j %d: must be at least 1", o.Jobs)
 			}
-			m, err := a.readManifest(manifestFile)
+			m, err := a.readManifest(cmd.Context(), manifestFile)
 			if err != nil {
 				return err
 			}

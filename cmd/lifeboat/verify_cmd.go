@@ -116,7 +116,7 @@ they are never printed.`,
 			run, done := a.startVerify(ctx, len(args), deep, o)
 			defer done()
 			opened := a.openStoresThen(ctx, args, run.Start)
-			m, err := a.readManifest(manifestFile)
+			m, err := a.readManifest(ctx, manifestFile)
 			if err != nil {
 				run.Cancel() // at once: no listing outlives a bad manifest by the other stores' set-up
 			}

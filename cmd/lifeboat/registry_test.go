@@ -377,7 +377,7 @@ func TestRegistryManifestByReference(t *testing.T) {
 	}
 	byDigest := ref + "@" + digest.FromBytes(raw).String()
 	for _, mref := range []string{ref + ":v1", byDigest} {
-		if r := cli(t, env, "manifest", "show", mref, "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, "model/config.json") {
+		if r := cli(t, env, "manifest", "show", mref, "--files", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, "model/config.json") {
 			t.Fatalf("manifest show %s: exit %d\n%s%s", mref, r.code, r.stdout, r.stderr)
 		}
 		if r := cli(t, env, "verify", "--manifest", mref, ref+":v1"); r.code != 0 {

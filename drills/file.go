@@ -101,6 +101,9 @@ type Drill struct {
 	Faults    []Fault       `json:"faults"`
 	Expect    []Expectation `json:"expect"`
 	StepLines map[string]int
+	// KeyLines is the line of each top-level key (lose, fleet, sla, skip, ...), for the
+	// problems found when the drill is checked against its fleet.
+	KeyLines map[string]int `json:"-"`
 	// Source is the digest of the bytes parsed (set by Read; the report's evidence).
 	Source FileDigest `json:"-"`
 }
@@ -122,7 +125,12 @@ const (
 var ErrInvalidDrill = errors.New("invalid drill file")
 
 // DrillError lists every problem found in a drill file, each as "file:line: field: message".
-type DrillError struct{ Problems []string }
+type DrillError struct {
+	Problems []string
+	// Partial is what did decode, for checking it against the fleet all the same (so that
+	// every mistake is reported at once); nil when the file is not a YAML mapping.
+	Partial *Drill `json:"-"`
+}
 
 func (e *DrillError) Error() string        { return strings.Join(e.Problems, "\n") }
 func (e *DrillError) Is(target error) bool { return target == ErrInvalidDrill }
@@ -157,6 +165,10 @@ func Parse(data []byte, name string) (*Drill, error) {
 		return nil, &DrillError{Problems: c.Problems}
 	}
 	lines := map[string]int{}
+	d.KeyLines = lines
+	for i := 0; i+1 < len(root.Content) && root.Kind == yaml.MappingNode; i += 2 {
+		lines[root.Content[i].Value] = root.Content[i].Line
+	}
 	c.Mapping(root, "", true, yamlnode.Fields{
 		"name":  func(n *yaml.Node, at string) { d.Name = c.Str(n, at, true); lines[at] = n.Line },
 		"fleet": func(n *yaml.Node, at string) { d.Fleet = c.Str(n, at, true); lines[at] = n.Line },
@@ -194,7 +206,7 @@ func Parse(data []byte, name string) (*Drill, error) {
 		},
 	})
 	for _, req := range []string{"name", "fleet", "lose"} {
-		if _, ok := lines[req]; !ok && !c.Failed() {
+		if _, ok := lines[req]; !ok && root.Kind == yaml.MappingNode {
 			c.Errf(root.Line, req, "required")
 		}
 	}
@@ -205,14 +217,14 @@ func Parse(data []byte, name string) (*Drill, error) {
 		d.Steps = append(d.Steps, StepTeardown) // always: nothing is left behind
 	}
 	if slices.Contains(d.Skip, StepTeardown) {
-		c.Errf(0, "skip", "teardown cannot be skipped: a drill leaves nothing behind")
+		c.Errf(lines["skip"], "skip", "teardown cannot be skipped: a drill leaves nothing behind")
 	}
 	checkFaults(c, d)
-	if c.Failed() {
-		return nil, &DrillError{Problems: c.Problems}
-	}
 	if d.Fleet != "" && !filepath.IsAbs(d.Fleet) {
 		d.Fleet = filepath.Join(filepath.Dir(name), d.Fleet)
+	}
+	if c.Failed() {
+		return nil, &DrillError{Problems: c.Problems, Partial: d}
 	}
 	// Every fault must be detected: an undetected fault fails the drill.
 	for _, f := range d.Faults {
@@ -227,6 +239,9 @@ func Parse(data []byte, name string) (*Drill, error) {
 	return d, nil
 }
 
+// didYouMean is the one "(did you mean X?)" ending (yamlnode.DidYouMean).
+func didYouMean(got string, names []string) string { return yamlnode.DidYouMean(got, names) }
+
 func stepList(c *yamlnode.Checker, n *yaml.Node, at string, lines map[string]int) []string {
 	if n.Kind != yaml.SequenceNode {
 		c.Errf(n.Line, at, "want a list of steps, got %s", yamlnode.KindName(n))
@@ -239,7 +254,7 @@ func stepList(c *yamlnode.Checker, n *yaml.Node, at string, lines map[string]int
 		switch {
 		case v == "":
 		case !slices.Contains(DefaultSteps, v):
-			c.Errf(s.Line, field, "unknown step %q (want one of %s)", v, strings.Join(DefaultSteps, ", "))
+			c.Errf(s.Line, field, "unknown step %q (want one of %s)%s", v, strings.Join(DefaultSteps, ", "), didYouMean(v, DefaultSteps))
 		case slices.Contains(out, v):
 			c.Errf(s.Line, field, "step %q listed twice", v)
 		default:
@@ -288,7 +303,7 @@ func fault(c *yamlnode.Checker, n *yaml.Node, at string) Fault {
 	kind, ok := kindOfFault(f.Kind)
 	if !ok {
 		if f.Kind != "" {
-			c.Errf(n.Line, at+".kind", "unknown fault %q (want one of %s)", f.Kind, strings.Join(FaultKinds(), ", "))
+			c.Errf(n.Line, at+".kind", "unknown fault %q (want one of %s)%s", f.Kind, strings.Join(FaultKinds(), ", "), didYouMean(f.Kind, FaultKinds()))
 		} else {
 			c.Errf(n.Line, at+".kind", "required (one of %s)", strings.Join(FaultKinds(), ", "))
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"lifeboat/failover"
 	"lifeboat/internal/base/wait"
+	"lifeboat/internal/base/yamlnode"
 	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/verify"
@@ -28,7 +30,10 @@ import (
 
 // Runner runs one drill. Fields are set by the caller; Run may be called once.
 type Runner struct {
-	Drill    *Drill
+	Drill *Drill
+	// Earlier are the problems already found in the drill file (a DrillError's, Drill its
+	// Partial): Check reports them with its own, leaving out those about the same fields.
+	Earlier  []string
 	Fleet    *failover.Fleet
 	Manifest *manifest.Manifest
 	// Open opens a store URL (replicas, the state store) with the caller's options.
@@ -119,19 +124,19 @@ func (r *Runner) log() *slog.Logger {
 }
 
 // Check checks the drill against its fleet: the lost region, fault regions and expectation
-// targets must exist; the fleet needs a router, a state store and an RTO.
+// targets must exist (a name close to one that does gets "did you mean"); the fleet needs a
+// router, a state store and an RTO. Every problem is reported at once, with its line.
 func (r *Runner) Check() error {
 	d, f := r.Drill, r.Fleet
-	var p []string
-	at := func(line int, field, format string, args ...any) {
-		p = append(p, fmt.Sprintf("%s:%d: %s: %s", d.File, line, field, fmt.Sprintf(format, args...)))
-	}
+	c := &yamlnode.Checker{Name: d.File}
+	at := c.Errf
+	regions := f.RegionNames()
 	if f.Regions[d.Lose] == nil {
-		at(0, "lose", "region %q is not in the fleet %s (regions: %s)", d.Lose, f.File, strings.Join(f.RegionNames(), ", "))
+		at(d.KeyLines["lose"], "lose", "region %q is not in the fleet %s (regions: %s)%s", d.Lose, f.File, strings.Join(regions, ", "), didYouMean(d.Lose, regions))
 	}
 	for i, fl := range d.Faults {
 		if fl.Region != "" && f.Regions[fl.Region] == nil {
-			at(fl.Line, fmt.Sprintf("faults[%d].region", i), "region %q is not in the fleet", fl.Region)
+			at(fl.Line, fmt.Sprintf("faults[%d].region", i), "region %q is not in the fleet%s", fl.Region, didYouMean(fl.Region, regions))
 		}
 		if fl.Path != "" && r.Manifest != nil && !slices.ContainsFunc(r.Manifest.Files, func(m manifest.File) bool { return m.Path == fl.Path }) {
 			at(fl.Line, fmt.Sprintf("faults[%d].path", i), "%s is not a file of the manifest", fl.Path)
@@ -147,22 +152,26 @@ func (r *Runner) Check() error {
 		switch e.Kind {
 		case ExpectResidency:
 			if _, ok := f.Tenants[e.Target]; !ok {
-				at(e.Line, field, "no tenant class %q in the fleet", e.Target)
+				at(e.Line, field, "no tenant class %q in the fleet%s", e.Target, didYouMean(e.Target, slices.Sorted(maps.Keys(f.Tenants))))
 			}
 		case ExpectWarm, ExpectNotWarm:
 			if f.Regions[e.Target] == nil {
-				at(e.Line, field, "region %q is not in the fleet", e.Target)
+				at(e.Line, field, "region %q is not in the fleet%s", e.Target, didYouMean(e.Target, regions))
 			}
 		}
 	}
 	if f.Router.Driver == "" {
-		at(0, "fleet", "%s has no router: a drill moves traffic through it", f.File)
+		at(d.KeyLines["fleet"], "fleet", "%s has no router: a drill moves traffic through it", f.File)
 	}
 	if f.State == "" {
-		at(0, "fleet", "%s has no state store (state:): the journal, lock and drill history live there", f.File)
+		at(d.KeyLines["fleet"], "fleet", "%s has no state store (state:): the journal, lock and drill history live there", f.File)
 	}
 	if d.RTO <= 0 && f.SLA.RTO <= 0 {
-		at(0, "sla.rto", "set the RTO here or in the fleet file (sla: {rto: 30m})")
+		at(max(d.KeyLines["sla"], 1), "sla.rto", "set the RTO here or in the fleet file (sla: {rto: 30m})")
+	}
+	p := c.Problems
+	if len(r.Earlier) > 0 {
+		p = append(slices.Clone(r.Earlier), failover.UnrelatedProblems(d.File, r.Earlier, p)...)
 	}
 	if len(p) > 0 {
 		return &DrillError{Problems: p}

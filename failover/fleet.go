@@ -298,7 +298,9 @@ func (p *fleetParser) boolean(n *yaml.Node, at string) bool {
 	return false
 }
 
-// parse decodes the document, then cross-checks it when every field decoded.
+// parse decodes the document, then cross-checks it — also when some fields did not decode, so
+// that every mistake in the file is reported at once; a cross-check about a field that already
+// has a problem (or one inside or around it) is left out, as it would only repeat it.
 func (p *fleetParser) parse(data []byte) *Fleet {
 	root := p.Root(data, "a fleet file")
 	if root == nil {
@@ -331,15 +333,56 @@ func (p *fleetParser) parse(data []byte) *Fleet {
 			})
 		},
 	})
-	if p.Failed() {
-		return f
-	}
+	settled := len(p.Problems)
 	p.checkModel(f)
 	p.checkTenants(f)
 	p.checkRouter(f)
 	p.checkPolicy(f)
 	p.checkLaunchers(f)
+	if settled > 0 {
+		p.Problems = append(p.Problems[:settled], UnrelatedProblems(p.Name, p.Problems[:settled], p.Problems[settled:])...)
+	}
 	return f
+}
+
+// UnrelatedProblems returns the problems of later whose field is not that of a problem of
+// earlier, nor inside or around it ("router" and "router.socket" are related): the checks of
+// a file that run after some of its fields failed to decode (so that every mistake is reported
+// at once) leave out what would only repeat a problem already reported.
+func UnrelatedProblems(file string, earlier, later []string) []string {
+	var out []string
+	for _, l := range later {
+		lf := problemField(file, l)
+		related := false
+		for _, e := range earlier {
+			ef := problemField(file, e)
+			related = related || lf != "" && ef != "" && (lf == ef || strings.HasPrefix(lf, ef+".") || strings.HasPrefix(ef, lf+".") ||
+				strings.HasPrefix(lf, ef+"[") || strings.HasPrefix(ef, lf+"["))
+		}
+		if !related {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// problemField is the field of a problem worded by yamlnode.Checker.Errf ("file:line: field:
+// message" or "file: field: message"); "" when it has none.
+func problemField(file, problem string) string {
+	rest, ok := strings.CutPrefix(problem, file+":")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexByte(rest, ' '); i >= 0 && strings.Trim(rest[:i], "0123456789") == ":" {
+		rest = rest[i+1:]
+	} else {
+		rest = strings.TrimPrefix(rest, " ")
+	}
+	field, _, ok := strings.Cut(rest, ": ")
+	if !ok || strings.ContainsRune(field, ' ') {
+		return ""
+	}
+	return field
 }
 
 func (p *fleetParser) model(f *Fleet, n *yaml.Node, at string) {
@@ -434,7 +477,7 @@ func (p *fleetParser) checkTenants(f *Fleet) {
 		for _, r := range f.Tenants[class] {
 			line := p.lines.tenantItem[class+"\x00"+r]
 			if _, ok := f.Regions[r]; !ok {
-				p.errf(line, "tenants."+class, "region %q is not defined under regions", r)
+				p.errf(line, "tenants."+class, "region %q is not defined under regions%s", r, didYouMean(r, f.RegionNames()))
 			}
 			if seen[r] {
 				p.errf(line, "tenants."+class, "region %q is listed twice", r)
@@ -450,12 +493,12 @@ func (p *fleetParser) checkRouter(f *Fleet) {
 	r := f.Router
 	for _, class := range slices.Sorted(maps.Keys(r.Backends)) {
 		if _, ok := f.Tenants[class]; !ok {
-			p.errf(p.lines.backend[class], "router.backends."+class, "tenant class %q is not defined under tenants", class)
+			p.errf(p.lines.backend[class], "router.backends."+class, "tenant class %q is not defined under tenants%s", class, didYouMean(class, slices.Sorted(maps.Keys(f.Tenants))))
 		}
 	}
 	for _, class := range slices.Sorted(maps.Keys(r.Frontends)) {
 		if _, ok := f.Tenants[class]; !ok {
-			p.errf(p.lines.frontend[class], "router.frontends."+class, "tenant class %q is not defined under tenants", class)
+			p.errf(p.lines.frontend[class], "router.frontends."+class, "tenant class %q is not defined under tenants%s", class, didYouMean(class, slices.Sorted(maps.Keys(f.Tenants))))
 		}
 	}
 	seen := map[string]string{}

@@ -199,26 +199,17 @@ func launcherKind(name string) (LauncherKind, bool) {
 // closest of them when it looks like a typo.
 func unknownKind(got string, names []string) string {
 	msg := fmt.Sprintf("want one of %s, got %q", strings.Join(names, ", "), got)
-	if best := closest(got, names); best != "" {
-		msg += fmt.Sprintf(" (did you mean %s?)", best)
-	}
-	return msg
+	return msg + didYouMean(got, names)
 }
 
-// closest is the name nearest to got when it looks like a typo of it ("" otherwise): the
-// failover package's one "did you mean" ranking (kinds, regions).
+// closest is the name nearest to got when it looks like a typo of it ("" otherwise): the one
+// did-you-mean ranking (editdistance.Best), for kinds and regions.
 func closest(got string, names []string) string {
-	best, bestD := "", 0
-	for _, n := range names {
-		if d := editdistance.Levenshtein(strings.ToLower(got), strings.ToLower(n)); best == "" || d < bestD {
-			best, bestD = n, d
-		}
-	}
-	if best != "" && bestD <= max(2, len(best)/3) {
-		return best
-	}
-	return ""
+	return editdistance.Best(got, names)
 }
+
+// didYouMean is the one "(did you mean X?)" ending (yamlnode.DidYouMean).
+func didYouMean(got string, names []string) string { return yamlnode.DidYouMean(got, names) }
 
 // FleetDecoder is what a driver or launcher kind decodes its keys and reports its problems
 // with: the fleet parser's own checker (Errf, Str, StrList, IntIn, Positive, Duration,

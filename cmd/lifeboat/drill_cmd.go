@@ -181,6 +181,16 @@ func rtoOf(r *drills.Runner) time.Duration {
 // drillRunner reads the drill, its fleet and the fleet's manifest.
 func (a *app) drillRunner(ctx context.Context, file string) (*drills.Runner, error) {
 	d, err := drills.Read(file)
+	var de *drills.DrillError
+	if errors.As(err, &de) && de.Partial != nil && de.Partial.Fleet != "" {
+		// Check what did decode against the fleet too, so that every mistake is reported at once.
+		if fl, ferr := failover.ReadFleet(de.Partial.Fleet); ferr == nil {
+			r := &drills.Runner{Drill: de.Partial, Fleet: fl, Earlier: de.Problems}
+			if cerr := r.Check(); cerr != nil {
+				return nil, usageErr("%v", cerr)
+			}
+		}
+	}
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -55,19 +56,81 @@ func unreachable(format string, args ...any) error {
 
 // unknownSubcommand makes a command group refuse what it does not know (exit 2, with a
 // suggestion) instead of printing its help and exiting 0. Without arguments it prints its help.
+// The group ignores flags it does not know, so that "failover rnu --fleet f" is reported as the
+// unknown command it is, not as an unknown --fleet (the subcommand's flag).
 func unknownSubcommand(c *cobra.Command) {
 	c.Args = cobra.ArbitraryArgs
-	c.SuggestionsMinimumDistance = 2
+	c.DisableSuggestions = true
+	c.FParseErrWhitelist.UnknownFlags = true
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
+			if fl := unknownFlagIn(cmd, strings.Split(cmd.Root().Annotations[argsAnnotation], "\x00")); fl != "" {
+				return usageErr("unknown flag %s for %q: name a subcommand first (%s SUBCOMMAND %s ...)\n\nRun '%s --help' for the commands.", fl, cmd.CommandPath(), cmd.CommandPath(), fl, cmd.CommandPath())
+			}
 			return cmd.Help()
 		}
 		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		if s := suggestCommand(cmd, args[0]); s != "" {
+			msg += ": " + editdistance.DidYouMean(strconv.Quote(s))
 		}
 		return usageErr("%s\n\nRun '%s --help' for the commands.", msg, cmd.CommandPath())
 	}
+}
+
+// unknownRootCommand words cobra's error for an unknown top-level command as a group's is
+// worded, with the one did-you-mean ranking.
+func unknownRootCommand(root *cobra.Command, err error) error {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) {
+		return err // a group's own error (unknownSubcommand) is worded already
+	}
+	var name string
+	if _, serr := fmt.Sscanf(err.Error(), "unknown command %q for", &name); serr != nil {
+		return err
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", name, root.CommandPath())
+	if s := suggestCommand(root, name); s != "" {
+		msg += ": " + editdistance.DidYouMean(strconv.Quote(s))
+	}
+	return usageErr("%s\n\nRun '%s --help' for the commands.", msg, root.CommandPath())
+}
+
+// argsAnnotation is the root command's annotation holding the command line (NUL-separated),
+// for a group's own errors: cobra keeps it to itself.
+const argsAnnotation = "lifeboat.args"
+
+// unknownFlagIn returns the first flag in args that cmd does not know, or "".
+func unknownFlagIn(cmd *cobra.Command, args []string) string {
+	for _, arg := range args {
+		if arg == "--" {
+			return ""
+		}
+		switch {
+		case strings.HasPrefix(arg, "--"):
+			name, _, _ := strings.Cut(arg[2:], "=")
+			if cmd.Flags().Lookup(name) == nil {
+				return "--" + name
+			}
+		case strings.HasPrefix(arg, "-") && len(arg) > 1:
+			if cmd.Flags().ShorthandLookup(arg[1:2]) == nil {
+				return arg[:2]
+			}
+		}
+	}
+	return ""
+}
+
+// suggestCommand is the subcommand of cmd (or an alias of one) closest to name.
+func suggestCommand(cmd *cobra.Command, name string) string {
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if !sub.IsAvailableCommand() {
+			continue
+		}
+		names = append(names, sub.Name())
+		names = append(names, sub.Aliases...)
+	}
+	return editdistance.Best(name, names)
 }
 
 // flagError turns pflag's parse errors into usage errors, with a suggestion for a mistyped long
@@ -76,26 +139,17 @@ func flagError(c *cobra.Command, err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
 		if s := suggestFlag(c, name); s != "" {
-			return usageErr("%v: did you mean --%s? (see --help)", err, s)
+			return usageErr("%v: %s (see --help)", err, editdistance.DidYouMean("--"+s))
 		}
 	}
 	return usageErr("%v (see --help)", err)
 }
 
 func suggestFlag(c *cobra.Command, name string) string {
-	best, bestD := "", 3
-	visit := func(n string) {
-		d := editdistance.Levenshtein(strings.ToLower(name), n)
-		if strings.HasPrefix(n, name) && len(name) >= 3 {
-			d = min(d, 1)
-		}
-		if d < bestD {
-			best, bestD = n, d
-		}
-	}
-	c.Flags().VisitAll(func(f *pflag.Flag) { visit(f.Name) })
-	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { visit(f.Name) })
-	return best
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return editdistance.Best(name, names)
 }
 
 // withCode gives err an explicit exit code unless it already has one.

@@ -38,7 +38,9 @@ Exit codes (every command):
   4  a dependency stayed unreachable after retries
   130  interrupted (Ctrl-C; 143 for SIGTERM): the run stopped before it ended; run it again to resume
 
-Results go to stdout (-o text|json, and junit where CI consumes it); progress and logs go to stderr.`
+Results go to stdout (-o text|json|yaml, and junit where CI consumes it); progress and logs go
+to stderr (--log-format text|json). LIFEBOAT_FLEET names the fleet file for every command that
+takes --fleet (the flag wins). Shell completion: lifeboat completion bash|zsh|fish|powershell.`
 
 // groupCommands puts every top-level command in its group; a command added without a group
 // lands in "Other commands:" (and TestRootHelpGroupsCommands says so).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"lifeboat/internal/base/editdistance"
@@ -17,7 +16,7 @@ const maxNearby = 3
 
 // addNearby appends "prefixes nearby: …" to the diagnosis of each replica whose prefix is empty
 // (every file MISSING and nothing there: most often a typo in the prefix): the closest names, by
-// edit distance, among the directories next to it, from one listing of the parent with delimiter
+// the one did-you-mean ranking (editdistance.Suggest), among the directories next to it, from one listing of the parent with delimiter
 // "/" (one page). Anything that fails here leaves the diagnosis as it was: it is a suggestion.
 func (a *app) addNearby(ctx context.Context, rep *verify.Report) {
 	for i := range rep.Replicas {
@@ -58,7 +57,7 @@ func (a *app) nearby(ctx context.Context, rawURL string) string {
 	if err != nil && len(names) == 0 {
 		return ""
 	}
-	names = closest(base, names, maxNearby)
+	names = editdistance.Suggest(base, names, maxNearby)
 	for i, n := range names {
 		sib := loc
 		if sib.Scheme == "file" {
@@ -69,32 +68,4 @@ func (a *app) nearby(ctx context.Context, rawURL string) string {
 		names[i] = sib.String()
 	}
 	return strings.Join(names, ", ")
-}
-
-// closest returns up to n of names ordered by edit distance to want (ties by name), without want
-// itself and without names too far to be a typo of it (more than half its length apart).
-func closest(want string, names []string, n int) []string {
-	type cand struct {
-		name string
-		d    int
-	}
-	var cs []cand
-	for _, name := range names {
-		d := editdistance.Levenshtein(strings.ToLower(want), strings.ToLower(name))
-		if name == want || d > max(2, len(want)/2) {
-			continue
-		}
-		cs = append(cs, cand{name, d})
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].d != cs[j].d {
-			return cs[i].d < cs[j].d
-		}
-		return cs[i].name < cs[j].name
-	})
-	var out []string
-	for _, c := range cs[:min(n, len(cs))] {
-		out = append(out, c.name)
-	}
-	return out
 }

@@ -1,16 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
 
 	"lifeboat/providers"
 
@@ -23,27 +26,31 @@ type app struct {
 	rawStdout      io.Writer // data that must pass unchanged (manifest build --out -)
 	rawStderr      io.Writer // the progress bar's own escape sequences
 	stdout, stderr io.Writer // terminal encoders (termWriter): no control sequence, no secret
-	output         string
+	output         string    // text, json or junit; -o yaml is output "json" with yaml set
+	yaml           bool      // the result document is rendered as YAML (see document.go)
+	logFormat      string    // text or json (--log-format)
 	verbose, quiet bool
 	log            *slog.Logger
 	command        string // the command path, for error reports
+	getenv         func(string) string
 
-	pendingJSON []byte // the result document, written by finish with exit_code added
-	wroteJUnit  bool
+	pending    *yaml.Node // the result document, written by finish with exit_code added
+	wroteJUnit bool
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out, errs := &termWriter{w: stdout}, &termWriter{w: stderr}
 	defer out.Flush()
 	defer errs.Flush()
-	a := &app{stdin: stdin, rawStdout: stdout, rawStderr: stderr, stdout: out, stderr: errs}
+	a := &app{stdin: stdin, rawStdout: stdout, rawStderr: stderr, stdout: out, stderr: errs, getenv: os.Getenv}
 	root := a.rootCmd()
 	root.SetArgs(args)
+	root.Annotations = map[string]string{argsAnnotation: strings.Join(args, "\x00")}
 	root.SetIn(stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
-	return a.finish(ctx, err)
+	return a.finish(ctx, unknownRootCommand(root, err))
 }
 
 // finish reports err — on stderr, and in the -o format on stdout (a JSON document that always
@@ -70,7 +77,7 @@ func (a *app) finish(ctx context.Context, err error) int {
 		msg = providers.Redact(err.Error())
 	}
 	switch a.output {
-	case "json":
+	case "json", "yaml":
 		a.flushJSON(code, msg)
 	case "junit":
 		if !a.wroteJUnit && code != exitOK {
@@ -93,6 +100,11 @@ func (a *app) rootCmd() *cobra.Command {
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			a.command = cmd.CommandPath()
+			if a.output == "yaml" {
+				// The same document as -o json, rendered as YAML: every command that writes
+				// JSON writes YAML too, through one encoder (document.go).
+				a.output, a.yaml = "json", true
+			}
 			level := slog.LevelWarn
 			switch {
 			case a.verbose && a.quiet:
@@ -102,22 +114,38 @@ func (a *app) rootCmd() *cobra.Command {
 			case a.quiet:
 				level = slog.LevelError
 			}
-			// No timestamps: these lines are read by a person at a terminal or in a CI log
-			// that already has its own.
-			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
-				if at.Key == slog.TimeKey {
-					return slog.Attr{}
+			opts := &slog.HandlerOptions{Level: level}
+			switch a.logFormat {
+			case "text":
+				// No timestamps: these lines are read by a person at a terminal or in a CI log
+				// that already has its own.
+				opts.ReplaceAttr = func(_ []string, at slog.Attr) slog.Attr {
+					if at.Key == slog.TimeKey {
+						return slog.Attr{}
+					}
+					return at
 				}
-				return at
-			}}))
-			return nil
+				a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
+			case "json":
+				// One JSON object a line, with its time, for a log collector.
+				a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
+			default:
+				bad := a.logFormat
+				a.logFormat = "text"
+				a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
+				return usageErr("--log-format %q: want text or json", bad)
+			}
+			return a.defaultFleet(cmd)
 		},
 	}
-	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text or json; junit for manifest lint, verify and drill run")
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text, json or yaml (the same document); junit for manifest lint, verify, check and drill run")
+	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "text", "format of the log lines on stderr: text, or json (one object a line, for a log collector)")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log every request to a store or replica (method, host, key, status, attempt) and each retry to stderr; never a credential")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print no progress or warnings on stderr, only errors (for scripts)")
-	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "junit"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "yaml", "junit"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.SetFlagErrorFunc(flagError)
+	root.DisableSuggestions = true // the one ranking instead (unknownRootCommand)
 	root.AddCommand(a.manifestCmd(), a.verifyCmd(), a.replicateCmd(), a.restoreCmd(), a.probeCmd(), a.bootCmd(), a.engineSimCmd(), a.demoCmd(), a.failoverCmd(), a.drillCmd(), a.checkCmd(), a.versionCmd())
 	groupCommands(root)
 	root.Version = versionReport() // --version prints what `lifeboat version` prints
@@ -132,73 +160,62 @@ func (a *app) rootCmd() *cobra.Command {
 		}
 	}
 	walk(root)
+	a.registerCompletions(root)
 	return root
 }
 
 // checkOutput validates -o against the formats a command supports.
 func (a *app) checkOutput(formats ...string) error {
+	if slices.Contains(formats, "json") {
+		formats = append(slices.Clone(formats), "yaml")
+	}
 	for _, f := range formats {
-		if a.output == f {
+		if a.output == f && (f != "json" || !a.yaml) || f == "yaml" && a.yaml {
 			return nil
 		}
 	}
 	bad := a.output
-	a.output = "text" // so the error itself is not rendered in an unknown format
-	return usageErr("-o %s is not supported here (use one of %v)", bad, formats)
+	if a.yaml {
+		bad = "yaml"
+	}
+	a.output, a.yaml = "text", false // so the error itself is not rendered in an unknown format
+	return usageErr("-o %s is not supported here (use one of %s)", bad, strings.Join(formats, ", "))
 }
 
-// writeJSON renders v as the command's indented JSON result. It is written when the command
-// ends (or by flushJSON), with "exit_code" — and "error" when it failed — added to an object, so
-// that a failing command's one document says why.
+// writeJSON renders v as the command's result document (-o json or -o yaml, see document.go).
+// It is written when the command ends (or by flushJSON), with "exit_code" — and "error" when it
+// failed — added to an object, so that a failing command's one document says why.
 func (a *app) writeJSON(v any) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	// Values are redacted before the document is encoded for the last time.
-	doc, err := providers.RedactJSON(b.Bytes())
+	n, err := resultTree(v)
 	if err != nil {
 		return err
 	}
-	a.pendingJSON = doc
+	a.pending = n
 	return nil
 }
 
 // flushJSON writes the pending result document (or {"error","exit_code"} when there is none and
 // the command failed).
 func (a *app) flushJSON(code int, msg string) {
-	doc := a.pendingJSON
-	a.pendingJSON = nil
+	doc := a.pending
+	a.pending = nil
 	if doc == nil {
 		if code == exitOK {
 			return
 		}
-		doc = []byte("{}\n")
+		doc = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	}
-	trimmed := bytes.TrimRight(doc, "\n ")
-	if len(trimmed) > 0 && trimmed[len(trimmed)-1] == '}' {
-		extra := map[string]any{"exit_code": code}
+	if doc.Kind == yaml.MappingNode {
 		if msg != "" {
-			extra["error"] = msg
+			setMember(doc, "error", strNode(providers.TerminalSafe(msg)))
 		}
-		body := bytes.TrimSpace(trimmed[:len(trimmed)-1])
-		var b bytes.Buffer
-		b.Write(body)
-		if !bytes.Equal(body, []byte("{")) {
-			b.WriteString(",")
-		}
-		for _, k := range []string{"error", "exit_code"} {
-			if v, ok := extra[k]; ok {
-				val, _ := json.Marshal(v)
-				fmt.Fprintf(&b, "\n  %q: %s,", k, val)
-			}
-		}
-		doc = append(bytes.TrimSuffix(b.Bytes(), []byte(",")), []byte("\n}\n")...)
+		setMember(doc, "exit_code", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(code)})
 	}
-	_, _ = a.stdout.Write(doc)
+	format := "json"
+	if a.yaml || a.output == "yaml" {
+		format = "yaml"
+	}
+	_ = encodeTree(a.stdout, doc, format)
 }
 
 // termWriter is the terminal encoder every text, log and document line passes last on its way to

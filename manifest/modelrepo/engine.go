@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -412,34 +413,20 @@ func classifyEngineKey(k string, suggest bool) EngineKey {
 	return ek
 }
 
-// suggestFlag returns the known flag closest to k, or "" when none is close.
+// suggestFlag returns the known flag closest to k (the one did-you-mean ranking,
+// editdistance.Suggest), or "" when none is close.
 func suggestFlag(k string) string {
-	k = strings.ToLower(k)
-	if len(k) > 64 || len(k) < 3 {
-		return ""
-	}
-	best, bestD := "", 1<<30
-	for f := range engineFlags {
-		d := editdistance.Levenshtein(k, f)
-		if strings.HasPrefix(f, k) || strings.HasPrefix(k, f) {
-			d = min(d, abs(len(f)-len(k)))
-		}
-		if d < bestD || d == bestD && f < best {
-			best, bestD = f, d
-		}
-	}
-	if bestD <= max(2, len(k)/4) {
-		return best
-	}
-	return ""
+	return editdistance.Best(strings.ToLower(k), engineFlagNames())
 }
 
-func abs(x int) int {
-	if x < 0 {
-		return -x
+// engineFlagNames lists the known flags once.
+var engineFlagNames = sync.OnceValue(func() []string {
+	names := make([]string, 0, len(engineFlags))
+	for f := range engineFlags {
+		names = append(names, f)
 	}
-	return x
-}
+	return names
+})
 
 // value type-checks one value and fills the typed fields.
 // Where the values of the flags Lifeboat reads land in EngineConfig. Every other flag is checked

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"lifeboat/internal/base/editdistance"
 )
 
 // MaxProblems bounds the problems a Checker keeps for one file.
@@ -151,7 +153,8 @@ func (c *Checker) Mapping(n *yaml.Node, at string, top bool, fields Fields) {
 		case k.Kind != yaml.ScalarNode:
 			c.Errf(k.Line, at, "keys must be plain names")
 		case !ok:
-			c.Errf(k.Line, Join(at, k.Value), "unknown key (want one of %s)", strings.Join(sortedFieldNames(fields), ", "))
+			names := sortedFieldNames(fields)
+			c.Errf(k.Line, Join(at, k.Value), "unknown key (want one of %s)%s", strings.Join(names, ", "), DidYouMean(k.Value, names))
 		case seen[k.Value]:
 			c.Errf(k.Line, Join(at, k.Value), "defined twice")
 		default:
@@ -159,6 +162,16 @@ func (c *Checker) Mapping(n *yaml.Node, at string, top bool, fields Fields) {
 			fn(v, Join(at, k.Value))
 		}
 	}
+}
+
+// DidYouMean is " (did you mean X?)" for the name among names closest to got (the one
+// did-you-mean ranking, editdistance.Suggest), or "": the ending of every "unknown name"
+// problem in a fleet or drill file.
+func DidYouMean(got string, names []string) string {
+	if s := editdistance.DidYouMean(editdistance.Suggest(got, names, 1)...); s != "" {
+		return " (" + s + ")"
+	}
+	return ""
 }
 
 func sortedFieldNames(f Fields) []string {

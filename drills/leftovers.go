@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -114,7 +113,7 @@ func Records(ctx context.Context, s providers.Store, open bool) ([]DrillRecord, 
 	var out []DrillRecord
 	for _, k := range keys {
 		var rec DrillRecord
-		b, err := readBounded(ctx, s, k, maxRecordBytes)
+		b, err := providers.ReadSmall(ctx, s, k, providers.ReadOptions{}, maxRecordBytes)
 		if err == nil {
 			err = json.Unmarshal(b, &rec)
 		}
@@ -126,19 +125,6 @@ func Records(ctx context.Context, s providers.Store, open bool) ([]DrillRecord, 
 		}
 	}
 	return out, nil
-}
-
-func readBounded(ctx context.Context, s providers.Store, key string, limit int64) ([]byte, error) {
-	var b []byte
-	err := s.Read(ctx, key, providers.ReadOptions{}, func(r io.Reader) error {
-		var err error
-		b, err = io.ReadAll(io.LimitReader(r, limit+1))
-		if err == nil && int64(len(b)) > limit {
-			return fmt.Errorf("larger than %d bytes", limit)
-		}
-		return err
-	})
-	return b, err
 }
 
 // thisHost names the machine and its boot, so that a pid is only ever compared on the host and
@@ -366,7 +352,7 @@ func (r *restorer) faultsBack(ctx context.Context) {
 			data, ok = r.original(f.Name)
 		}
 		if !ok {
-			b, err := readBounded(ctx, r.state, f.Copy, maxFaultFile)
+			b, err := providers.ReadSmall(ctx, r.state, f.Copy, providers.ReadOptions{}, maxFaultFile)
 			if err != nil {
 				r.left("fault %s: the original of %s (copy %s in the state store) cannot be read: %v", f.Name, f.Path, f.Copy, err)
 				continue

@@ -96,6 +96,14 @@ type Status struct {
 	// LockError says the lock object is corrupt and how to break it.
 	JournalErrors []string `json:"journal_errors"`
 	LockError     string   `json:"lock_error,omitempty"`
+	// State is running (the lock is held by a live holder), interrupted (not done, lock free:
+	// Ctrl-C, a hold), dead (not done, the lock's holder is a process gone on this host), done,
+	// refused, or none.
+	State string `json:"state"`
+	// HolderDead says why the lock's holder is known dead ("" unknown or alive).
+	HolderDead string `json:"holder_dead,omitempty"`
+	// RouterError: the router could not be read (the journal and the lock are still shown).
+	RouterError string `json:"router_error,omitempty"`
 }
 
 // Status reports the latest run, the lock and the router, with drift.
@@ -116,12 +124,32 @@ func (e *Executor) Status(ctx context.Context) (*Status, error) {
 		return nil, err
 	} else if ok && !lk.Released { // held until released or taken over: its expiry is another clock's
 		st.Lock = &lk
+		if lk.Owner != nil {
+			if dead, why := lk.Owner.dead(); dead {
+				st.HolderDead = why
+			}
+		}
+	}
+	switch {
+	case run == "":
+		st.State = "none"
+	case st.Refused:
+		st.State = "refused"
+	case st.Done:
+		st.State = "done"
+	case st.Lock != nil && st.HolderDead != "":
+		st.State = "dead"
+	case st.Lock != nil:
+		st.State = "running"
+	default:
+		st.State = "interrupted"
 	}
 	if st.Start != nil {
 		st.Event, st.Holder, st.Reason, st.Started, st.Expires = st.Start.Event, st.Start.Holder, st.Start.Reason, &st.Start.Time, st.Start.Expires
 	}
 	rs, err := e.readRouter(ctx)
 	if err != nil {
+		st.RouterError = err.Error()
 		return st, err
 	}
 	st.Router = rs

@@ -704,9 +704,10 @@ does an expired failover.`,
 			}
 			defer closeFn()
 			st, err := e.Status(ctx)
-			if err != nil {
+			if err != nil && (st == nil || st.RouterError == "") {
 				return pasteable(err, ff.fleet)
 			}
+			routerErr := err // the journal and the lock are shown all the same
 			if a.output == "json" {
 				err = a.writeJSON(st)
 			} else {
@@ -714,6 +715,9 @@ does an expired failover.`,
 			}
 			if err != nil {
 				return err
+			}
+			if routerErr != nil {
+				return pasteable(routerErr, ff.fleet)
 			}
 			switch {
 			case len(st.JournalErrors) > 0 || st.LockError != "":
@@ -796,6 +800,14 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		fmt.Fprintln(w, "No failover run in the journal.")
 	} else {
 		state := "in progress (or crashed: resume it)"
+		switch st.State {
+		case "running":
+			state = "RUNNING (the lock is held by its holder)"
+		case "interrupted":
+			state = "INTERRUPTED (not finished, the lock is free): continue it with `lifeboat failover resume` or undo it with `lifeboat failover abort`"
+		case "dead":
+			state = "DEAD (its holder is gone: " + providers.Sanitize(st.HolderDead, 200) + "): `lifeboat failover resume` takes it over at once"
+		}
 		switch {
 		case st.Refused:
 			state = "refused (nothing changed)"
@@ -808,7 +820,7 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		case st.Failed != "":
 			state = "FAILED: " + providers.Sanitize(st.Failed, 500)
 		}
-		fmt.Fprintf(w, "Run %s: %s — %s\n", st.Run, eventString(st.Event), state)
+		fmt.Fprintf(w, "Run %s: %s — %s\n", st.Run, eventString(st.Event), withFleet(state, f.File))
 		if st.Started != nil {
 			fmt.Fprintf(w, "  by %s at %s: %q\n", providers.Sanitize(st.Holder, 200), st.Started.Format(time.RFC3339), providers.Sanitize(st.Reason, 500))
 		}
@@ -835,6 +847,10 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		fmt.Fprintf(w, "Lock %s held by %s since %s (%s), last renewed until %s by the holder's clock\n", st.Lock.ID, st.Lock.Holder, st.Lock.Since.Format(time.RFC3339), st.Lock.Operation, st.Lock.Expires.Format(time.RFC3339))
 	} else {
 		fmt.Fprintln(w, "Lock: free")
+	}
+	if st.RouterError != "" {
+		fmt.Fprintf(w, "Router: UNREACHABLE: %s\n", providers.Sanitize(st.RouterError, 500))
+		return nil
 	}
 	fmt.Fprintln(w, "Router:")
 	renderWeights(w, f, st.Router)

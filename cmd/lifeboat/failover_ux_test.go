@@ -221,3 +221,42 @@ func TestFailoverAbortFromAnotherTerminal(t *testing.T) {
 		t.Fatalf("the abort request is left behind: %v", err)
 	}
 }
+
+// status tells a running run from an interrupted one (Ctrl-C: the lock is free) and from a dead
+// one (kill -9: its holder's pid is gone on this host), and shows the journal and the lock when
+// the router cannot be read.
+func TestFailoverStatusRunningInterruptedDead(t *testing.T) {
+	dir := faultDir(t)
+	os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(strings.Replace(cliFleet, "step_interval: 10ms", "step_interval: 2s", 1)), 0o644)
+	cmd, wait := startCLI(t, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", "INC-9")
+	if !waitForRecord(t, dir, "result", 1) {
+		cmd.Process.Kill()
+		r := wait()
+		t.Fatalf("the run never applied a step: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml"); !strings.Contains(r.stdout, "RUNNING") {
+		t.Errorf("status of a running run: exit %d\n%s", r.code, r.stdout)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	wait()
+	if r := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml"); !strings.Contains(r.stdout, "INTERRUPTED") || !strings.Contains(r.stdout, "lifeboat failover resume --fleet fleet.yaml") {
+		t.Errorf("status after Ctrl-C: exit %d\n%s", r.code, r.stdout)
+	}
+	cmd, wait = startCLI(t, "failover", "resume", "--fleet", "fleet.yaml", "--signals", "warm.json")
+	if !waitForRecord(t, dir, "resume", 1) {
+		cmd.Process.Kill()
+		r := wait()
+		t.Fatalf("resume never took over: exit %d\n%s", r.code, r.stderr)
+	}
+	cmd.Process.Kill()
+	wait()
+	if r := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml"); !strings.Contains(r.stdout, "DEAD") {
+		t.Errorf("status after kill -9: exit %d\n%s", r.code, r.stdout)
+	}
+	// the router cannot be read: the journal and the lock are shown all the same
+	os.Remove(filepath.Join(dir, "weights.json"))
+	r := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml")
+	if r.code == 0 || !strings.Contains(r.stdout, "Run ") || !strings.Contains(r.stdout, "Router: UNREACHABLE") || !strings.Contains(r.stdout, "Lock ") {
+		t.Errorf("status with the router unreachable: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}

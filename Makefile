@@ -40,6 +40,8 @@ include mk/oracles.mk
 include mk/kube.mk
 # `ci-tools`: actionlint for the CI templates in examples/; only when missing or another version.
 include mk/ci.mk
+# `cosign`: cosign into ./bin, the independent verifier of Lifeboat's signatures; only when missing.
+include mk/signing.mk
 
 all: build
 
@@ -62,7 +64,7 @@ build:
 ## has nothing to find. They still run in every `make test`, only without -race.
 RACE ?= 1
 NORACE ?= ^TestFamilyBrokenVariants$$
-test: fmt-check vet emulators oracles routers chromium kube ci-tools
+test: fmt-check vet emulators oracles routers chromium kube ci-tools cosign
 	$(GO) test $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
 	$(if $(filter 1,$(RACE)),$(GO) test -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
 

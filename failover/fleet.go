@@ -36,6 +36,7 @@ type Fleet struct {
 	SLA      SLA                 `json:"sla"`
 	// Notify are the webhooks told of runs and drill verdicts (fleet_notify.go).
 	Notify []notify.Webhook `json:"notify,omitempty"`
+	Trust  *Trust           `json:"trust,omitempty"` // accepted signers of the manifest; nil: none required
 }
 
 // Model names the served model and its DR manifest.
@@ -327,6 +328,7 @@ func (p *fleetParser) parse(data []byte) *Fleet {
 			}
 		},
 		"notify": func(n *yaml.Node, at string) { f.Notify = p.notifyHooks(n, at) },
+		"trust":  func(n *yaml.Node, at string) { p.trust(f, n, at) },
 		"sla": func(n *yaml.Node, at string) {
 			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
 				"rto": func(n *yaml.Node, at string) { f.SLA.RTO = p.Duration(n, at) },

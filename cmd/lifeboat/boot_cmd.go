@@ -110,10 +110,11 @@ unreachable.`,
 func (a *app) prepareBootRestore(ctx context.Context, fl *failover.Fleet, region, workdir string, o *warm.BootOptions) (func(), error) {
 	noop := func() {}
 	if o.NoRestore {
-		return noop, nil
+		_, err := a.requireTrusted(ctx, fl.Model.Manifest, fleetTrust(fl, fl.File), "boot")
+		return noop, err
 	}
 	var err error
-	if o.Manifest, err = a.readManifest(ctx, fl.Model.Manifest); err != nil {
+	if o.Manifest, err = a.readTrustedManifest(ctx, fl.Model.Manifest, fleetTrust(fl, fl.File), "boot"); err != nil {
 		return noop, err
 	}
 	if workdir == "" {

@@ -24,14 +24,17 @@ const checkLong = `check is what CI runs before every release:
      --deep, re-hash every file quick verification could not prove (UNVERIFIED: a store without
      native checksums — a local directory, an Azure blob without Content-MD5, an S3 multipart
      upload), so such a replica is proven OK or CORRUPT instead of passing unproven;
-  4. report: -o junit has one suite for the lint (a case per rule) and one per region (a case per
-     file), so a CI test view names the broken file and the region.
+  4. with a trust: section in the fleet, the manifest's signature against the accepted keys
+     (offline; a gap when trust.require and no accepted key signed it);
+  5. report: -o junit has one suite for the lint (a case per rule) and one per region (a case per
+     file), so a CI test view names the broken file and the region, and one for the signature.
 
 The text output ends with one line that starts with PASS or FAIL (-o json: "verdict"; -o junit:
 the line goes to stderr), whatever the outcome, bad input included.
 
-Exit codes: 0 no gap; 1 a lint error or a replica with a missing, short, mismatched or corrupt
-file (with --strict also warnings and UNVERIFIED files); 2 bad input; 4 a store stayed
+Exit codes: 0 no gap; 1 a lint error, a replica with a missing, short, mismatched or corrupt
+file (with --strict also warnings and UNVERIFIED files), or a manifest no accepted key signed
+(trust.require); 2 bad input; 4 a store stayed
 unreachable.`
 
 const checkExample = `  lifeboat check --fleet fleet.yaml -o junit > lifeboat-check.xml
@@ -74,6 +77,7 @@ func (a *app) checkCmd() *cobra.Command {
 type checkSummary struct {
 	lint   *lint.Report
 	verify *verify.Report
+	trust  *sigCheck
 }
 
 // runCheck runs the check and ends its output with the verdict line, whatever the outcome.
@@ -131,19 +135,28 @@ func (a *app) check(ctx context.Context, in checkInput, sum *checkSummary) error
 	}
 	vrep.Manifest = fl.Model.Manifest
 	sum.verify = vrep
+	sig, err := a.checkTrust(ctx, fl, in)
+	if err != nil {
+		return err
+	}
+	sum.trust = sig
 	lintGap := lrep.Errors > 0 || (in.strict && lrep.Warnings > 0)
+	sigGap := sig != nil && !sig.Valid && fl.Trust.Require
 	verr := vrep.Err(in.strict)
-	if err := a.writeCheck(in, fl, lrep, vrep, !lintGap && verr == nil); err != nil {
+	if err := a.writeCheck(in, fl, lrep, vrep, sig, !lintGap && !sigGap && verr == nil); err != nil {
 		return err
 	}
 	var gaps []string
 	if lintGap {
 		gaps = append(gaps, fmt.Sprintf("lint: %d error(s), %d warning(s)", lrep.Errors, lrep.Warnings))
 	}
+	if sigGap {
+		gaps = append(gaps, fmt.Sprintf("trust: no valid signature by an accepted key (signatures found: %s; see why: lifeboat manifest verify-sig --fleet %s)", sig.claimed(), shellQuote(in.fleetFile)))
+	}
 	if verr != nil {
 		gaps = append(gaps, verr.Error())
 	}
-	if len(gaps) > 0 && (lintGap || exitCode(verr) == exitProblem) {
+	if len(gaps) > 0 && (lintGap || sigGap || exitCode(verr) == exitProblem) {
 		return problem("check %s: %s", in.fleetFile, strings.Join(gaps, "; "))
 	}
 	return verr
@@ -169,6 +182,13 @@ func (a *app) checkVerdict(in checkInput, sum *checkSummary, err error) {
 		parts = append(parts, "replicas "+replicaCounts(sum.verify))
 		if n := countReplicas(sum.verify, verify.ReplicaUnverified); n > 0 && err == nil {
 			parts = append(parts, fmt.Sprintf("%d replica(s) not proven: check --deep re-hashes what the store has no checksum for", n))
+		}
+	}
+	if t := sum.trust; t != nil {
+		if t.Valid {
+			parts = append(parts, "manifest signed by accepted key "+t.KeyID)
+		} else {
+			parts = append(parts, "manifest not signed by an accepted key")
 		}
 	}
 	if err == nil {
@@ -250,19 +270,29 @@ const checkDeepMode = "quick+deep"
 
 // writeCheck reports the lint and the verification in the -o format: JUnit has the lint's suite,
 // then one per region.
-func (a *app) writeCheck(in checkInput, fl *failover.Fleet, lrep *lint.Report, vrep *verify.Report, ok bool) error {
+func (a *app) writeCheck(in checkInput, fl *failover.Fleet, lrep *lint.Report, vrep *verify.Report, sig *sigCheck, ok bool) error {
 	switch a.output {
 	case "json":
 		verdict := "FAIL"
 		if ok {
 			verdict = "PASS"
 		}
-		return a.writeJSON(map[string]any{"fleet": in.fleetFile, "lint": lrep, "verify": vrep, "ok": ok, "verdict": verdict})
+		doc := map[string]any{"fleet": in.fleetFile, "lint": lrep, "verify": vrep, "ok": ok, "verdict": verdict}
+		if sig != nil {
+			doc["trust"] = sig
+		}
+		return a.writeJSON(doc)
 	case "junit":
 		ls := lintSuites(fl.Model.Name, lrep, in.strict)
 		ls.Name = "lifeboat check " + in.fleetFile
 		ls.Suites = append(ls.Suites, verifySuites(vrep, in.strict).Suites...)
+		if sig != nil {
+			ls.Suites = append(ls.Suites, signatureSuite(sig, fl.Trust.Require))
+		}
 		return a.writeJUnit(ls)
+	}
+	if sig != nil {
+		renderCheckSig(a, sig, fl.Trust.Require)
 	}
 	fmt.Fprintf(a.stdout, "Lint: %d error(s), %d warning(s)\n", lrep.Errors, lrep.Warnings)
 	for _, f := range lrep.Findings {

@@ -37,11 +37,11 @@ func (a *app) drillCmd() *cobra.Command {
 
 func (a *app) drillRunCmd() *cobra.Command {
 	var (
-		reportDir                       string
+		reportDir, signKey              string
 		approveAll, dryRun, fromCurrent bool
 	)
 	c := &cobra.Command{
-		Use:   "run FILE [--report DIR] [--approve-all] [--from-current] [--dry-run] [-o text|json|junit]",
+		Use:   "run FILE [--report DIR [--sign-key KEY]] [--approve-all] [--from-current] [--dry-run] [-o text|json|junit]",
 		Short: "Run a drill file: lose a region on purpose, with game-day faults, and measure recovery against the SLA",
 		Long: `A drill strings together everything Lifeboat checks and leaves evidence an auditor accepts.
 Default steps (the drill file may reorder or skip them; teardown always runs):
@@ -75,7 +75,13 @@ cleanup FILE'), or while a failover run left the router off the fleet's baseline
 named) — unless --from-current, which takes the router as found as the drill's baseline.
 
 With --report DIR: report.json (schema: drills/report.schema.json), report.md, report.html (one
-self-contained file with SVG charts) and junit.xml.
+self-contained file with SVG charts) and junit.xml. With --sign-key KEY too, report.json — which
+holds the evidence: every digest, approval and journal record — is signed with that private key:
+report.json.sigstore.json beside it, checked by 'lifeboat manifest verify-sig DIR/report.json
+--key PUB' or cosign verify-blob (docs/signing.md).
+
+When the fleet has a trust: section, the drill refuses (exit 3) a manifest that no accepted key
+signed, before anything changes.
 
 Exit codes: 0 the drill met its SLA and every expected outcome; 1 it did not (the message says
 what, and by how much the SLA was missed, or what teardown left behind); 2 bad drill or fleet
@@ -93,6 +99,19 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			r, err := a.drillRunner(cmd.Context(), args[0])
 			if err != nil {
 				return err
+			}
+			if signKey != "" {
+				if reportDir == "" {
+					return usageErr("--sign-key signs the report's evidence: give --report DIR too")
+				}
+				if _, err := a.loadSigner(signKey); err != nil {
+					return err
+				}
+			}
+			if !dryRun {
+				if err := a.requireTrustedDrill(ctx, r); err != nil {
+					return err
+				}
 			}
 			if reportDir != "" {
 				// before the drill, not after it: the directory is ours, private, no link
@@ -144,6 +163,13 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			if writeErr != nil {
 				return writeErr
 			}
+			if signKey != "" {
+				where, id, err := a.signEvidence(hctx, signKey, filepath.Join(reportDir, "report.json"))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "report signed with key %s: %s\n", id, where)
+			}
 			switch a.output {
 			case "json":
 				if err := a.writeJSON(rep); err != nil {
@@ -164,6 +190,7 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 	}
 	f := c.Flags()
 	f.StringVar(&reportDir, "report", "", "write report.json, report.md, report.html and junit.xml into DIR")
+	f.StringVar(&signKey, "sign-key", "", "sign report.json (the evidence) with this PEM private key: report.json.sigstore.json beside it")
 	f.BoolVar(&approveAll, "approve-all", false, "approve every approval step (CI, scheduled drills)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the steps and the failover plan; change nothing")
 	f.BoolVar(&fromCurrent, "from-current", false, "start even though a failover run left the router off the fleet's baseline: the router as found is the drill's baseline")
@@ -176,6 +203,18 @@ func rtoOf(r *drills.Runner) time.Duration {
 		return r.Drill.RTO
 	}
 	return r.Fleet.SLA.RTO
+}
+
+// requireTrustedDrill enforces the fleet's trust: on the manifest the drill read (the same bytes).
+func (a *app) requireTrustedDrill(ctx context.Context, r *drills.Runner) error {
+	data, err := a.requireTrusted(ctx, r.Fleet.Model.Manifest, fleetTrust(r.Fleet, r.Drill.Fleet), "drill run")
+	if err != nil || data == nil {
+		return err
+	}
+	if got := drills.DigestBytes(r.Fleet.Model.Manifest, data).Digest; got != r.ManifestDigest.Digest {
+		return withCode(exitRefused, fmt.Errorf("drill run refused: the manifest %s changed while it was read (%s, then %s): run the drill again", r.Fleet.Model.Manifest, r.ManifestDigest.Digest, got))
+	}
+	return nil
 }
 
 // drillRunner reads the drill, its fleet and the fleet's manifest.

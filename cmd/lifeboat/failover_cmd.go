@@ -384,12 +384,18 @@ A plan that cannot reach its target (traffic it cannot place; see 'failover plan
 only when the operator accepts it: at the prompt, or with --allow-partial beside --yes; without
 either it is refused (exit 3, nothing changed). Carried out, it ends "HELD for safety" (exit 3)
 with the rule and what is left. A region an open failover evacuated never receives traffic from
-a later evacuation or spill until it is restored.`,
+a later evacuation or spill until it is restored.
+
+When the fleet has a trust: section, a manifest that no accepted key signed is refused (exit 3)
+before the lock is taken: traffic is not moved to replicas of a manifest nobody vouched for.`,
 		Example: `  lifeboat failover run --fleet fleet.yaml --region eu-west-1 --reason "INC-4411 eu-west-1 GPU pool lost"
   lifeboat failover run --fleet fleet.yaml --region eu-west-1 --immediate --yes --reason "region down"
   lifeboat failover run --fleet fleet.yaml --plan evacuate.plan.json --reason "INC-4411"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.requireTrustedFleet(cmd.Context(), ff.fleet, "failover run"); err != nil {
+				return err
+			}
 			if ff.planFile != "" {
 				if ff.region != "" || ff.action != "" || ff.evacuate != "" || ff.spill || ff.immediate || len(ff.overrides) > 0 {
 					return usageErr("--plan FILE carries its event, --immediate and overrides: give no --region, --action, --immediate or --override with it")

@@ -37,7 +37,8 @@ Each file carries its sha256 digest, size, role, the checksums object stores rep
 (CRC32C, CRC64NVME, CRC32, MD5), so replicas can be verified without a download, and its
 BLAKE3, which deep verification re-hashes with.`,
 	}
-	c.AddCommand(a.manifestBuildCmd(), a.manifestShowCmd(), a.manifestDiffCmd(), a.manifestLintCmd(), a.manifestPushCmd())
+	c.AddCommand(a.manifestBuildCmd(), a.manifestShowCmd(), a.manifestDiffCmd(), a.manifestLintCmd(), a.manifestPushCmd(),
+		a.manifestSignCmd(), a.manifestVerifySigCmd())
 	return c
 }
 

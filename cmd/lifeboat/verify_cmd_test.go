@@ -217,7 +217,7 @@ func TestVerifyUsageErrors(t *testing.T) {
 		{[]string{"verify", "--manifest", m, "s3://AKIAEXAMPLE:hunter2secret@bucket/x"}, "credentials do not belong"},
 		{[]string{"verify", "--manifest", m, "s3://bucket/x"}, "region"},
 		{[]string{"verify", "--manifest", m, l.Root, "-j", "-1"}, "-j"},
-		{[]string{"verify", "--manifest", m, l.Root, "-o", "yaml"}, "-o yaml"},
+		{[]string{"verify", "--manifest", m, l.Root, "-o", "xml"}, "-o xml"},
 		{[]string{"verify", "--manifest", m, filepath.Join(t.TempDir(), "nope")}, "not found"},
 	} {
 		t.Setenv("AWS_REGION", "")

@@ -170,7 +170,7 @@ type Policy struct {
 	// traffic back.
 	FailbackDwell time.Duration `json:"failback_dwell"`
 	// AssumedUtilizationPercent is the prefill utilisation assumed for a region whose inflow is
-	// not measured (see the README on how queue wait is predicted).
+	// not measured (docs/failover.md says how queue wait is predicted).
 	AssumedUtilizationPercent int `json:"assumed_utilization_percent"`
 	// LockTTL is how long the failover lock outlives its holder's last renewal: a holder stops
 	// writing TTL/4 before it on its own monotonic clock; a taker waits it out on its own.

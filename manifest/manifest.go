@@ -17,7 +17,7 @@ import (
 )
 
 // Media types. The ModelPack ones come from the CNCF model-spec; the lifeboat ones are ours and
-// documented in the README.
+// documented in docs/manifest.md.
 const (
 	ArtifactType          = "application/vnd.cncf.model.manifest.v1+json"
 	MediaTypeModelConfig  = "application/vnd.cncf.model.config.v1+json"

@@ -37,7 +37,7 @@ type Finding struct {
 type Rule struct {
 	ID       string
 	Severity Severity         // the severity of its usual finding (a rule may also emit the other)
-	Summary  string           // one line for --help, the README and JUnit
+	Summary  string           // one line for --help, docs/lint-rules.md and JUnit
 	Hint     string           // default hint, used when a finding has none
 	Check    func(c *Context) // nil when another rule's pass emits this rule's findings; rules run one at a time
 }

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"lifeboat/internal/base/wait"
 )
 
 // CaddyRouter drives Caddy (v2.11+) through its admin API: each tenant class is a route tagged
@@ -66,6 +68,14 @@ func (c *CaddyRouter) MaxWeight() int { return 1_000_000 }
 // ZeroWeightIsDrain: Caddy has no drain state; a kept upstream with weight 0 is the drain.
 func (c *CaddyRouter) ZeroWeightIsDrain() bool { return true }
 
+// caddyReadAttempts bounds how often a read is sent again after the connection failed. Caddy
+// replaces its admin server on every config change (each of this driver's PATCHes) and stops the
+// old one in the background, so a GET sent just after a write can meet a connection reset by the
+// server being retired. A read has no effect, so sending it again is safe; a write is never
+// re-sent here (its If-Match would answer 412 had the first one landed), and a failed write stays
+// ErrRouterUnreachable for the executor's read-back and resume to settle.
+const caddyReadAttempts = 4
+
 func (c *CaddyRouter) do(ctx context.Context, method, path, etag string, body []byte) (int, http.Header, []byte, error) {
 	to := c.Timeout
 	if to <= 0 {
@@ -73,19 +83,30 @@ func (c *CaddyRouter) do(ctx context.Context, method, path, etag string, body []
 	}
 	ctx, cancel := context.WithTimeout(ctx, to)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.Admin+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if etag != "" {
-		req.Header.Set("If-Match", etag)
-	}
-	resp, err := routerClient(c.Client).Do(req)
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, ErrRouterUnreachable)
+	var resp *http.Response
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, method, c.Admin+path, bytes.NewReader(body))
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		// A fresh connection each time: an idle one may belong to an admin server Caddy retired.
+		req.Close = true
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if etag != "" {
+			req.Header.Set("If-Match", etag)
+		}
+		resp, err = routerClient(c.Client).Do(req)
+		if err == nil {
+			break
+		}
+		if method != http.MethodGet || attempt >= caddyReadAttempts || ctx.Err() != nil {
+			return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, ErrRouterUnreachable)
+		}
+		if werr := wait.Sleep(ctx, time.Duration(attempt)*50*time.Millisecond); werr != nil {
+			return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, ErrRouterUnreachable)
+		}
 	}
 	defer resp.Body.Close()
 	b, err := routerAnswer("caddy "+method+" "+path, resp)

@@ -2,13 +2,17 @@ package failover
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"lifeboat/internal/emulators"
@@ -165,4 +169,44 @@ func TestCaddyIfMatchConflict(t *testing.T) {
 		t.Fatalf("PATCH with a stale ETag: HTTP %d %s, want 412", code, msg)
 	}
 	t.Logf("stale ETag: HTTP %d %s", code, strings.TrimSpace(string(msg)))
+}
+
+// Caddy retires its admin server after every config change, so a read just after a write can
+// meet a reset connection. A loopback server that resets the first two connections it accepts:
+// the driver's GET gets through on the third, and a PATCH that met a reset is not sent again
+// (had it landed, its If-Match would now answer 412 and look like someone else's edit).
+func TestCaddyReadSurvivesRetiredAdminConnection(t *testing.T) {
+	var gets, patches atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		counter := &gets
+		if r.Method == http.MethodPatch {
+			counter = &patches
+		}
+		n := counter.Add(1)
+		if n <= 2 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conn.(*net.TCPConn).SetLinger(0) // RST, as a retired listener's queued connection gets
+			conn.Close()
+			return
+		}
+		w.Header().Set("Etag", `"abc"`)
+		w.Write([]byte(`{"@id":"route-eu","handle":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := &CaddyRouter{Admin: srv.URL, Routes: map[string]string{"eu-only": "route-eu"}}
+	route, etag, err := c.route(testbed.Ctx(t), "eu-only")
+	if err != nil {
+		t.Fatalf("a read after two reset connections: %v", err)
+	}
+	if etag != `"abc"` || route["@id"] != "route-eu" || gets.Load() != 3 {
+		t.Fatalf("route %v etag %q after %d GETs, want the route on the third", route, etag, gets.Load())
+	}
+	_, _, _, err = c.do(testbed.Ctx(t), http.MethodPatch, "/id/route-eu", `"abc"`, []byte(`{}`))
+	if !errors.Is(err, ErrRouterUnreachable) || patches.Load() != 1 {
+		t.Fatalf("a PATCH that met a reset: %v after %d PATCHes, want ErrRouterUnreachable after exactly 1", err, patches.Load())
+	}
 }

@@ -1,0 +1,162 @@
+// The boot step: each candidate restored and booted through the fleet's own launcher, judged
+// warm or not, and recorded for a clean-up; candidate faults are detected by the verdicts.
+
+package drills
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"lifeboat/failover"
+	"lifeboat/providers"
+	"lifeboat/verify/replicate"
+	"lifeboat/verify/warm"
+)
+
+// boot restores and boots a candidate of every region with an exec launcher, keeping the warm
+// ones running for the failover and the traffic.
+func (x *run) boot() (string, error) {
+	cands := x.candidates()
+	if len(cands) == 0 {
+		return "", errors.New("no region has an exec launcher: nothing to boot")
+	}
+	type out struct {
+		res *warm.BootResult
+		err error
+	}
+	outs := make([]out, len(cands))
+	sem := make(chan struct{}, 3)
+	var wg sync.WaitGroup
+	for i, region := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-x.ctx.Done():
+				outs[i].err = x.ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			outs[i].res, outs[i].err = x.bootOne(region)
+		}()
+	}
+	wg.Wait()
+	var warmN []string
+	var problems []string
+	for i, region := range cands {
+		o := outs[i]
+		bs := BootSummary{Region: region}
+		if o.res != nil {
+			bs.Verdict, bs.Reason, bs.OK, bs.URL = string(o.res.Verdict), providers.Redact(o.res.Reason), o.res.OK, o.res.URL
+			bs.WarmS, bs.TTFTS, bs.TotalS = o.res.Timings.WarmS, o.res.Timings.TTFTS, o.res.Timings.TotalS
+			x.boots[region] = o.res
+			if o.res.Kept {
+				x.insts[region] = o.res.Instance
+				if len(x.models) == 0 {
+					x.models = o.res.Models
+				}
+			}
+		}
+		if o.err != nil {
+			bs.Verdict, bs.Reason = "ERROR", providers.Redact(o.err.Error())
+		}
+		x.rep.Boots = append(x.rep.Boots, bs)
+		if bs.OK {
+			warmN = append(warmN, region)
+		} else {
+			problems = append(problems, region+" "+bs.Verdict)
+		}
+		x.detectBoot(region, bs)
+	}
+	x.exFl = x.executorFleet()
+	for _, region := range slices.Sorted(mapsKeys(x.insts)) {
+		c := CandidateRecord{Region: region, URL: x.insts[region].BaseURL()}
+		if pg, ok := x.insts[region].(warm.ProcessGroup); ok {
+			c.PGID = pg.PGID()
+			_, _, c.Start, _ = procStat(c.PGID)
+		}
+		x.drec.Candidates = append(x.drec.Candidates, c)
+	}
+	x.drec.Models = x.models
+	if err := saveRecord(x.ctx, x.state, x.drec); err != nil {
+		return "", fmt.Errorf("record the candidates for a clean-up: %w", err)
+	}
+	detail := fmt.Sprintf("%d of %d candidate(s) warm (%s)", len(warmN), len(cands), strings.Join(warmN, ", "))
+	if len(problems) > 0 {
+		detail += "; not warm: " + strings.Join(problems, ", ")
+	}
+	if len(warmN) == 0 {
+		return detail, errors.New("no candidate came up warm")
+	}
+	if x.insts[x.Drill.Lose] == nil && x.Fleet.Regions[x.Drill.Lose].Endpoint == "" {
+		return detail, fmt.Errorf("the lost region %s has no warm candidate and no endpoint: nothing serves it before the drill", x.Drill.Lose)
+	}
+	if un := x.unexplainedBoots(problems); len(un) > 0 {
+		return detail, fmt.Errorf("candidates not warm with no injected fault to explain it: %s", strings.Join(un, ", "))
+	}
+	return detail, nil
+}
+
+func (x *run) unexplainedBoots(problems []string) []string {
+	var out []string
+	for _, p := range problems {
+		region, _, _ := strings.Cut(p, " ")
+		explained := false
+		for _, f := range x.rep.Faults {
+			explained = explained || (effectOf(f.Fault) == effectCandidate && f.Region == region)
+		}
+		if !explained {
+			out = append(out, region)
+		}
+	}
+	return out
+}
+
+func (x *run) detectBoot(region string, bs BootSummary) {
+	for i := range x.rep.Faults {
+		fr := &x.rep.Faults[i]
+		if effectOf(fr.Fault) == effectCandidate && fr.Region == region {
+			fr.Injected, fr.At = true, x.offset(x.stepStart)
+			if !bs.OK {
+				fr.Detected = true
+				fr.Evidence = fmt.Sprintf("the candidate in %s was judged %s: %s; it receives no traffic", region, bs.Verdict, bs.Reason)
+			} else {
+				fr.Evidence = fmt.Sprintf("the candidate in %s was judged WARM despite the fault", region)
+			}
+		}
+	}
+}
+
+// bootOne boots the region's candidate through the fleet's own launcher (Fleet.BootOptions),
+// whatever its kind; a fault that alters the command line (boot-fails, saturate) rewrites it
+// through LaunchOptions.Command, which Check made sure the region's launcher takes.
+func (x *run) bootOne(region string) (*warm.BootResult, error) {
+	r := x.Fleet.Regions[region]
+	lo := failover.LaunchOptions{Command: func(cmd string) string {
+		if x.Command != nil {
+			cmd = x.Command(cmd)
+		}
+		for _, f := range x.rep.Faults {
+			if k, _ := kindOfFault(f.Kind); f.Region == region && k.command != nil {
+				cmd = k.command(f.Fault, cmd)
+			}
+		}
+		return cmd
+	}}
+	o, err := x.Fleet.BootOptions(region, lo)
+	if err != nil {
+		return nil, err
+	}
+	o.Manifest, o.From, o.Workdir = x.Manifest, x.stores[r.Replica], filepath.Join(x.tmp, "boot", region)
+	o.Probe, o.Keep, o.Restore = x.Probe, true, replicate.Options{Log: x.log()}
+	if err := os.MkdirAll(filepath.Join(x.tmp, "boot"), 0o700); err != nil {
+		return nil, err
+	}
+	return warm.Boot(x.ctx, o)
+}

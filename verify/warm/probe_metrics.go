@@ -1,0 +1,167 @@
+// The /metrics scrapes before and after the streamed request: engine initialised, the probe
+// counted, waiting queue and KV-cache usage within bounds.
+
+package warm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+type scrape map[string]*dto.MetricFamily
+
+func (p *prober) metrics(ctx context.Context) (scrape, error) {
+	code, body, err := p.getSettled(ctx, "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %v", err)
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: HTTP %d", code)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: not Prometheus text format: %v", err)
+	}
+	return fams, nil
+}
+
+// metricsAfter scrapes until vllm:request_success_total rose above before (vLLM logs stats
+// asynchronously), for up to 5 s.
+func (p *prober) metricsAfter(ctx context.Context, before scrape) (scrape, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	b, hasB := before.sum("vllm:request_success_total")
+	for {
+		after, err := p.metrics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a, hasA := after.sum("vllm:request_success_total")
+		if !hasB || !hasA || a > b || time.Now().After(deadline) || ctx.Err() != nil {
+			return after, nil
+		}
+		select {
+		case <-ctx.Done():
+			return after, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue()
+	}
+	return 0
+}
+
+// sum adds every series of a counter or gauge (all engines, models, finished reasons).
+func (s scrape) sum(name string) (float64, bool) {
+	f := s[name]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return 0, false
+	}
+	var t float64
+	for _, m := range f.GetMetric() {
+		t += value(m)
+	}
+	return t, true
+}
+
+// maxOf is the largest series of a gauge (the worst engine).
+func (s scrape) maxOf(name string) (float64, bool) {
+	f := s[name]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return 0, false
+	}
+	v := value(f.GetMetric()[0])
+	for _, m := range f.GetMetric()[1:] {
+		v = max(v, value(m))
+	}
+	return v, true
+}
+
+func label(m *dto.Metric, name string) (string, bool) {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue(), true
+		}
+	}
+	return "", false
+}
+
+func (p *prober) checkMetrics(before, after scrape) {
+	// Engine initialised: every cache_config_info series carries num_gpu_blocks > 0.
+	if f := after["vllm:cache_config_info"]; f == nil || len(f.GetMetric()) == 0 {
+		p.skip("engine initialised", "vllm:cache_config_info not exported")
+	} else {
+		var blocks []string
+		ok, seen := true, false
+		for _, m := range f.GetMetric() {
+			v, has := label(m, "num_gpu_blocks")
+			if !has || v == "" || v == "None" {
+				continue
+			}
+			seen = true
+			blocks = append(blocks, v)
+			if n, err := strconv.ParseFloat(v, 64); err != nil || n <= 0 {
+				ok = false
+			}
+		}
+		if !seen {
+			p.skip("engine initialised", "vllm:cache_config_info has no num_gpu_blocks label")
+		} else {
+			p.check("engine initialised", ok, Loading, "vllm:cache_config_info num_gpu_blocks=%s", strings.Join(blocks, ","))
+		}
+	}
+	// The probe was counted.
+	b, hasB := before.sum("vllm:request_success_total")
+	a, hasA := after.sum("vllm:request_success_total")
+	switch {
+	case before == nil:
+		p.skip("probe counted", "no /metrics scrape before the probe")
+	case !hasA:
+		p.skip("probe counted", "vllm:request_success_total not exported")
+	default:
+		if !hasB {
+			b = 0 // vLLM exports no series before the first finished request
+		}
+		p.check("probe counted", a > b, ChatFailed, "vllm:request_success_total %g → %g", b, a)
+	}
+	// Waiting queue.
+	if p.o.MaxWaiting >= 0 {
+		if w, ok := after.maxOf("vllm:num_requests_waiting"); ok {
+			p.check("waiting queue", w <= float64(p.o.MaxWaiting), Saturated, "vllm:num_requests_waiting %g (max %d)", w, p.o.MaxWaiting)
+		} else {
+			p.skip("waiting queue", "vllm:num_requests_waiting not exported")
+		}
+	}
+	// KV-cache usage (newer name first).
+	if p.o.MaxKVUsage >= 0 {
+		name := "vllm:kv_cache_usage_perc"
+		kv, ok := after.maxOf(name)
+		if !ok {
+			name = "vllm:gpu_cache_usage_perc"
+			kv, ok = after.maxOf(name)
+		}
+		if ok {
+			p.check("kv cache usage", kv <= p.o.MaxKVUsage, Saturated, "%s %.3g (max %.3g)", name, kv, p.o.MaxKVUsage)
+		} else {
+			p.skip("kv cache usage", "neither vllm:kv_cache_usage_perc nor vllm:gpu_cache_usage_perc exported")
+		}
+	}
+}

@@ -1,0 +1,258 @@
+// The streamed generation: one request per served name and adapter, read as server-sent events
+// to [DONE] under the stall and size caps, judged for tokens, rate and the TTFT budget.
+
+package warm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// generate sends one streamed request and reads it to [DONE] under the request and stall
+// deadlines. primary marks the request whose TTFT and rate are the result's timings.
+func (p *prober) generate(ctx context.Context, name, model string, primary bool) bool {
+	path, body := p.generateRequest(model)
+	name += " " + path
+
+	ctx, cancel := context.WithTimeout(ctx, p.o.RequestTimeout)
+	defer cancel()
+	st := &stream{o: p.o}
+	st.watchdog = time.AfterFunc(p.o.StallTimeout, func() { st.stalled.Store(true); cancel() })
+	defer st.watchdog.Stop()
+
+	resp, v, msg := p.openStream(ctx, path, body, st)
+	if resp == nil {
+		return p.check(name, false, v, "%s", msg)
+	}
+	defer resp.Body.Close()
+	if v, msg, ok := st.read(ctx, resp.Body, p.streamErr); !ok {
+		return p.check(name, false, v, "%s", msg)
+	}
+	return p.judgeStream(name, model, primary, st)
+}
+
+// generateRequest is the path and JSON body of the probe's streamed request.
+func (p *prober) generateRequest(model string) (string, []byte) {
+	path := "/v1/chat/completions"
+	req := map[string]any{"model": model, "max_tokens": p.o.MaxTokens, "stream": true,
+		"temperature": 0, "stream_options": map[string]any{"include_usage": true}}
+	if p.o.CompletionsOnly {
+		path = "/v1/completions"
+		req["prompt"] = p.o.Prompt
+	} else {
+		req["messages"] = []map[string]string{{"role": "user", "content": p.o.Prompt}}
+	}
+	body, _ := json.Marshal(req)
+	return path, body
+}
+
+// openStream posts the request and checks that an event stream came back; on failure the
+// response is nil and the verdict and message say why.
+func (p *prober) openStream(ctx context.Context, path string, body []byte, st *stream) (*http.Response, Verdict, string) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, ChatFailed, err.Error()
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	st.sent = time.Now()
+	resp, err := p.o.HTTPClient.Do(hreq)
+	if err != nil {
+		return nil, ChatFailed, p.streamErr(err, &st.stalled, ctx, "no response")
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		msg, typ := apiErrorMessage(b)
+		return nil, errorVerdict(typ), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, ChatFailed, fmt.Sprintf("HTTP 200 with Content-Type %q, not an event stream: %s", ct, snippet(b))
+	}
+	return resp, "", ""
+}
+
+func errorVerdict(typ string) Verdict {
+	if typ == "EngineDeadError" {
+		return EngineDead
+	}
+	return ChatFailed
+}
+
+// stream is what one streamed answer delivered.
+type stream struct {
+	o        ProbeOptions
+	watchdog *time.Timer
+	stalled  atomic.Bool
+
+	sent, firstAt, lastAt time.Time
+	ttft                  time.Duration
+	tokens, chunks        int
+	usageTokens           int
+}
+
+// read consumes server-sent events to [DONE]. The stall watchdog is reset by bytes arriving,
+// not by lines completing, and no line or stream may outgrow its cap.
+func (st *stream) read(ctx context.Context, body io.Reader, streamErr func(error, *atomic.Bool, context.Context, string) string) (Verdict, string, bool) {
+	counted := &countingReader{r: io.LimitReader(body, MaxStreamBytes+1), touch: func() { st.watchdog.Reset(st.o.StallTimeout) }}
+	r := bufio.NewReaderSize(counted, 64<<10)
+	for {
+		line, err := readLine(r)
+		if errors.Is(err, errTooLarge) {
+			return ChatFailed, fmt.Sprintf("event stream line longer than %d bytes (%d chunks, %d tokens)", MaxSSELineBytes, st.chunks, st.tokens), false
+		}
+		if counted.n > MaxStreamBytes {
+			return ChatFailed, fmt.Sprintf("event stream larger than %d bytes without [DONE] (%d chunks, %d tokens)", MaxStreamBytes, st.chunks, st.tokens), false
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return ChatFailed, fmt.Sprintf("stream ended before [DONE] (%d chunks, %d tokens)", st.chunks, st.tokens), false
+			}
+			return ChatFailed, fmt.Sprintf("%s (%d chunks, %d tokens)", streamErr(err, &st.stalled, ctx, "stream broke before [DONE]"), st.chunks, st.tokens), false
+		}
+		switch {
+		case line == "" || strings.HasPrefix(line, ":"):
+			continue // event separator or comment
+		case strings.HasPrefix(line, "event:") || strings.HasPrefix(line, "id:") || strings.HasPrefix(line, "retry:"):
+			continue
+		case !strings.HasPrefix(line, "data:"):
+			return ChatFailed, fmt.Sprintf("not server-sent events: %q", snippet([]byte(line))), false
+		}
+		data := strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+		if data == "[DONE]" {
+			return "", "", true
+		}
+		if v, msg, ok := st.chunk(data); !ok {
+			return v, msg, false
+		}
+	}
+}
+
+// readLine returns the next line without its line ending; a line over MaxSSELineBytes is
+// errTooLarge, and a last line without a newline is the read error (io.EOF for a clean end).
+func readLine(r *bufio.Reader) (string, error) {
+	var buf []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(buf)+len(frag) > MaxSSELineBytes {
+			return "", errTooLarge
+		}
+		buf = append(buf, frag...)
+		switch {
+		case err == nil:
+			return strings.TrimRight(string(buf), "\r\n"), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return "", err
+		}
+	}
+}
+
+// chunk takes one data: payload: an error frame fails, content counts as tokens.
+func (st *stream) chunk(data string) (Verdict, string, bool) {
+	st.chunks++
+	var chunk struct {
+		Error   json.RawMessage `json:"error"`
+		Choices []struct {
+			Text  *string `json:"text"`
+			Delta struct {
+				Content *string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+		Usage *struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+		return ChatFailed, fmt.Sprintf("garbage in the event stream (chunk %d): %q", st.chunks, snippet([]byte(data))), false
+	}
+	if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+		msg, typ := apiErrorMessage([]byte(data))
+		return errorVerdict(typ), fmt.Sprintf("error frame after %d tokens: %s", st.tokens, msg), false
+	}
+	if chunk.Usage != nil {
+		st.usageTokens = chunk.Usage.CompletionTokens
+	}
+	for _, c := range chunk.Choices {
+		s := c.Delta.Content
+		if c.Text != nil {
+			s = c.Text
+		}
+		if s != nil && *s != "" {
+			now := time.Now()
+			if st.tokens == 0 {
+				st.firstAt, st.ttft = now, now.Sub(st.sent)
+			}
+			st.lastAt = now
+			st.tokens++
+		}
+	}
+	return "", "", true
+}
+
+// judgeStream records a complete stream: tokens, rate, and the TTFT budget.
+func (p *prober) judgeStream(name, model string, primary bool, st *stream) bool {
+	if st.tokens == 0 {
+		return p.check(name, false, ChatFailed, "[DONE] without any content (%d chunks)", st.chunks)
+	}
+	n := st.tokens
+	if st.usageTokens > 0 {
+		n = st.usageTokens
+	}
+	var rate float64
+	if span := st.lastAt.Sub(st.firstAt); n > 1 && span > 0 {
+		rate = float64(n-1) / span.Seconds()
+	} else {
+		rate = float64(n) / st.lastAt.Sub(st.sent).Seconds()
+	}
+	p.check(name, true, "", "%d tokens, [DONE], ttft %s, %.1f tokens/s", n, st.ttft.Round(time.Millisecond), rate)
+	if primary {
+		p.res.Timings.TTFTS = secs(st.ttft)
+		p.res.Timings.TokensPerS = &rate
+	}
+	if p.o.TTFTBudget > 0 {
+		p.check("ttft "+model, st.ttft <= p.o.TTFTBudget, Slow, "%s (budget %s)", st.ttft.Round(time.Millisecond), p.o.TTFTBudget)
+	}
+	return true
+}
+
+// countingReader counts the bytes read through it and calls touch whenever some arrive.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	touch func()
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	if n > 0 {
+		c.n += int64(n)
+		c.touch()
+	}
+	return n, err
+}
+
+func (p *prober) streamErr(err error, stalled *atomic.Bool, ctx context.Context, what string) string {
+	switch {
+	case stalled.Load():
+		return fmt.Sprintf("%s: stalled, nothing for %s", what, p.o.StallTimeout)
+	case budgetSpent(ctx) != nil:
+		return fmt.Sprintf("%s: %v", what, budgetSpent(ctx))
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Sprintf("%s: no [DONE] within %s", what, p.o.RequestTimeout)
+	default:
+		return fmt.Sprintf("%s: %v", what, err)
+	}
+}

@@ -1,5 +1,12 @@
-// Package drills runs DR drills end to end (verify, restore and boot, failover ramp, failback) and
-// reports recovery time against the SLA.
+// Package drills runs DR drills end to end (verify, restore and boot, failover ramp, traffic,
+// failback, teardown) with injected faults, reports recovery time against the SLA, and keeps the
+// evidence: the reports, the drill history, and the record of what a crashed drill left behind.
+//
+// file.go parses a drill file; runner.go and runner_*.go run it, one step or phase a file;
+// faults.go and faultkinds.go inject the faults and traffic.go sends the synthetic requests;
+// outcome.go judges the expectations; report.go, evidence.go, write.go and html.go make report.json,
+// report.md, report.html and junit.xml; history.go keeps the history in the state store; and
+// leftovers.go records what teardown must undo, so that `lifeboat drill cleanup` can after a crash.
 //
 // A drill boots each candidate through the fleet's own launcher (failover.Fleet.BootOptions),
 // whatever its registered kind, and drives the fleet's own router driver, wrapped for its faults

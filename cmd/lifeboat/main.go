@@ -1,6 +1,3 @@
-// Command lifeboat keeps multi-region vLLM serving recoverable: it captures everything a replica
-// needs in one DR manifest and lints it, verifies and repairs every copy in every cloud, boots
-// replicas and proves them warm, and fails traffic over without breaking residency.
 package main
 
 import (

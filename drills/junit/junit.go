@@ -1,5 +1,3 @@
-// Package junit writes JUnit XML as CI systems (Jenkins, GitLab, GitHub test reporters) read it:
-// one set of types shared by the CLI's -o junit (lint, verify, check) and the drill reports.
 package junit
 
 import (

@@ -1,10 +1,3 @@
-// Command democlouds runs three local "clouds" for `make demo`: versitygw (S3) and Azurite (Azure
-// Blob) when `make emulators` has installed them, and fake-gcs-server (GCS) in-process; a cloud
-// whose emulator is missing is stood in for by a local directory, and the summary says so. It
-// creates one bucket or container in each, writes the replica URLs and the emulators' throwaway
-// credentials as shell assignments to -env (mode 0600; the demo sources it, never prints it), and
-// runs until it gets SIGINT or SIGTERM, or until the process -watch-pid names has exited (make,
-// so that a failed demo step does not leave emulators behind). Demo-only; nothing shipped uses it.
 package main
 
 import (

@@ -1,6 +1,3 @@
-// Package emulators starts and stops the storage emulators the provider tests run against —
-// versitygw (S3), Azurite (Azure Blob) and fake-gcs-server (GCS, in-process) — on free loopback
-// ports in temporary directories. Test-only: nothing in the shipped commands imports it.
 package emulators
 
 import (

@@ -1,7 +1,3 @@
-// Package enginesim is a vLLM-compatible engine simulator for drills and tests without GPUs. Load
-// reads a model directory the way `vllm serve` does and fails where vLLM would, with a vLLM-like
-// message; Server serves vLLM's OpenAI-compatible HTTP API over the loaded model, with a latency
-// model (prefill rate, inter-token latency, bounded concurrent sequences) and fault injection.
 package enginesim
 
 import (

@@ -1,18 +1,3 @@
-// Command release is Lifeboat's release tool (not product code: `make release` and `make image`
-// run it with `go run`). It builds the container image without a Docker daemon — FROM scratch:
-// the static binary `make build` makes, the build machine's CA bundle, /etc/passwd for the
-// non-root user 65532 — reproducibly (sorted tar, fixed owners, every time the commit time, so
-// one commit gives one digest), pushes it to a registry with the Docker credentials already
-// configured, attaches a CycloneDX SBOM derived from each binary's Go build information, and
-// signs the image index and each SBOM with lifeboat/manifest/signature (Sigstore bundles that
-// `cosign verify-blob` also verifies), the signatures and SBOMs attached as OCI 1.1 referrers
-// (the sha256-<digest> tag schema on registries without the referrers API). It also signs
-// files (the release's SHA256SUMS) and verifies a pushed image's signatures and SBOMs.
-//
-//	go run ./internal/release image -repo REGISTRY/REPO -tag TAG -platform linux/amd64=BINARY … -key cosign.key
-//	go run ./internal/release verify-image -key cosign.pub REGISTRY/REPO@sha256:…
-//	go run ./internal/release sign -key cosign.key dist/SHA256SUMS
-//	go run ./internal/release sbom -binary dist/lifeboat_linux_amd64
 package main
 
 import (

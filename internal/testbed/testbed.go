@@ -1,6 +1,3 @@
-// Package testbed is the one place tests set up stores: a generated sample bundle with its
-// manifest, and fresh store prefixes on a temp dir, versitygw (S3), fake-gcs-server and Azurite,
-// each optionally behind an *http.Client for fault injection. Tests only; never a product import.
 package testbed
 
 import (

@@ -1,7 +1,3 @@
-// Package checksum is the one home of the digests Lifeboat records and compares: the algorithm
-// names, the set a manifest keeps per file (five the clouds can compare, plus BLAKE3 for deep
-// verification), hashers for each, and the manifest's encodings (lower-case hex for
-// SHA-256/SHA-1/BLAKE3, base64 of the big-endian digest for the rest).
 package checksum
 
 import (

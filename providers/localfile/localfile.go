@@ -1,7 +1,3 @@
-// Package localfile reads local input files — manifests, fleet files, model configs, tokenizers —
-// the one way every reader of a file Lifeboat did not write must: only regular files (a FIFO
-// would block the open and ignore signals, /dev/zero never ends), and never more than a limit
-// named by the caller (a hostile or mistaken file cannot take the machine's memory).
 package localfile
 
 import (

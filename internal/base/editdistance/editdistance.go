@@ -1,6 +1,3 @@
-// Package editdistance measures how far apart two names are, for the "did you mean" suggestions
-// of the CLI (flags, subcommands, store prefixes) and of the engine config (vLLM flags): one
-// implementation, so that every suggestion ranks names the same way.
 package editdistance
 
 // Levenshtein is the number of single-byte insertions, deletions and substitutions that turn a

@@ -1,7 +1,3 @@
-// Package kubeclient opens a Kubernetes API server from a kubeconfig the way Lifeboat's
-// Kubernetes drivers need it: every kubeconfig byte and every answer read bounded, one timeout
-// per exchange, errors that say whether the server answered at all, and nothing of the
-// kubeconfig's credentials (token, client key, certificates) in any message.
 package kubeclient
 
 import (

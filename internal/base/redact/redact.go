@@ -1,6 +1,3 @@
-// Package redact keeps secrets and terminal control sequences out of everything Lifeboat shows:
-// Redact and RedactStrings replace secret-looking values, TerminalSafe and Sanitize make a peer's
-// text safe to print. providers re-exports it for the product layers.
 package redact
 
 import (

@@ -1,6 +1,3 @@
-// Package wait is the one context-aware sleep: Sleep waits a duration unless the context ends
-// first, for retry back-offs, step intervals and polls alike, so that Ctrl-C or a deadline never
-// waits out a timer.
 package wait
 
 import (

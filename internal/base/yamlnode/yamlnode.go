@@ -1,6 +1,3 @@
-// Package yamlnode decodes hand-written YAML files (fleet files, drill scenarios) node by node,
-// so that every problem is reported as "file:line: field: message" and every problem in a file
-// is reported at once, not only the first.
 package yamlnode
 
 import (

@@ -1,7 +1,11 @@
 // Package tokenizer holds the runtime tokenizers engine-sim encodes and decodes with, the way the
-// Hugging Face tokenizers library vLLM loads does: FromJSON runs a tokenizer.json pipeline (added
-// tokens, normalizer, pre-tokenizer, BPE model, post-processor, decoder); NewSentencePiece reads a
-// slow tokenizer.model; FromSlowBPE converts GPT-2 style vocab.json + merges.txt.
+// Hugging Face tokenizers library vLLM loads does: FromJSON (tokenizer.json), NewSentencePiece (a
+// slow tokenizer.model) and FromSlowBPE (GPT-2 style vocab.json + merges.txt).
+//
+// FromJSON runs a tokenizer.json pipeline: added tokens (added.go), normalizer (normalize.go),
+// pre-tokenizer (pretokenize.go, pattern.go), BPE model (bpe.go), post-processor (post.go) and
+// decoder (decode.go); hf.go assembles it. spm.go is SentencePiece and slowbpe.go the conversion
+// of a slow BPE tokenizer.
 package tokenizer
 
 // Tokenizer is what engine-sim needs from a tokenizer.

@@ -1,13 +1,3 @@
-// Package kube is the Kubernetes launcher: it boots a candidate replica by applying the bundle's
-// own deployment manifests to a namespace, with the model the DR manifest proves restored into
-// the pod by an init container (`lifeboat restore` from the region's replica), waits for the
-// rollout while naming what Kubernetes says (Unschedulable, ImagePullBackOff, CrashLoopBackOff,
-// OOMKilled, readiness failing), lets the warm prober reach the replica at a URL the fleet gives
-// or through a port-forward, and removes everything it created when it stops — or, after a
-// crash, the next run does, by label.
-//
-// It talks to the API server through the dynamic client and REST (no typed clientset, so the
-// binary does not register every API group at start-up).
 package kube
 
 import (

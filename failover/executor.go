@@ -89,6 +89,13 @@ type RunOptions struct {
 	Saved *Plan
 	// SavedName is the saved plan's file, for messages.
 	SavedName string
+	// Classes restricts the run to these tenant classes (--class); the others are left exactly
+	// as they are on the router. Empty: every class.
+	Classes []string
+	// SkipBlocked moves every class that can move and leaves the blocked ones untouched, each
+	// named with its rule and reason (--skip-blocked). The outcome is short of its target while
+	// a class is blocked (ErrIncomplete), never a success.
+	SkipBlocked bool
 
 	resumed bool // steps: check the first step too (resume and re-assert pick up someone's plan)
 }
@@ -141,6 +148,7 @@ func (e *Executor) Input(ctx context.Context, rs RouterState, sig map[string]Reg
 	in.Weights, in.States, in.Signals = rs.Weights, rs.States, sig
 	in.Baseline, in.Transitions, in.Out = h.baseline, h.transitions, h.out
 	in.Event, in.Immediate, in.Overrides = o.Event, o.Immediate, o.Overrides
+	in.Only, in.SkipBlocked, in.Hint = o.Classes, o.SkipBlocked, true
 	in.MaxWeight = e.Router.MaxWeight()
 	return in
 }

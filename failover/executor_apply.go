@@ -10,7 +10,7 @@ import (
 // apply journals the intent, changes the router, reads it back and journals the result.
 func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) error {
 	ctx := s.ctx
-	target := plan.After(k)
+	target := plan.Scope(plan.After(k)) // never a class the plan does not cover
 	if err := s.checkLock(ctx); err != nil {
 		return err
 	}
@@ -65,6 +65,7 @@ func (e *Executor) applyAndReadBack(s *session, target RouterState) (RouterState
 // as it is now (residency, totals, warm, headroom... — step_percent and the drain wait do not
 // apply: the run already ramped there), then under the lock, intent first, applied and read back.
 func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int, cur, target RouterState) (RouterState, error) {
+	target = restrictTo(target, o.Classes)
 	ctx := s.ctx
 	sig, err := e.Signals.Signals(ctx, false)
 	if err != nil {
@@ -74,7 +75,7 @@ func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int,
 	in.Immediate = true
 	// A drift may have changed a class's total (someone's edit): putting back the journaled
 	// total (validated against the run's start by validateJournaled) is the point.
-	vs := slices.DeleteFunc(CheckStep(in, stepTo(e.Fleet, target)), func(v Violation) bool { return v.Rule == RuleTotals && v.Region == "" })
+	vs := slices.DeleteFunc(CheckStep(in, stepTo(e.Fleet, target, o.Classes)), func(v Violation) bool { return v.Rule == RuleTotals && v.Region == "" })
 	if len(vs) > 0 {
 		why := vs[0].String()
 		_, _ = s.j.Append(ctx, Record{Kind: RecHold, Step: &step, Detail: "re-assert: " + why, Violations: vs})
@@ -97,10 +98,19 @@ func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int,
 	return after, err
 }
 
-// stepTo is the step that sets every class of the fleet to target (complete vectors and states).
-func stepTo(f *Fleet, target RouterState) *Step {
+// restrictTo is rs restricted to classes (all of rs when empty).
+func restrictTo(rs RouterState, classes []string) RouterState {
+	return (&Plan{Classes: classes}).Scope(rs)
+}
+
+// stepTo is the step that sets every class of the fleet to target (complete vectors and states);
+// a target restricted to some classes (Plan.Scope) sets only those.
+func stepTo(f *Fleet, target RouterState, classes []string) *Step {
 	st := &Step{Weights: Weights{}, States: States{}}
 	for c, elig := range f.Tenants {
+		if len(classes) > 0 && !slices.Contains(classes, c) {
+			continue
+		}
 		if vec, ok := target.Weights[c]; ok {
 			st.Weights[c] = maps.Clone(vec)
 		}

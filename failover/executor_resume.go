@@ -48,8 +48,11 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 		return out, err
 	}
 	// Judged from the plan itself, not from a journaled flag (older journals carry none).
-	plan.Complete = !plan.Refused && plan.Hold == "" && len(plan.Shed) == 0
+	plan.Complete = !plan.Refused && plan.Hold == "" && len(plan.Shed) == 0 && len(plan.Blocked) == 0
+	// A run that covered some classes (--class, --skip-blocked) resumes those only: every
+	// comparison, re-assert and write is restricted to them.
 	o.Event, o.Overrides, o.Immediate, o.resumed = plan.Event, plan.Overrides, plan.Immediate, true
+	o.Classes, o.SkipBlocked = plan.Classes, false
 	h, err := e.history(ctx)
 	if err != nil {
 		return out, err
@@ -109,7 +112,7 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 		}
 		out.Steps++
 	} else if v.LastApplied >= 0 {
-		if target := plan.After(v.LastApplied); len(e.diff(target, cur)) > 0 {
+		if target := plan.Scope(plan.After(v.LastApplied)); len(e.diff(target, cur)) > 0 {
 			if _, err := e.reassert(s, o, h, v.LastApplied, cur, target); err != nil {
 				return out, err
 			}

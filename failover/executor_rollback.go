@@ -18,6 +18,10 @@ func (e *Executor) rollback(s *session, o RunOptions, h failoverState, why strin
 	ro := o
 	ro.Event = Event{Kind: Abort}
 	ro.Immediate = false
+	if out.Plan != nil {
+		// back to the baseline for the classes the run covered only: the others are not its own
+		ro.Classes, ro.SkipBlocked = out.Plan.Classes, false
+	}
 	back := MakePlan(e.Input(ctx, rs, sig, h, ro))
 	if _, err := s.j.Append(ctx, Record{Kind: RecRollback, Detail: why, Plan: back}); err != nil {
 		return out, err

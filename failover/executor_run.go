@@ -77,7 +77,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 		out.Complete = true
 		return out, nil
 	}
-	if !plan.Complete && !o.AllowPartial && o.Confirm == nil {
+	if !plan.Complete && !o.AllowPartial && !(o.SkipBlocked && plan.OnlyBlocked()) && o.Confirm == nil {
 		why := plan.Verdict() + "; nothing changed (accept a plan that cannot complete with --allow-partial, or answer its prompt)"
 		_, _ = s.j.Append(ctx, Record{Kind: RecRefused, Event: &o.Event, Reason: o.Reason, Detail: why, Plan: plan})
 		out.Held = why
@@ -198,7 +198,11 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 	}
 	out.Final = fin
 	closed := (plan.Event.Kind == Abort || plan.Event.Kind == Restore) && h.baseline != nil && fin.Weights.Equal(h.baseline)
-	if _, err = s.j.Append(ctx, Record{Kind: RecDone, Detail: plan.Hold, After: &fin, Closed: closed}); err != nil {
+	detail := plan.Hold
+	if detail == "" && !plan.Complete {
+		detail = plan.Verdict() // short of the target: a --skip-blocked run left classes untouched
+	}
+	if _, err = s.j.Append(ctx, Record{Kind: RecDone, Detail: detail, After: &fin, Closed: closed}); err != nil {
 		return out, err
 	}
 	if !plan.Complete {
@@ -215,7 +219,7 @@ func (e *Executor) checkDrift(s *session, plan *Plan, k int, cur RouterState) er
 	if s.lastRead == nil {
 		return nil
 	}
-	d := e.diff(*s.lastRead, cur)
+	d := e.diff(plan.Scope(*s.lastRead), cur) // the classes the run covers: the others are not its own
 	if len(d) == 0 {
 		return nil
 	}

@@ -73,9 +73,9 @@ func (v RunView) Expected() (RouterState, bool) {
 		return RouterState{}, false
 	}
 	if v.InFlight >= 0 {
-		return v.Plan.After(v.InFlight), true
+		return v.Plan.Scope(v.Plan.After(v.InFlight)), true
 	}
-	return v.Plan.After(v.LastApplied), false
+	return v.Plan.Scope(v.Plan.After(v.LastApplied)), false
 }
 
 // Status reads the latest run and the router; ErrDrift when the router is not where the
@@ -159,7 +159,7 @@ func (e *Executor) Status(ctx context.Context) (*Status, error) {
 		d := e.diff(want, rs)
 		if inflight && len(d) > 0 {
 			// mid-change: either side of the change is not drift
-			if prev := st.Plan.After(st.InFlight - 1); len(e.diff(prev, rs)) == 0 {
+			if prev := st.Plan.Scope(st.Plan.After(st.InFlight - 1)); len(e.diff(prev, rs)) == 0 {
 				d = nil
 			}
 		}

@@ -837,6 +837,20 @@ func (p *fleetParser) router(n *yaml.Node, at string) Router {
 	return r
 }
 
+// UnknownClass says that name is not one of the fleet's tenant classes, listing them and
+// suggesting the closest when it looks like a typo; nil when the fleet has the class.
+func (f *Fleet) UnknownClass(name string) error {
+	if _, ok := f.Tenants[name]; ok {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(f.Tenants))
+	msg := fmt.Sprintf("class %q: not a tenant class of %s (tenants: %s)", name, f.File, strings.Join(names, ", "))
+	if best := closest(name, names); best != "" {
+		msg += fmt.Sprintf("; did you mean %s?", best)
+	}
+	return errors.New(msg)
+}
+
 // UnknownRegion says that name is not one of the fleet's regions, listing them and suggesting
 // the closest when it looks like a typo; nil when the fleet has the region.
 func (f *Fleet) UnknownRegion(name string) error {

@@ -137,6 +137,18 @@ type PlanInput struct {
 	// Out are regions an open failover took out of service (evacuated, not yet restored): no
 	// evacuation, spill or other region's restore moves traffic into them (abort may).
 	Out []string
+	// Only, when not empty, are the classes the plan may change (--class): every other class
+	// keeps its weights and states exactly as they are, and its traffic still counts in every
+	// receiver's load.
+	Only []string
+	// SkipBlocked plans every class (of Only, or of the fleet) that can reach its target and
+	// leaves the others untouched, each named in Plan.Blocked with its rule and reason
+	// (--skip-blocked). Such a plan is never complete while a class is blocked.
+	SkipBlocked bool
+	// Hint: a plan of several classes that cannot reach its target (without SkipBlocked) names
+	// in Plan.CouldMove the classes that could move without the blocked ones. It costs a plan
+	// per class, so only the commands that print a plan ask for it.
+	Hint bool
 }
 
 // InputFromFleet starts a PlanInput from a fleet: classes, capacities, policy.
@@ -184,6 +196,68 @@ type Plan struct {
 	// Regions is what the plan was decided on, one entry per region: health, the warm verdict,
 	// queue wait, and whether its inflow was measured or assumed.
 	Regions []RegionView `json:"regions,omitempty"`
+	// Selected are the classes the operator restricted the plan to (--class), sorted; empty:
+	// every class of the fleet.
+	Selected []string `json:"selected,omitempty"`
+	// SkipBlocked: the plan was made with --skip-blocked (see PlanInput.SkipBlocked).
+	SkipBlocked bool `json:"skip_blocked,omitempty"`
+	// Classes are the classes this plan covers, sorted: the only ones the executor writes,
+	// compares with the journal and re-asserts. Empty: every class (a plan without --class or
+	// --skip-blocked).
+	Classes []string `json:"classes,omitempty"`
+	// Blocked are the classes a --skip-blocked plan leaves untouched because they cannot move,
+	// each with the rule and the reason.
+	Blocked []ClassBlock `json:"blocked,omitempty"`
+	// CouldMove, on a plan without --skip-blocked that cannot reach its target, are the classes
+	// that could reach theirs without the blocked ones: what --skip-blocked would move.
+	CouldMove []string `json:"could_move,omitempty"`
+}
+
+// ClassBlock is a class a plan leaves untouched: the rule that stops it and why.
+type ClassBlock struct {
+	Class  string `json:"class"`
+	Rule   Rule   `json:"rule"`
+	Reason string `json:"reason"`
+}
+
+// Covers reports whether the plan may change class (its Classes, or every class when empty).
+func (p *Plan) Covers(class string) bool {
+	return len(p.Classes) == 0 || slices.Contains(p.Classes, class)
+}
+
+// Scope is rs restricted to the classes the plan covers: what the executor writes, reads back
+// and compares. A plan that covers every class gets rs itself.
+func (p *Plan) Scope(rs RouterState) RouterState {
+	if len(p.Classes) == 0 {
+		return rs
+	}
+	out := RouterState{Weights: Weights{}, States: States{}}
+	for c, vec := range rs.Weights {
+		if p.Covers(c) {
+			out.Weights[c] = maps.Clone(vec)
+		}
+	}
+	for c, vec := range rs.States {
+		if p.Covers(c) {
+			out.States[c] = maps.Clone(vec)
+		}
+	}
+	return out
+}
+
+// BlockedNames are the names of the blocked classes, in order.
+func (p *Plan) BlockedNames() []string {
+	out := make([]string, len(p.Blocked))
+	for i, b := range p.Blocked {
+		out[i] = b.Class
+	}
+	return out
+}
+
+// OnlyBlocked reports whether the plan falls short of its target only because of the classes
+// --skip-blocked left untouched: what it moves, it moves all the way.
+func (p *Plan) OnlyBlocked() bool {
+	return !p.Refused && len(p.Blocked) > 0 && p.Hold == "" && len(p.Shed) == 0
 }
 
 // RegionView is one region as the planner saw it.
@@ -208,6 +282,10 @@ func (p *Plan) Verdict() string {
 	switch {
 	case p.Refused:
 		return fmt.Sprintf("REFUSED (%s): %s", p.Rule, p.Reason)
+	case p.OnlyBlocked():
+		return fmt.Sprintf("PARTIAL, held for safety (%s): %s", p.Rule, p.Reason)
+	case p.Complete && len(p.Classes) > 0:
+		return fmt.Sprintf("%s for %s only: complete in %d step(s); every other class left as it is", p.Event, strings.Join(p.Classes, ", "), len(p.Steps))
 	case p.Complete:
 		return fmt.Sprintf("%s: complete in %d step(s)", p.Event, len(p.Steps))
 	}
@@ -311,6 +389,9 @@ type mclass struct {
 	unit      float64 // prefill inflow (tokens/s) per weight unit
 	stepUnits int
 	capUnits  int
+	// frozen: the plan leaves the class as it is (not in PlanInput.Only); its traffic still
+	// loads the regions it is on.
+	frozen bool
 }
 
 func newModel(in *PlanInput) (*model, []string) {
@@ -344,7 +425,7 @@ func newModel(in *PlanInput) (*model, []string) {
 	}
 	hasWeight := make([]bool, n)
 	for _, c := range slices.Sorted(maps.Keys(in.Classes)) {
-		mc := &mclass{name: c, pos: map[int]int{}}
+		mc := &mclass{name: c, pos: map[int]int{}, frozen: len(in.Only) > 0 && !slices.Contains(in.Only, c)}
 		for _, r := range in.Classes[c] {
 			i := m.ridx[r]
 			mc.pos[i] = len(mc.elig)

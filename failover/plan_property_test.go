@@ -129,6 +129,8 @@ func checkPlan(t testing.TB, in PlanInput, p *Plan) {
 			fmt.Sprintf(format, args...), in.Event, in.Immediate, in.Overrides, in.Classes, in.Weights, in.States, dumpSignals(in.Signals), p.Refused, p.Rule, p.Reason, p.Hold, len(p.Steps))
 	}
 	over := func(r Rule) bool { return slices.Contains(in.Overrides, r) }
+	// covers: the classes the plan moves (--class, --skip-blocked); every class otherwise
+	covers := func(c string) bool { return p.Covers(c) && !slices.Contains(p.BlockedNames(), c) }
 	if p.Refused {
 		if len(p.Steps) != 0 {
 			fail("refused with steps")
@@ -136,7 +138,7 @@ func checkPlan(t testing.TB, in PlanInput, p *Plan) {
 		if len(p.Reason) == 0 {
 			fail("refused without a reason")
 		}
-		checkRefusal(t, in, p, fail)
+		checkRefusal(t, in, p, covers, fail)
 		return
 	}
 	start := RouterState{Weights: in.Weights.Clone(), States: in.States.Clone()}
@@ -284,11 +286,13 @@ func checkPlan(t testing.TB, in PlanInput, p *Plan) {
 		R := in.Event.Region
 		left := 0
 		for c := range in.Classes {
-			left += cur.Weights[c][R]
+			if covers(c) {
+				left += cur.Weights[c][R]
+			}
 		}
 		if left == 0 && p.Hold == "" {
 			for c, elig := range in.Classes {
-				if slices.Contains(elig, R) && cur.States.Get(c, R) != Maint {
+				if covers(c) && slices.Contains(elig, R) && cur.States.Get(c, R) != Maint {
 					fail("evacuation finished but %s/%s is %s, not maint", c, R, cur.States.Get(c, R))
 				}
 			}
@@ -297,7 +301,7 @@ func checkPlan(t testing.TB, in PlanInput, p *Plan) {
 			fail("evacuation leaves %d on %s without saying why", left, R)
 		}
 		if len(p.Steps) == 0 && left > 0 {
-			noSafeUnitMove(t, in, fail)
+			noSafeUnitMove(t, in, covers, fail)
 		}
 	case Restore:
 		if len(p.Steps) == 0 && p.Hold == "" && p.Reason == "" {
@@ -307,13 +311,13 @@ func checkPlan(t testing.TB, in PlanInput, p *Plan) {
 }
 
 // checkRefusal proves a refusal had no safe alternative.
-func checkRefusal(t testing.TB, in PlanInput, p *Plan, fail func(string, ...any)) {
+func checkRefusal(t testing.TB, in PlanInput, p *Plan, covers func(string) bool, fail func(string, ...any)) {
 	t.Helper()
 	R := in.Event.Region
 	switch p.Rule {
 	case RuleResidency:
 		for c, elig := range in.Classes {
-			if in.Weights[c][R] == 0 {
+			if in.Weights[c][R] == 0 || !covers(c) {
 				continue
 			}
 			ok := false
@@ -335,17 +339,17 @@ func checkRefusal(t testing.TB, in PlanInput, p *Plan, fail func(string, ...any)
 		if in.Event.Kind != Evacuate {
 			fail("refusal %s of a %s plan", p.Rule, in.Event.Kind)
 		}
-		noSafeUnitMove(t, in, fail)
+		noSafeUnitMove(t, in, covers, fail)
 	}
 }
 
 // noSafeUnitMove: moving a single unit of any class off the evacuated region to any other
 // eligible region breaks a rule (CheckStep, from the start state).
-func noSafeUnitMove(t testing.TB, in PlanInput, fail func(string, ...any)) {
+func noSafeUnitMove(t testing.TB, in PlanInput, covers func(string) bool, fail func(string, ...any)) {
 	t.Helper()
 	R := in.Event.Region
 	for c, elig := range in.Classes {
-		if in.Weights[c][R] == 0 {
+		if in.Weights[c][R] == 0 || !covers(c) {
 			continue
 		}
 		for _, r := range elig {

@@ -29,7 +29,108 @@ type planner struct {
 
 // MakePlan plans the event in in. It never returns a step that breaks a rule: each step is
 // built to pass, then checked; a step that fails its check ends the plan as refused.
+//
+// With in.Only the plan changes those classes only; with in.SkipBlocked it covers every
+// selected class that can reach its target and names the others in Plan.Blocked. Without
+// in.SkipBlocked and with in.Hint, a plan of several classes that cannot reach its target says
+// in Plan.CouldMove which classes could have moved without the blocked ones.
 func MakePlan(in PlanInput) *Plan {
+	sel := in.selection()
+	var p *Plan
+	if in.SkipBlocked {
+		p = planMovable(in, sel)
+	} else {
+		p = makePlan(in)
+		if len(in.Only) > 0 {
+			p.Classes = sel
+		}
+		if in.Hint && !p.Complete && len(sel) > 1 {
+			if movable, blocked, _ := partition(in, sel); len(movable) > 0 && len(blocked) > 0 {
+				p.CouldMove = movable
+			}
+		}
+	}
+	p.Selected, p.SkipBlocked = sortedSet(in.Only), in.SkipBlocked
+	return p
+}
+
+// selection is the classes a plan may cover: in.Only, or every class of the fleet, sorted.
+func (in *PlanInput) selection() []string {
+	if len(in.Only) > 0 {
+		return sortedSet(in.Only)
+	}
+	return slices.Sorted(maps.Keys(in.Classes))
+}
+
+func sortedSet(xs []string) []string {
+	if len(xs) == 0 {
+		return nil
+	}
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// partition adds the selected classes one at a time, in name order, keeping each whose plan
+// together with the ones kept so far still reaches its target: the classes that can move (and
+// the plan that moves them all), and the ones that cannot, each with the rule and reason of the
+// plan that failed with it.
+func partition(in PlanInput, sel []string) ([]string, []ClassBlock, *Plan) {
+	var movable []string
+	var blocked []ClassBlock
+	var last *Plan
+	for _, c := range sel {
+		try := in
+		try.SkipBlocked, try.Only = false, append(slices.Clone(movable), c)
+		p := makePlan(try)
+		if p.Complete {
+			movable, last = append(movable, c), p
+			continue
+		}
+		why := p.Reason
+		if why == "" {
+			why = p.Verdict()
+		}
+		blocked = append(blocked, ClassBlock{Class: c, Rule: p.Rule, Reason: why})
+	}
+	return movable, blocked, last
+}
+
+// planMovable is the --skip-blocked plan: every selected class that can move, moved all the
+// way; the others untouched and named. It is complete only when nothing is blocked, and refused
+// when nothing can move.
+func planMovable(in PlanInput, sel []string) *Plan {
+	movable, blocked, p := partition(in, sel)
+	var names []string
+	for _, b := range blocked {
+		names = append(names, fmt.Sprintf("%s (%s: %s)", b.Class, b.Rule, strings.TrimSuffix(b.Reason, ".")))
+	}
+	if len(movable) == 0 {
+		all := in
+		all.SkipBlocked, all.Only = false, sel
+		p = makePlan(all)
+		p.Refused, p.Complete, p.Steps, p.Hold, p.Shed = true, false, nil, "", map[string]float64{}
+		p.Final = p.After(-1)
+		p.Rule, p.Reason = blocked[0].Rule, "no class can move: "+strings.Join(names, "; ")
+		p.Blocked = blocked
+		return p
+	}
+	p.Classes, p.Blocked = movable, blocked
+	if len(blocked) > 0 {
+		var left []string
+		for _, b := range blocked {
+			left = append(left, b.Class)
+		}
+		p.Complete = false
+		p.Rule = blocked[0].Rule
+		p.Reason = fmt.Sprintf("%s moves %s in %d step(s); left untouched, as they are on the router: %s. When they can move: lifeboat failover plan %s --class %s",
+			p.Event, strings.Join(movable, ", "), len(p.Steps), strings.Join(names, "; "), p.Event.Flags(), strings.Join(left, ","))
+	}
+	return p
+}
+
+// makePlan is one plan of in, for in.Only (or every class).
+func makePlan(in PlanInput) *Plan {
 	p := newPlanner(&in)
 	if reason := p.validate(); reason != "" {
 		p.refuse(RuleTotals, reason)
@@ -129,6 +230,11 @@ func (p *planner) refuse(rule Rule, reason string) {
 // range.
 func (p *planner) validate() string {
 	in := p.in
+	for _, c := range sortedSet(in.Only) {
+		if _, ok := in.Classes[c]; !ok {
+			return fmt.Sprintf("class %q is not a tenant class of the fleet", c)
+		}
+	}
 	if in.Event.Kind != Spill && in.Event.Kind != Abort {
 		if _, ok := p.m.ridx[in.Event.Region]; !ok {
 			return fmt.Sprintf("region %q is not in the fleet", in.Event.Region)
@@ -425,7 +531,7 @@ func (p *planner) evacuate() {
 	// Residency: every class with traffic on R needs an eligible, warm, healthy receiver.
 	for ci, mc := range p.m.classes {
 		kR := p.regionIndexIn(ci, in.Event.Region)
-		if kR < 0 || p.w[ci][kR] == 0 {
+		if kR < 0 || p.w[ci][kR] == 0 || mc.frozen {
 			continue
 		}
 		var why []string
@@ -464,7 +570,7 @@ func (p *planner) evacuate() {
 		moved := false
 		for ci, mc := range p.m.classes {
 			kR := p.regionIndexIn(ci, in.Event.Region)
-			if kR < 0 || s.w[ci][kR] == 0 {
+			if kR < 0 || s.w[ci][kR] == 0 || mc.frozen {
 				continue
 			}
 			budget := mc.stepUnits
@@ -507,7 +613,7 @@ func (p *planner) evacuate() {
 func (p *planner) weightOn(i int) int {
 	n := 0
 	for ci, mc := range p.m.classes {
-		if k, ok := mc.pos[i]; ok {
+		if k, ok := mc.pos[i]; ok && !mc.frozen {
 			n += p.w[ci][k]
 		}
 	}
@@ -520,7 +626,7 @@ func (p *planner) evacuateStates(s *step, R int, moved bool) {
 	allDrained := true
 	for ci, mc := range p.m.classes {
 		k, ok := mc.pos[R]
-		if !ok {
+		if !ok || mc.frozen {
 			continue
 		}
 		if s.w[ci][k] > 0 {
@@ -546,7 +652,7 @@ func (p *planner) evacuateStates(s *step, R int, moved bool) {
 	}
 	any := false
 	for ci, mc := range p.m.classes {
-		if k, ok := mc.pos[R]; ok && s.st[ci][k] == Drain {
+		if k, ok := mc.pos[R]; ok && !mc.frozen && s.st[ci][k] == Drain {
 			p.setState(s, ci, k, Maint)
 			any = true
 		}
@@ -556,7 +662,7 @@ func (p *planner) evacuateStates(s *step, R int, moved bool) {
 
 func (p *planner) shedOn(region string) {
 	for ci, mc := range p.m.classes {
-		if k := p.regionIndexIn(ci, region); k >= 0 && p.w[ci][k] > 0 && mc.total > 0 {
+		if k := p.regionIndexIn(ci, region); k >= 0 && p.w[ci][k] > 0 && mc.total > 0 && !mc.frozen {
 			p.plan.Shed[mc.name] = math.Round(1000*float64(p.w[ci][k])/float64(mc.total)) / 10
 		}
 	}
@@ -593,6 +699,9 @@ func (p *planner) spill() {
 	for n := 0; n < maxPlanSteps; n++ {
 		s := p.newStep()
 		for ci, mc := range p.m.classes {
+			if mc.frozen {
+				continue
+			}
 			budget := mc.stepUnits
 			if in.overridden(RuleStep) {
 				budget = mc.total
@@ -658,7 +767,7 @@ func (p *planner) restore() {
 	for ci, mc := range p.m.classes {
 		p.target[ci] = slices.Clone(p.w[ci])
 		kR, ok := mc.pos[R]
-		if !ok || mc.total == 0 {
+		if !ok || mc.total == 0 || mc.frozen {
 			continue
 		}
 		if in.Baseline != nil && mc.base[kR] > 0 && sum(mc.base) == mc.total {
@@ -735,7 +844,7 @@ func (p *planner) abort() {
 	p.target = make([][]int, len(p.m.classes))
 	for ci, mc := range p.m.classes {
 		p.target[ci] = slices.Clone(p.w[ci])
-		if sum(mc.base) == mc.total && mc.total > 0 {
+		if sum(mc.base) == mc.total && mc.total > 0 && !mc.frozen {
 			p.target[ci] = slices.Clone(mc.base)
 		}
 	}
@@ -749,6 +858,9 @@ func (p *planner) converge() {
 	for n := 0; n < maxPlanSteps; n++ {
 		s := p.newStep()
 		for ci, mc := range p.m.classes {
+			if mc.frozen {
+				continue
+			}
 			budget := mc.stepUnits
 			if in.Immediate || in.overridden(RuleStep) {
 				budget = mc.total
@@ -806,7 +918,7 @@ func (p *planner) convergeStates(s *step) {
 	}
 	for ci, mc := range p.m.classes {
 		for k := range mc.elig {
-			if p.target[ci][k] != 0 || s.w[ci][k] != 0 || p.plan.Start.Weights[mc.name][p.m.regions[mc.elig[k]]] == 0 || !p.canLose(s, mc.elig[k]) {
+			if mc.frozen || p.target[ci][k] != 0 || s.w[ci][k] != 0 || p.plan.Start.Weights[mc.name][p.m.regions[mc.elig[k]]] == 0 || !p.canLose(s, mc.elig[k]) {
 				continue
 			}
 			switch s.st[ci][k] {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,6 +76,13 @@ func ReadSavedPlan(name string, f *Fleet) (*SavedPlan, error) {
 // signals, when they change the steps or the verdict. Nothing when the saved plan still holds.
 func (e *Executor) savedPlanChanges(saved, now *Plan) []string {
 	var out []string
+	if !slices.Equal(saved.Selected, now.Selected) || saved.SkipBlocked != now.SkipBlocked {
+		// run --plan takes the selection from the file: only a file edited by hand gets here
+		return []string{fmt.Sprintf("the class selection differs (saved: %s, now: %s)", selectionText(saved), selectionText(now))}
+	}
+	if !slices.Equal(saved.Classes, now.Classes) || !slices.Equal(saved.BlockedNames(), now.BlockedNames()) {
+		out = append(out, fmt.Sprintf("the classes that can move changed: saved %s, now %s", coverText(saved), coverText(now)))
+	}
 	if d := e.diff(saved.Start, now.Start); len(d) > 0 {
 		out = append(out, "the router changed since the plan was made: "+strings.Join(d, "; "))
 	}
@@ -137,6 +145,30 @@ func regionChanges(before, after []RegionView) []string {
 		}
 	}
 	return out
+}
+
+// selectionText says what a plan was asked to cover: --class and --skip-blocked as given.
+func selectionText(p *Plan) string {
+	s := "every class"
+	if len(p.Selected) > 0 {
+		s = "--class " + strings.Join(p.Selected, ",")
+	}
+	if p.SkipBlocked {
+		s += " --skip-blocked"
+	}
+	return s
+}
+
+// coverText says which classes a plan moves and which it leaves untouched.
+func coverText(p *Plan) string {
+	s := "every class"
+	if len(p.Classes) > 0 {
+		s = strings.Join(p.Classes, ", ")
+	}
+	if len(p.Blocked) > 0 {
+		s += " (blocked: " + strings.Join(p.BlockedNames(), ", ") + ")"
+	}
+	return s
 }
 
 func msText(q *float64) string {

@@ -78,6 +78,25 @@ type failoverFlags struct {
 	out, planFile string
 	// dwellTimeout: --hold-timeout not given to restore: observe for failback_dwell.
 	dwellTimeout bool
+	// classes: --class (repeatable, comma lists); skipBlocked: --skip-blocked.
+	classes     []string
+	skipBlocked bool
+}
+
+// selection registers --class and --skip-blocked.
+func (f *failoverFlags) selection(c *cobra.Command) {
+	c.Flags().StringSliceVar(&f.classes, "class", nil, "only these tenant classes (repeatable, or a comma list); every other class is left exactly as it is on the router")
+	c.Flags().BoolVar(&f.skipBlocked, "skip-blocked", false, "move every class that can move and leave the blocked ones untouched, each named with its rule and reason; the outcome is short of its target (exit 3), never a success")
+}
+
+// checkClasses checks --class against the fleet's tenant classes ("did you mean", exit 2).
+func (f *failoverFlags) checkClasses(fl *failover.Fleet) error {
+	for _, c := range f.classes {
+		if err := fl.UnknownClass(c); err != nil {
+			return usageErr("--class: %v", err)
+		}
+	}
+	return nil
 }
 
 func (f *failoverFlags) common(c *cobra.Command) {
@@ -309,8 +328,12 @@ unreachable.`,
 					return usageErr("%v", err)
 				}
 			}
+			if err := ff.checkClasses(f); err != nil {
+				return err
+			}
 			in := failover.InputFromFleet(f)
 			in.Event, in.Immediate, in.Overrides = ev, ff.immediate, rules
+			in.Only, in.SkipBlocked, in.Hint = ff.classes, ff.skipBlocked, true
 			if ff.signals != "" {
 				s, err := a.loadSignals(ff.signals, f)
 				if err != nil {
@@ -326,7 +349,7 @@ unreachable.`,
 					return err
 				}
 				defer closeFn()
-				in, err = e.LiveInput(ctx, failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules})
+				in, err = e.LiveInput(ctx, failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules, Classes: ff.classes, SkipBlocked: ff.skipBlocked})
 				if err != nil {
 					return pasteable(err, ff.fleet)
 				}
@@ -341,7 +364,7 @@ unreachable.`,
 			if a.output == "json" {
 				err = a.writeJSON(plan)
 				if !plan.Complete {
-					fmt.Fprintf(a.stderr, "VERDICT: %s\n", plan.Verdict())
+					fmt.Fprintf(a.stderr, "VERDICT: %s\n", withFleet(plan.Verdict(), ff.fleet))
 				}
 			} else {
 				err = renderPlan(a.stdout, f, ff.fleet, plan)
@@ -359,6 +382,7 @@ unreachable.`,
 	ff.safety(c)
 	ff.target(c, "evacuate (move every class off the region), restore (give it its traffic back), spill (load off regions over spill_start_ms)")
 	c.Flags().StringVar(&ff.out, "out", "", "save the plan to FILE for 'failover run --plan FILE' (applied only while the router and signals still give it)")
+	ff.selection(c)
 	return c
 }
 
@@ -400,6 +424,7 @@ before the lock is taken: traffic is not moved to replicas of a manifest nobody 
 				if ff.region != "" || ff.action != "" || ff.evacuate != "" || ff.spill || ff.immediate || len(ff.overrides) > 0 {
 					return usageErr("--plan FILE carries its event, --immediate and overrides: give no --region, --action, --immediate or --override with it")
 				}
+				// --class and --skip-blocked are carried too; given again, they must say the same
 				return a.failoverAct(cmd, &ff, failover.Event{}, false)
 			}
 			ev, err := ff.event(a.stderr)
@@ -417,6 +442,7 @@ before the lock is taken: traffic is not moved to replicas of a manifest nobody 
 	ff.acting(c)
 	ff.target(c, "evacuate (move every class off the region), spill (load off regions over spill_start_ms)")
 	c.Flags().StringVar(&ff.planFile, "plan", "", "apply exactly the plan 'failover plan --out FILE' saved; refused (exit 3) when the router or the signals changed it")
+	ff.selection(c)
 	return c
 }
 
@@ -447,6 +473,7 @@ failback that stops short of the baseline ends "HELD for safety" (exit 3).`,
 	ff.safety(c)
 	ff.acting(c)
 	c.Flags().StringVar(&region, "region", "", "the region to give its traffic back")
+	ff.selection(c)
 	return c
 }
 
@@ -571,6 +598,8 @@ func verdictLine(out *failover.Outcome, err error) string {
 	switch {
 	case err == nil && out.Reasserted:
 		return fmt.Sprintf("VERDICT: done: run %s's final state re-asserted", out.Run)
+	case err == nil && len(out.Plan.Classes) > 0:
+		return fmt.Sprintf("VERDICT: done: %s reached its target for %s only (every other class left as it is)", out.Plan.Event, strings.Join(out.Plan.Classes, ", "))
 	case err == nil:
 		return fmt.Sprintf("VERDICT: done: %s reached its target", out.Plan.Event)
 	case errors.Is(err, failover.ErrIncomplete):
@@ -587,6 +616,32 @@ func (a *app) failoverFleet(ff *failoverFlags) (*failover.Fleet, error) {
 		return nil, err
 	}
 	return a.loadFleet(ff.fleet)
+}
+
+// sameSelection refuses a --class or --skip-blocked given with run --plan that says otherwise
+// than the saved plan: the file carries its selection, and applies only that.
+func sameSelection(ff *failoverFlags, saved *failover.SavedPlan) error {
+	given := slices.Sorted(slices.Values(ff.classes))
+	given = slices.Compact(given)
+	if len(ff.classes) > 0 && !slices.Equal(given, saved.Plan.Selected) || ff.skipBlocked && !saved.Plan.SkipBlocked {
+		was := "every class"
+		if len(saved.Plan.Selected) > 0 {
+			was = "--class " + strings.Join(saved.Plan.Selected, ",")
+		}
+		if saved.Plan.SkipBlocked {
+			was += " --skip-blocked"
+		}
+		now := ""
+		if len(ff.classes) > 0 {
+			now = "--class " + strings.Join(given, ",")
+		}
+		if ff.skipBlocked {
+			now = strings.TrimSpace(now + " --skip-blocked")
+		}
+		return usageErr("--plan %s was made for %s, not %s: a saved plan applies only the selection it was made with; drop %s, or plan again with it: %s",
+			ff.planFile, was, now, now, failoverHint(ff.fleet, "plan", saved.Plan.Event.Flags(), now, "--out", shellArg(ff.planFile)))
+	}
+	return nil
 }
 
 // failoverAct runs, restores, aborts or resumes.
@@ -608,9 +663,14 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 		for _, r := range saved.Plan.Overrides {
 			ff.overrides = append(ff.overrides, string(r))
 		}
+		if err := sameSelection(ff, saved); err != nil {
+			return err
+		}
+		ff.classes, ff.skipBlocked = saved.Plan.Selected, saved.Plan.SkipBlocked
 		ff.yes = true // approved when it was saved (as terraform apply PLANFILE)
 		if !saved.Plan.Complete {
-			ff.yes = ff.allowPartial
+			// --skip-blocked was the operator's acceptance of leaving the blocked classes
+			ff.yes = ff.allowPartial || saved.Plan.SkipBlocked && saved.Plan.OnlyBlocked()
 		}
 	}
 	if ev.Region != "" {
@@ -622,6 +682,9 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	if err != nil {
 		return err
 	}
+	if err := ff.checkClasses(f); err != nil {
+		return err
+	}
 	e, closeFn, err := a.executor(ctx, f, ff)
 	if err != nil {
 		return err
@@ -630,7 +693,8 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	if ff.dwellTimeout {
 		ff.holdTimeout = f.Failover.FailbackDwell + 2*f.Failover.StepInterval
 	}
-	o := failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules, Reason: ff.reason, RollbackOnFail: ff.rollback, HoldTimeout: ff.holdTimeout, AllowPartial: ff.allowPartial}
+	o := failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules, Reason: ff.reason, RollbackOnFail: ff.rollback, HoldTimeout: ff.holdTimeout, AllowPartial: ff.allowPartial,
+		Classes: ff.classes, SkipBlocked: ff.skipBlocked}
 	if saved != nil {
 		o.Saved, o.SavedName = saved.Plan, ff.planFile
 	}
@@ -644,7 +708,7 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 			if in, ok := a.stdin.(*os.File); !ok || !isTTY(in.Fd()) {
 				// No one to ask: say how to approve without a prompt.
 				yes := "--yes"
-				if !p.Complete && !ff.allowPartial {
+				if !p.Complete && !ff.allowPartial && !(ff.skipBlocked && p.OnlyBlocked()) {
 					yes = "--yes --allow-partial"
 				}
 				fmt.Fprintf(a.stderr, "stdin is not a terminal: reading the answer from it. To approve without a prompt, add %s (the plan above is for %s).\n", yes, fleetLine(f))
@@ -675,7 +739,7 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 				renderWeights(a.stdout, f, out.Final)
 			}
 			if v := verdictLine(out, err); v != "" {
-				fmt.Fprintln(a.stdout, v)
+				fmt.Fprintln(a.stdout, withFleet(v, ff.fleet))
 			} else if out.Held != "" {
 				fmt.Fprintf(a.stdout, "HELD: %s\n", out.Held)
 			}
@@ -832,6 +896,12 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		}
 		if st.Plan != nil {
 			fmt.Fprintf(w, "  steps applied: %d of %d\n", st.Applied, len(st.Plan.Steps))
+			if len(st.Plan.Classes) > 0 {
+				fmt.Fprintf(w, "  classes: %s (resume and re-assert touch these only)\n", strings.Join(st.Plan.Classes, ", "))
+			}
+			for _, b := range st.Plan.Blocked {
+				fmt.Fprintf(w, "  left untouched: %s (%s): %s\n", b.Class, b.Rule, providers.Sanitize(b.Reason, 500))
+			}
 		}
 		if st.Expires != nil {
 			exp := st.Expires.Format(time.RFC3339)

@@ -102,10 +102,38 @@ func renderPlan(w io.Writer, f *failover.Fleet, fleetArg string, p *failover.Pla
 			}
 		}
 	}
+	if len(p.Classes) > 0 && !p.Refused {
+		var others []string
+		for _, c := range sortedClassNames(f) {
+			if !p.Covers(c) {
+				others = append(others, c)
+			}
+		}
+		fmt.Fprintf(w, "Classes: this plan moves %s", strings.Join(p.Classes, ", "))
+		if len(others) > 0 {
+			verb := "stays"
+			if len(others) > 1 {
+				verb = "stay"
+			}
+			fmt.Fprintf(w, "; %s %s exactly as on the router", strings.Join(others, ", "), verb)
+		}
+		fmt.Fprintln(w)
+	}
 	if !p.Refused && len(p.Steps) > 0 {
 		if err := renderSteps(w, f, p); err != nil {
 			return err
 		}
+	}
+	for _, b := range p.Blocked {
+		fmt.Fprintf(w, "BLOCKED %s (%s), left untouched: %s\n", b.Class, b.Rule, b.Reason)
+	}
+	if len(p.CouldMove) > 0 {
+		args := []string{p.Event.Flags(), "--skip-blocked"}
+		if len(p.Selected) > 0 {
+			args = append(args, "--class", strings.Join(p.Selected, ","))
+		}
+		fmt.Fprintf(w, "%s can move without the blocked classes; to move them and leave the others untouched:\n  %s\n",
+			strings.Join(p.CouldMove, ", "), failoverHint(fleetArg, "plan", args...))
 	}
 	if len(p.Shed) > 0 {
 		var parts []string
@@ -114,7 +142,7 @@ func renderPlan(w io.Writer, f *failover.Fleet, fleetArg string, p *failover.Pla
 		}
 		fmt.Fprintf(w, "Cannot be placed (stays on %s; shed if it is down): %s\n", p.Event.Region, strings.Join(parts, ", "))
 	}
-	if !p.Refused && p.Reason != "" && p.Reason != p.Hold {
+	if !p.Refused && p.Reason != "" && p.Reason != p.Hold && !p.OnlyBlocked() {
 		fmt.Fprintln(w, p.Reason)
 	}
 	for _, s := range p.Assumptions {
@@ -129,10 +157,12 @@ func renderPlan(w io.Writer, f *failover.Fleet, fleetArg string, p *failover.Pla
 	switch {
 	case p.Refused:
 		fmt.Fprintln(w, banner("REFUSED: this plan changes nothing"))
+	case p.OnlyBlocked():
+		fmt.Fprintln(w, banner("PARTIAL: blocked classes are left untouched; this is not a success"))
 	case !p.Complete:
 		fmt.Fprintln(w, banner("HELD FOR SAFETY: this plan does not reach its target"))
 	}
-	fmt.Fprintf(w, "VERDICT: %s\n", p.Verdict())
+	fmt.Fprintf(w, "VERDICT: %s\n", withFleet(p.Verdict(), fleetArg))
 	return nil
 }
 
@@ -188,7 +218,11 @@ func renderSteps(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
 					qw = strings.Join(parts, ", ")
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l, class, strings.Join(cells, "\t"), drain, withdraw, qw)
+			name := class
+			if !p.Covers(class) {
+				name += " (untouched)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l, name, strings.Join(cells, "\t"), drain, withdraw, qw)
 		}
 	}
 	row("now", nil, nil)

@@ -179,6 +179,7 @@ func TestCompletionOfFleetNames(t *testing.T) {
 		{nil, []string{"failover", "plan", "--fleet", fleet, "--restore", "us"}, []string{"us-east-1"}},
 		{nil, []string{"boot", "--fleet", fleet, "--region", "eu-c"}, []string{"eu-central-1"}},
 		{nil, []string{"failover", "run", "--override", "max"}, []string{"max_transitions"}},
+		{nil, []string{"failover", "plan", "--fleet", fleet, "--class", "eu"}, []string{"eu-only"}},
 		{nil, []string{"version", "-o", ""}, []string{"text", "json", "yaml", "junit"}},
 		{nil, []string{"failover", "plan", "--fleet", filepath.Join(dir, "absent.yaml"), "--evacuate", ""}, nil},
 	} {

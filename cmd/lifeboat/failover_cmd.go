@@ -290,7 +290,7 @@ func withFleet(msg, fleet string) string {
 func (a *app) failoverPlanCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
-		Use:   "plan --fleet FILE (--region REGION [--action evacuate|restore] | --action spill) [--signals FILE] [--immediate] [--override RULE]... [--out FILE] [-o text|json]",
+		Use:   "plan --fleet FILE (--region REGION [--action evacuate|restore] | --action spill) [--class NAME]... [--skip-blocked] [--signals FILE] [--immediate] [--override RULE]... [--out FILE] [-o text|json]",
 		Short: "Print the steps a failover would take (no lock, no change)",
 		Long: `Plan reads the router's weights and probes every region (the warm prober, /health, /metrics),
 or, with --signals FILE, takes weights and signals from a recorded file ("what if eu-west-1 fails at
@@ -301,6 +301,12 @@ The last line is the verdict. A plan that cannot reach its target — traffic it
 (shed), a failback that stops short of the baseline — says HELD for safety with the rule and
 what is left, and its JSON carries "complete": false, "rule", "reason" and "shed"; when an
 assumed inflow decided it, "decided_by_assumption" names the measurement that would settle it.
+
+--class NAME (repeatable, or a comma list) plans those tenant classes only: every other class
+stays exactly as it is on the router. --skip-blocked plans every class that can reach its
+target and leaves the blocked ones untouched, each on a BLOCKED line with its rule and reason;
+its verdict says PARTIAL, what is left and the command to run when they can move, and it exits
+3, never 0. A plan that a blocked class refuses says which classes could move without it.
 
 Exit codes: 0 a plan that reaches its target (or nothing to do); 3 refused, or a plan that
 cannot reach its target (held for safety); 2 bad input; 4 the router or a store stayed
@@ -389,7 +395,7 @@ unreachable.`,
 func (a *app) failoverRunCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
-		Use:   "run --fleet FILE (--region REGION | --action spill) [--plan FILE] [--reason TEXT] [--yes] [--allow-partial] [--rollback-on-fail] [--immediate] [--override RULE]...",
+		Use:   "run --fleet FILE (--region REGION | --action spill) [--class NAME]... [--skip-blocked] [--plan FILE] [--reason TEXT] [--yes] [--allow-partial] [--rollback-on-fail] [--immediate] [--override RULE]...",
 		Short: "Plan and carry out a failover under the lock, journaling every change",
 		Long: `Run takes the lock in the fleet's state store (exit 3 naming the holder if someone has it),
 probes every region with the warm prober (a region that is not warm is excluded; the plan is
@@ -409,6 +415,11 @@ only when the operator accepts it: at the prompt, or with --allow-partial beside
 either it is refused (exit 3, nothing changed). Carried out, it ends "HELD for safety" (exit 3)
 with the rule and what is left. A region an open failover evacuated never receives traffic from
 a later evacuation or spill until it is restored.
+
+--class NAME runs the plan for those tenant classes only; --skip-blocked moves every class that
+can move and leaves the blocked ones untouched (accepted by the flag itself: no --allow-partial),
+and ends "PARTIAL, held for safety" (exit 3) naming each blocked class's rule. The journal keeps
+the classes the run covered: status, resume and rollback touch those only.
 
 When the fleet has a trust: section, a manifest that no accepted key signed is refused (exit 3)
 before the lock is taken: traffic is not moved to replicas of a manifest nobody vouched for.`,
@@ -450,7 +461,7 @@ func (a *app) failoverRestoreCmd() *cobra.Command {
 	var ff failoverFlags
 	var region string
 	c := &cobra.Command{
-		Use:     "restore --fleet FILE --region REGION [--reason TEXT] [--yes] [--allow-partial] [--hold-timeout D]",
+		Use:     "restore --fleet FILE --region REGION [--class NAME]... [--skip-blocked] [--reason TEXT] [--yes] [--allow-partial] [--hold-timeout D]",
 		Short:   "Fail back: give a region its traffic back under the same rules",
 		Example: `  lifeboat failover restore --fleet fleet.yaml --region eu-west-1 --reason "INC-1234 resolved"`,
 		Long: `Restore moves each class back toward the weights it had before the failover (the journal's

@@ -1,6 +1,8 @@
 package failover
 
 import (
+	"context"
+	"errors"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"lifeboat/internal/testbed"
 )
 
 // classPropertyCases is how many random --class / --skip-blocked plans every `go test` run checks.
@@ -148,4 +152,50 @@ func TestSkipBlockedRunHTTPRouterWritesCoveredClassesOnly(t *testing.T) {
 	if got := d.doc("global"); got.Weights["us-east-1"] != 100 || got.Weights["eu-west-1"] != 0 || got.States["eu-west-1"] == Ready {
 		t.Fatalf("global after the partial run: %+v\n%s", got, strings.Join(d.log(), "\n"))
 	}
+}
+
+// A --skip-blocked run interrupted after its first step (Ctrl-C) and resumed by a new executor
+// carries on for the classes it covered only: another operator's edit of the blocked class in
+// between neither holds the resume as drift nor is written over, and the run ends held for
+// safety (ErrIncomplete) with the covered class at its target.
+func TestResumeOfAPartialRunTouchesItsClassesOnly(t *testing.T) {
+	r := newRig(t, "", nil)
+	r.sig.Regions["eu-central-1"] = RegionSignal{Warm: false, Healthy: true, QueueWaitMS: fptr(10), Running: iptr(0), Why: "cold"}
+	ctx, cancel := context.WithCancel(testbed.Ctx(t))
+	defer cancel()
+	e := r.executor()
+	e.AfterApply = func(step int) {
+		if step == 0 {
+			cancel() // interrupted after the first change was applied
+		}
+	}
+	o := evacuate("eu-west-1")
+	o.SkipBlocked = true
+	out, err := e.Run(ctx, o)
+	if err == nil || out == nil || out.Plan == nil || !slices.Equal(out.Plan.Classes, []string{"global"}) || !slices.Equal(out.Plan.BlockedNames(), []string{"eu-only"}) {
+		t.Fatalf("interrupted partial run: %v %+v", err, out)
+	}
+	// someone moves the blocked class by hand while the run is interrupted
+	cur, _ := r.router.Read(testbed.Ctx(t))
+	edit := cur.Clone()
+	edit.Weights["eu-only"] = map[string]int{"eu-west-1": 70, "eu-central-1": 30}
+	if err := r.router.Apply(testbed.Ctx(t), edit); err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.executor().Status(testbed.Ctx(t))
+	if err != nil || len(st.Drift) != 0 {
+		t.Fatalf("status of the interrupted run reports the untouched class as drift: %v %v", err, st.Drift)
+	}
+	res, err := r.executor().Resume(testbed.Ctx(t), RunOptions{Reason: "resume"})
+	if !errors.Is(err, ErrIncomplete) || res == nil {
+		t.Fatalf("resume of a partial run: %v %+v", err, res)
+	}
+	got, _ := r.router.Read(testbed.Ctx(t))
+	if w := got.Weights["eu-only"]; w["eu-west-1"] != 70 || w["eu-central-1"] != 30 {
+		t.Fatalf("resume wrote the class the run did not cover: eu-only %v", w)
+	}
+	if got.Weights["global"]["eu-west-1"] != 0 || got.States.Get("global", "eu-west-1") != Maint {
+		t.Fatalf("resume did not finish global: %v %v", got.Weights["global"], got.States["global"])
+	}
+	checkJournal(t, r.store, out.Plan)
 }

@@ -42,6 +42,9 @@ include mk/kube.mk
 include mk/ci.mk
 # `cosign`: cosign into ./bin, the independent verifier of Lifeboat's signatures; only when missing.
 include mk/signing.mk
+# `staticcheck`: staticcheck (pinned) into ./bin when missing or another version, then run over
+# every package with the build's tags.
+include mk/lint.mk
 
 all: build
 

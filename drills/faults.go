@@ -23,7 +23,6 @@ type fileFault struct {
 	store    providers.Store
 	file     manifest.File
 	original []byte
-	planted  bool
 }
 
 // plant removes or corrupts the file, keeping the original bytes (bounded) to restore later;
@@ -62,20 +61,6 @@ func (ff *fileFault) plant(ctx context.Context, keep func([]byte) error) error {
 	if err != nil {
 		return fmt.Errorf("fault %q: plant in %s: %w", ff.f.Name, ff.store, err)
 	}
-	ff.planted = true
-	return nil
-}
-
-// undo writes the original bytes back, checked against the manifest's checksums.
-func (ff *fileFault) undo(ctx context.Context) error {
-	if !ff.planted {
-		return nil
-	}
-	_, err := ff.store.Write(ctx, ff.f.Path, bytes.NewReader(ff.original), providers.WriteOptions{Size: int64(len(ff.original)), Checksums: providers.Checksums(ff.file.Sums)})
-	if err != nil {
-		return fmt.Errorf("fault %q: put %s back in %s: %w", ff.f.Name, ff.f.Path, ff.store, err)
-	}
-	ff.planted = false
 	return nil
 }
 

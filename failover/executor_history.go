@@ -163,21 +163,3 @@ func unionStrings(ms ...map[string]int) []string {
 	}
 	return slices.Sorted(maps.Keys(set))
 }
-
-// latestRun is this fleet's newest run (refused ones too); "" when there is none.
-func (e *Executor) latestRun(ctx context.Context) (string, []Record, error) {
-	runs, err := Runs(ctx, e.Store)
-	if err != nil {
-		return "", nil, err
-	}
-	for i := len(runs) - 1; i >= 0; i-- {
-		recs, err := ReadRun(ctx, e.Store, runs[i])
-		if err != nil {
-			return "", nil, err
-		}
-		if ofFleet(recs, e.fleetID()) {
-			return runs[i], recs, nil
-		}
-	}
-	return "", nil, nil
-}

@@ -307,14 +307,8 @@ func (p *planner) spillOf(ci int, w []int) int {
 	return n
 }
 
-// canGain says whether region index k of class ci may take one more unit from index from in s,
-// and if not, which rule stops it.
-func (p *planner) canGain(s *step, ci, from, k int, stateOK func(State) bool) (bool, Rule) {
-	ok, why, _ := p.canGainQ(s, ci, from, k, stateOK)
-	return ok, why
-}
-
-// canGainQ is canGain with the receiver's predicted queue wait after the unit.
+// canGainQ says whether region index k of class ci may take one more unit from index from in s,
+// and if not, which rule stops it; with the receiver's predicted queue wait after the unit.
 func (p *planner) canGainQ(s *step, ci, from, k int, stateOK func(State) bool) (bool, Rule, float64) {
 	mc := p.m.classes[ci]
 	i := mc.elig[k]
@@ -377,7 +371,7 @@ func (p *planner) move(s *step, ci, from, to int) {
 	s.changedC[ci], s.changedR[fi], s.changedR[ti] = true, true, true
 }
 
-// best picks, among the class's regions that pass canGain, the one whose predicted queue wait
+// best picks, among the class's regions that pass canGainQ, the one whose predicted queue wait
 // after one more unit is lowest (ties: file order). -1 when none.
 func (p *planner) best(s *step, ci, from int, ok func(k int) bool, stateOK func(State) bool) int {
 	mc := p.m.classes[ci]

@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"io"
-	"lifeboat/providers/checksum"
 	"strings"
+
+	"lifeboat/providers/checksum"
 )
 
 // digester computes, in one pass over streamed bytes, the checksums a Write was asked to verify plus
@@ -103,16 +103,4 @@ func etagMD5(etag string) (string, bool) {
 		return "", false
 	}
 	return base64.StdEncoding.EncodeToString(raw), true
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }

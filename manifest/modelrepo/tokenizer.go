@@ -76,8 +76,8 @@ func ParseTokenizerJSON(data []byte, name string) (*TokenizerInfo, error) {
 
 // tokenizerModel is the part of tokenizer.json's model object the checks read.
 type tokenizerModel struct {
-	typ, vocab, merges, prefix, maxChars, unkID jsonValue
-	hasType, hasMerges, hasMaxChars             bool
+	typ, vocab, merges, prefix, unkID jsonValue
+	hasType, hasMerges, hasMaxChars   bool
 }
 
 func readTokenizerModel(v jsonValue) tokenizerModel {

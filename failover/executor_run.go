@@ -57,7 +57,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 		plan = o.Saved
 	}
 	if o.Saved == nil && o.Event.Kind == Restore && plan.Hold != "" && len(plan.Steps) == 0 && o.HoldTimeout > 0 {
-		plan, sig, err = e.awaitDwell(s, o, h, plan)
+		plan, err = e.awaitDwell(s, o, h, plan)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +105,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 // new process has seen the region calm for 0 s, so it watches it (signals every step_interval,
 // the warm prober again while the region is not warm) for failback_dwell, saying how far it is
 // on the progress log, and gives up at once when the dwell cannot end before the timeout.
-func (e *Executor) awaitDwell(s *session, o RunOptions, h failoverState, plan *Plan) (*Plan, map[string]RegionSignal, error) {
+func (e *Executor) awaitDwell(s *session, o RunOptions, h failoverState, plan *Plan) (*Plan, error) {
 	ctx := s.ctx
 	deadline := e.now().Add(o.HoldTimeout)
 	dwell := e.Fleet.Failover.FailbackDwell
@@ -122,19 +122,19 @@ func (e *Executor) awaitDwell(s *session, o RunOptions, h failoverState, plan *P
 		}
 		e.log().Info("observing before failback", "region", o.Event.Region, "why", plan.Hold, "gives_up_in", deadline.Sub(e.now()).Round(time.Second).String())
 		if err := wait.Sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		var err error
 		if sig, err = e.Signals.Signals(ctx, plan.Rule == RuleWarm); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		rs, err := s.observe(ctx) // the plan is made from it: the first write is conditional on it
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		plan = MakePlan(e.Input(ctx, rs, sig, h, o))
 	}
-	return plan, sig, nil
+	return plan, nil
 }
 
 // steps carries out plan.Steps[from:], checking each against fresh signals first. After each

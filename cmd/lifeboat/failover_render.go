@@ -29,10 +29,7 @@ func shellArg(s string) string {
 
 // failoverHint is a pasteable failover command for this fleet: `lifeboat failover SUB --fleet F ARGS...`.
 func failoverHint(fleet, sub string, args ...string) string {
-	parts := []string{"lifeboat", "failover", sub, "--fleet", shellArg(fleet)}
-	for _, a := range args {
-		parts = append(parts, a)
-	}
+	parts := append([]string{"lifeboat", "failover", sub, "--fleet", shellArg(fleet)}, args...)
 	return strings.Join(parts, " ")
 }
 

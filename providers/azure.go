@@ -100,11 +100,11 @@ func newAzureStore(ctx context.Context, account, containerName, prefix string, o
 	} else {
 		cred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {
-			return nil, fmt.Errorf("Azure default credential: %s", describe(err))
+			return nil, fmt.Errorf("default Azure credential: %s", describe(err))
 		}
 		client, err = azblob.NewClient(fmt.Sprintf("https://%s.blob.core.windows.net/", account), cred, copts)
 		if err != nil {
-			return nil, fmt.Errorf("Azure client: %s", describe(err))
+			return nil, fmt.Errorf("create an Azure client for account %q: %s", account, describe(err))
 		}
 	}
 	u := &url.URL{Scheme: "az", Host: account, Path: "/" + containerName + "/" + ks.prefix}

@@ -265,6 +265,7 @@ type request struct {
 func (s *Server) promptIDs(ctx context.Context, req *request, chat bool) ([]int, int, error) {
 	if chat {
 		if s.m.ChatTemplate == nil {
+			//lint:ignore ST1005 vLLM's own 400 message, verbatim: the prober is tested against what a real engine answers
 			return nil, 400, fmt.Errorf("As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one.")
 		}
 		agp := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt

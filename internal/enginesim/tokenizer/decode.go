@@ -163,7 +163,7 @@ func parseDecoder(raw json.RawMessage, depth int) (decoder, error) {
 	case "Replace":
 		p, err := parsePattern(c.Pattern)
 		if err != nil {
-			return nil, fmt.Errorf("Replace: %w", err)
+			return nil, fmt.Errorf("type Replace: %w", err)
 		}
 		return decReplace{p: p, with: c.Content}, nil
 	case "ByteFallback":
@@ -172,7 +172,7 @@ func parseDecoder(raw json.RawMessage, depth int) (decoder, error) {
 		return decFuse{}, nil
 	case "Strip":
 		if c.Start < 0 || c.Stop < 0 {
-			return nil, fmt.Errorf("Strip: negative start/stop")
+			return nil, fmt.Errorf("type Strip: negative start/stop")
 		}
 		return decStrip{content: c.Content, start: c.Start, stop: c.Stop}, nil
 	case "Metaspace":
@@ -186,7 +186,7 @@ func parseDecoder(raw json.RawMessage, depth int) (decoder, error) {
 			d.prepend = "never"
 		}
 		if d.repl == "" {
-			return nil, fmt.Errorf("Metaspace: empty replacement")
+			return nil, fmt.Errorf("type Metaspace: empty replacement")
 		}
 		return d, nil
 	}

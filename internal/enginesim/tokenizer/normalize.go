@@ -125,7 +125,7 @@ func parseNormalizer(raw json.RawMessage, depth int) (normalizer, error) {
 	case "Replace":
 		p, err := parsePattern(c.Pattern)
 		if err != nil {
-			return nil, fmt.Errorf("Replace: %w", err)
+			return nil, fmt.Errorf("type Replace: %w", err)
 		}
 		return normReplace{p: p, with: c.Content}, nil
 	}

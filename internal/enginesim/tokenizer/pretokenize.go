@@ -262,11 +262,11 @@ func parsePreTokenizer(raw json.RawMessage, depth int) (preTokenizer, error) {
 	case "Split":
 		p, err := parsePattern(c.Pattern)
 		if err != nil {
-			return nil, fmt.Errorf("Split: %w", err)
+			return nil, fmt.Errorf("type Split: %w", err)
 		}
 		b, ok := behaviors[c.Behavior]
 		if !ok {
-			return nil, fmt.Errorf("Split: behavior %q is not one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous", c.Behavior)
+			return nil, fmt.Errorf("type Split: behavior %q is not one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous", c.Behavior)
 		}
 		return preSplit{p: p, behavior: b, invert: c.Invert}, nil
 	case "ByteLevel":
@@ -290,7 +290,7 @@ func parsePreTokenizer(raw json.RawMessage, depth int) (preTokenizer, error) {
 			p.prepend = "never"
 		}
 		if p.repl == "" || p.prepend != "always" && p.prepend != "first" && p.prepend != "never" {
-			return nil, fmt.Errorf("Metaspace: replacement %q / prepend_scheme %q not supported", p.repl, p.prepend)
+			return nil, fmt.Errorf("type Metaspace: replacement %q / prepend_scheme %q not supported", p.repl, p.prepend)
 		}
 		return p, nil
 	case "Digits":

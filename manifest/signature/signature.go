@@ -85,7 +85,10 @@ func ParseSigner(pemBytes []byte, source string, password func() ([]byte, error)
 	if block == nil {
 		return nil, fmt.Errorf("%s: not a PEM private key", source)
 	}
-	encrypted := strings.HasPrefix(block.Type, "ENCRYPTED ") || x509.IsEncryptedPEMBlock(block) //nolint:staticcheck // legacy PEM encryption is detected to be refused clearly
+	// A DEK-Info header marks RFC 1423 legacy PEM encryption (the test x509.IsEncryptedPEMBlock
+	// makes; that function is deprecated along with the scheme, and only detection is needed).
+	_, legacy := block.Headers["DEK-Info"]
+	encrypted := strings.HasPrefix(block.Type, "ENCRYPTED ") || legacy
 	var pf cryptoutils.PassFunc
 	if encrypted {
 		if password == nil {

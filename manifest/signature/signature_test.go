@@ -91,6 +91,19 @@ func TestSignVerifyECDSAAndEd25519(t *testing.T) {
 	}
 }
 
+// TestLegacyEncryptedPEMKey: a key under RFC 1423 legacy PEM encryption (the DEK-Info header
+// `openssl rsa -des3` writes) is recognised as encrypted, not reported as unparseable.
+func TestLegacyEncryptedPEMKey(t *testing.T) {
+	block := &pem.Block{Type: "RSA PRIVATE KEY", Headers: map[string]string{
+		"Proc-Type": "4,ENCRYPTED",
+		"DEK-Info":  "AES-256-CBC," + strings.Repeat("0A", 16),
+	}, Bytes: []byte(strings.Repeat("\x5a", 64))}
+	_, err := signature.ParseSigner(pem.EncodeToMemory(block), "legacy.key", nil)
+	if !errors.Is(err, signature.ErrEncrypted) {
+		t.Fatalf("no password: err = %v, want ErrEncrypted", err)
+	}
+}
+
 func TestEncryptedCosignKey(t *testing.T) {
 	privPEM, pubPEMBytes, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), cryptoutils.StaticPasswordFunc([]byte("s3cret")))
 	if err != nil {

@@ -46,12 +46,22 @@ type session struct {
 	done     chan struct{}
 }
 
-// begin takes the lock (wait: watch a held one until it may be taken over, as resume does) and
-// starts its renewal; run "" names a new run by the lock's fencing token. A take-over of a dead or
-// silent holder's lock is journaled first.
-func (e *Executor) begin(ctx context.Context, operation, reason, run string, next int, wait bool) (*session, error) {
+// takeOver is which held locks begin takes over.
+type takeOver int
+
+const (
+	takeNone   takeOver = iota // none: a held lock is refused (*LockHeldError)
+	takeDead                   // a dead holder's on this host, at once (abort)
+	takeSilent                 // that, or one watched unchanged for its TTL (resume)
+)
+
+// begin takes the lock (take: which held ones it takes over) and starts its renewal; run ""
+// names a new run by the lock's fencing token. A take-over of a dead or silent holder's lock is
+// journaled first.
+func (e *Executor) begin(ctx context.Context, operation, reason, run string, next int, take takeOver) (*session, error) {
 	l := e.locker()
-	l.Wait = wait
+	l.Wait = take == takeSilent
+	l.TakeDead = take == takeDead
 	l.Watching = func(held Lock, d time.Duration) {
 		e.log().Info("the failover lock is held; watching its record before taking it over (any renewal means its holder is alive)",
 			"lock", held.ID, "holder", held.Holder, "token", held.Token, "for", d.String())

@@ -22,7 +22,7 @@ func (e *Executor) Resume(ctx context.Context, o RunOptions) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := e.begin(ctx, "failover resume "+peek, o.Reason, peek, len(precs), true)
+	s, err := e.begin(ctx, "failover resume "+peek, o.Reason, peek, len(precs), takeSilent)
 	if err != nil {
 		return nil, err
 	}

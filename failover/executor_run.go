@@ -15,7 +15,11 @@ import (
 // Run plans the event from the live router and signals (preflight: the warm prober on every
 // region), then carries it out under the lock.
 func (e *Executor) Run(ctx context.Context, o RunOptions) (*Outcome, error) {
-	s, err := e.begin(ctx, "failover "+o.Event.String(), o.Reason, "", 0, false)
+	take := takeNone
+	if o.Event.Kind == Abort {
+		take = takeDead // undoing a dead run's changes is what abort is for
+	}
+	s, err := e.begin(ctx, "failover "+o.Event.String(), o.Reason, "", 0, take)
 	if err != nil {
 		return nil, err
 	}

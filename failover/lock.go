@@ -75,7 +75,7 @@ func (e *LockHeldError) Error() string {
 	case e.Live:
 		tail = "it renewed the lock while this process watched: its holder is alive"
 	case e.Dead != "":
-		tail = "its holder is dead (" + providers.Sanitize(e.Dead, 200) + "): `lifeboat failover resume` takes the lock over at once"
+		tail = "its holder is dead (" + providers.Sanitize(e.Dead, 200) + "): `lifeboat failover resume` takes the lock over at once and carries its run on, `lifeboat failover abort` takes it over at once and undoes it"
 	}
 	// The record is a peer's text: each field is sanitised (providers.Sanitize).
 	return fmt.Sprintf("failover lock %s is held by %s since %s (%s: %q), renewed until %s by its clock; %s",
@@ -97,6 +97,9 @@ type Locker struct {
 	// changes meanwhile is a live holder: *LockHeldError). Without Wait such a lock is reported
 	// held at once.
 	Wait bool
+	// TakeDead: a lock whose holder is a dead process on this host is taken over at once even
+	// without Wait (abort: the operator asked to undo what that run did).
+	TakeDead bool
 	// Watching, when set, is told when Wait starts watching a held lock, and for how long.
 	Watching func(held Lock, d time.Duration)
 }
@@ -269,10 +272,10 @@ func (l *Locker) Acquire(ctx context.Context, holder, operation, reason string) 
 			}
 			switch dead, why := cur.Owner.dead(); {
 			case cur.Released:
+			case dead && (l.Wait || l.TakeDead):
+				lk.tookOver, lk.why = &cur, why
 			case !l.Wait:
 				return nil, &LockHeldError{Lock: cur, Dead: why}
-			case dead:
-				lk.tookOver, lk.why = &cur, why
 			default:
 				if watched != nil && !sameRecord(*watched, cur) {
 					return nil, &LockHeldError{Lock: cur, Live: true}

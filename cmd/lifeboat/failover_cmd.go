@@ -539,26 +539,27 @@ func (a *app) requestAbort(cmd *cobra.Command, ff *failoverFlags, held failover.
 	}
 	fmt.Fprintf(a.stderr, "Abort requested of the run holding the lock of %s: %s (%s, token %d), as %s. It is honoured between steps; waiting at most %s.\n",
 		fleetLine(f), providers.Sanitize(held.Holder, 200), providers.Sanitize(held.Operation, 64), held.Token, req.By, wait)
-	deadline := time.Now().Add(wait)
-	for {
-		lk, ok, err := e.ReadLock(ctx)
-		if err != nil {
-			return err
-		}
-		if !ok || lk.Released || lk.Token != held.Token {
-			break
-		}
-		if !time.Now().Before(deadline) {
-			return problem("the run holding the lock (token %d) has not honoured the abort request within --wait %s; it is honoured between steps: follow it with %s",
-				held.Token, wait, failoverHint(ff.fleet, "status"))
-		}
-		t := time.NewTimer(200 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+	w, err := e.AwaitAbort(ctx, req, wait)
+	if err != nil {
+		return err
+	}
+	again := failoverHint(ff.fleet, "abort")
+	if ff.reason != "" {
+		again = failoverHint(ff.fleet, "abort", "--reason", shellArg(providers.Sanitize(ff.reason, 200)))
+	}
+	switch {
+	case w.TimedOut:
+		return problem("the run holding the lock (token %d) has not honoured the abort request within --wait %s; it is honoured between steps: follow it with %s",
+			held.Token, wait, failoverHint(ff.fleet, "status"))
+	case w.Dead != "":
+		return problem("the run holding the lock (token %d) died before honouring the abort request (%s); its request is withdrawn and the router is as it left it. Abort it now (a dead holder's lock is taken over at once): %s",
+			held.Token, providers.Sanitize(w.Dead, 200), again)
+	case w.Silent > 0:
+		return problem("the run holding the lock (token %d, %s) has not renewed it for its TTL %s on this host's clock: it is stopped or cut off from the state store and, by its own lease, writes nothing more; its request is withdrawn. Once no process of it runs, break its lock and abort: %s, then %s",
+			held.Token, providers.Sanitize(held.Holder, 200), w.Silent, failoverHint(ff.fleet, "unlock", "--id", shellArg(providers.Sanitize(held.ID, 64))), again)
+	case !w.Lock.Released && w.Lock.Token != held.Token:
+		return problem("the run the abort request was for (token %d) let go of the lock and a later one holds it now (%s, token %d); the request is withdrawn (it never applies to a later run). See %s",
+			held.Token, providers.Sanitize(w.Lock.Holder, 200), w.Lock.Token, failoverHint(ff.fleet, "status"))
 	}
 	st, err := e.Status(ctx)
 	if err != nil && st == nil {
@@ -568,8 +569,12 @@ func (a *app) requestAbort(cmd *cobra.Command, ff *failoverFlags, held failover.
 		fmt.Fprintf(a.stdout, "VERDICT: done: run %s aborted at the request and back at its baseline\n", st.Run)
 		return nil
 	}
+	if st.Done && w.Withdrawn {
+		return problem("run %s finished before it saw the abort request (it is honoured between steps; the request is withdrawn): it is not back at its baseline. Abort it now: %s",
+			st.Run, again)
+	}
 	return problem("run %s let go of the lock without reaching the baseline (%s); see %s, then %s",
-		st.Run, providers.Sanitize(st.Held+st.Failed, 500), failoverHint(ff.fleet, "status"), failoverHint(ff.fleet, "abort"))
+		st.Run, providers.Sanitize(st.Held+st.Failed, 500), failoverHint(ff.fleet, "status"), again)
 }
 
 func (a *app) failoverResumeCmd() *cobra.Command {
@@ -887,7 +892,7 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		case "interrupted":
 			state = "INTERRUPTED (not finished, the lock is free): continue it with `lifeboat failover resume` or undo it with `lifeboat failover abort`"
 		case "dead":
-			state = "DEAD (its holder is gone: " + providers.Sanitize(st.HolderDead, 200) + "): `lifeboat failover resume` takes it over at once"
+			state = "DEAD (its holder is gone: " + providers.Sanitize(st.HolderDead, 200) + "): `lifeboat failover resume` takes it over at once and carries it on, `lifeboat failover abort` takes it over at once and undoes it"
 		}
 		switch {
 		case st.Refused:

@@ -55,6 +55,10 @@ func (p *fleetParser) notifyHooks(n *yaml.Node, at string) []notify.Webhook {
 			},
 			"events": func(n *yaml.Node, at string) {
 				short := notifyEventNames()
+				if n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+					p.errf(n.Line, at, "an empty list tells of nothing: leave events out to be told of every kind, or list some of %s", strings.Join(short, ", "))
+					return
+				}
 				for j, e := range p.Checker.StrList(n, at, "event kinds") {
 					if !slices.Contains(short, e) {
 						p.errf(n.Content[j].Line, fmt.Sprintf("%s[%d]", at, j), "unknown event %q (events: %s)", e, strings.Join(short, ", "))

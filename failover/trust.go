@@ -53,7 +53,7 @@ func (p *fleetParser) trust(f *Fleet, n *yaml.Node, at string) {
 				var k *signature.PublicKey
 				var err error
 				if strings.Contains(s, "-----BEGIN") {
-					k, err = signature.ParsePublicKey([]byte(s), iat)
+					k, err = signature.ParsePublicKey([]byte(s), "inline PEM") // errf names the field
 				} else {
 					if strings.Contains(s, "://") {
 						p.errf(c.Line, iat, "want a local PEM public key file, got the URL %q", s)

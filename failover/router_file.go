@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"lifeboat/providers/localfile"
@@ -45,23 +47,114 @@ func (f *FileRouter) load() (*FileRouterDoc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router %s: %w", f.Path, err)
 	}
-	var doc FileRouterDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("router %s: not a weights document: %v", f.Path, err)
+	doc, err := decodeFileRouterDoc(b)
+	if err != nil {
+		return nil, fmt.Errorf("router %s: %w", f.Path, err)
 	}
-	for c, m := range doc.Classes {
-		for r, e := range m {
-			switch e.State {
-			case "", Ready, Drain, Maint:
-			default:
-				return nil, fmt.Errorf("router %s: classes.%s.%s.state: %q is not ready, drain or maint", f.Path, c, r, e.State)
-			}
-			if e.Weight < 0 {
-				return nil, fmt.Errorf("router %s: classes.%s.%s.weight: negative", f.Path, c, r)
-			}
+	return doc, nil
+}
+
+// fileRouterShape is the document's shape, said in every error about it.
+const fileRouterShape = `{"version": N, "classes": {CLASS: {REGION: {"weight": W, "state": "ready|drain|maint"}}}}`
+
+// decodeFileRouterDoc reads the document strictly: a member it does not know, a value of the
+// wrong type or a region without its weight is an error naming the field, never a weight read
+// as 0 (a document of another shape would otherwise read as "no traffic anywhere").
+func decodeFileRouterDoc(b []byte) (*FileRouterDoc, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil || top == nil {
+		return nil, fmt.Errorf("not a weights document (%s): %v", fileRouterShape, jsonWhy(err, "an object"))
+	}
+	doc := &FileRouterDoc{}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		v := top[k]
+		var err error
+		switch k {
+		case "version":
+			err = json.Unmarshal(v, &doc.Version)
+		case "updated":
+			err = json.Unmarshal(v, &doc.Updated)
+		case "classes":
+		default:
+			return nil, fmt.Errorf("%s: not a member of a weights document (%s)", k, fileRouterShape)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", k, jsonWhy(err, "a "+map[string]string{"version": "whole number", "updated": "RFC 3339 time"}[k]))
 		}
 	}
-	return &doc, nil
+	raw, ok := top["classes"]
+	if !ok {
+		return nil, fmt.Errorf("classes: missing: not a weights document (%s)", fileRouterShape)
+	}
+	var classes map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &classes); err != nil || classes == nil {
+		return nil, fmt.Errorf("classes: %v (%s)", jsonWhy(err, "an object of classes, each an object of regions"), fileRouterShape)
+	}
+	doc.Classes = map[string]map[string]FileRouterEntry{}
+	for c, m := range classes {
+		if m == nil {
+			return nil, fmt.Errorf("classes.%s: want an object of regions, got null", c)
+		}
+		doc.Classes[c] = map[string]FileRouterEntry{}
+		for r, v := range m {
+			at := "classes." + c + "." + r
+			e, err := decodeFileRouterEntry(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s%v", at, err)
+			}
+			doc.Classes[c][r] = e
+		}
+	}
+	return doc, nil
+}
+
+// decodeFileRouterEntry reads {"weight": W, "state": S}; its error starts with the member it is
+// about (".weight: …") or ": …" for the entry itself.
+func decodeFileRouterEntry(v json.RawMessage) (FileRouterEntry, error) {
+	var e FileRouterEntry
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(v, &m); err != nil || m == nil {
+		return e, fmt.Errorf(`: %v ({"weight": W, "state": S})`, jsonWhy(err, "an object"))
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch k {
+		case "weight":
+			if err := json.Unmarshal(m[k], &e.Weight); err != nil {
+				return e, fmt.Errorf(".weight: %v", jsonWhy(err, "a whole number"))
+			}
+		case "state":
+			if err := json.Unmarshal(m[k], &e.State); err != nil {
+				return e, fmt.Errorf(".state: %v", jsonWhy(err, "ready, drain or maint"))
+			}
+		default:
+			return e, fmt.Errorf(`.%s: not a member of a region's entry (want "weight" and "state")`, k)
+		}
+	}
+	if _, ok := m["weight"]; !ok {
+		return e, errors.New(`.weight: missing (a region's entry is {"weight": W, "state": S})`)
+	}
+	switch e.State {
+	case "", Ready, Drain, Maint:
+	default:
+		return e, fmt.Errorf(".state: %q is not ready, drain or maint", e.State)
+	}
+	if e.Weight < 0 {
+		return e, fmt.Errorf(".weight: %d is negative", e.Weight)
+	}
+	return e, nil
+}
+
+// jsonWhy says what was wrong with a JSON value: its type when it was of the wrong one, the
+// parser's message otherwise ("null" when the value parsed as null).
+func jsonWhy(err error, want string) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return "want " + want + ", got null"
+	case errors.As(err, &te):
+		return "want " + want + ", got a JSON " + te.Value
+	}
+	return err.Error()
 }
 
 // Read returns the document's weights and states.

@@ -280,7 +280,7 @@ func TestKubeDrillCleanupRemovesLeftovers(t *testing.T) {
 	b := newKubeBoot(t, pendingPods, "      schedule_timeout: 10m")
 	dir := filepath.Dir(b.fleet)
 	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
-	os.WriteFile(filepath.Join(dir, "weights.json"), []byte(`{"eu-only": {"gpu-eu": 100}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "weights.json"), []byte(`{"version": 1, "classes": {"eu-only": {"gpu-eu": {"weight": 100}}}}`), 0o644)
 	f, err := os.OpenFile(b.fleet, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

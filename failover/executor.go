@@ -43,6 +43,7 @@ var (
 //	executor_rollback.go  stepping back to the baseline when a check fails
 //	executor_resume.go    resume: the journal re-validated, then carried on from it
 //	executor_status.go    the view of a run's journal and status
+//	executor_runs.go      the recent runs as status lists them: outcome, who, steps
 type Executor struct {
 	Fleet   *Fleet
 	Store   providers.Store // the fleet's state store: lock and journal
@@ -52,7 +53,9 @@ type Executor struct {
 	Holder  string       // who runs this (user@host pid N); empty: derived
 	LockTTL time.Duration
 	Now     func() time.Time
-	// OnRecord is called after each journal record is written (tests crash here).
+	// OnRecord is called, on the run's goroutine, after each journal record is durably written:
+	// the fleet's notifications hang here (RunNotifier.Record, hooked by the CLI), and tests use
+	// it to watch or crash a run between records. It must not block: a step waits for it.
 	OnRecord func(Record)
 	// AfterApply is called after a step's change is read back, before its result is
 	// journaled (tests crash here too: applied but not recorded).

@@ -82,7 +82,8 @@ type Journal struct {
 	Fleet  string // FleetDigest of the fleet writing
 	next   int
 	Now    func() time.Time
-	// OnRecord is called after each record is durably written (tests crash the process here).
+	// OnRecord is called after each record is durably written (Executor.OnRecord: notifications,
+	// and tests that watch or crash a run between records).
 	OnRecord func(Record)
 	// fence, when set, is the lock holder's own lease check: no record is written once it fails.
 	fence func() error

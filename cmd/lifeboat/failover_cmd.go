@@ -488,6 +488,9 @@ failback that stops short of the baseline ends "HELD for safety" (exit 3).`,
 	return c
 }
 
+// noAbortReason is the reason an abort without --reason is journaled (and its request sent) with.
+const noAbortReason = "no reason given (failover abort without --reason)"
+
 func (a *app) failoverAbortCmd() *cobra.Command {
 	var ff failoverFlags
 	var wait time.Duration
@@ -503,8 +506,17 @@ While another operator's run holds the lock, abort asks it to stop instead: it w
 request to the state store, and the run honours it between steps — it journals who asked and
 why, then steps back to the baseline as abort does. This command waits (at most --wait) until
 that run has let go of the lock and reports where it ended: exit 0 back at the baseline, 1
-otherwise.`,
+otherwise.
+
+The journal records who aborted and why: without --reason (an abort is not refused for want of
+one) the reason journaled is "` + noAbortReason + `".`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.TrimSpace(ff.reason) == "" {
+				// An abort is what someone reaches for in a hurry: like kubectl argo rollouts
+				// abort it does not refuse for want of a reason, but the journal says it had none.
+				ff.reason = noAbortReason
+				fmt.Fprintf(a.stderr, "No --reason given: the abort is journaled with the reason %q (add --reason TEXT to say why).\n", ff.reason)
+			}
 			err := a.failoverAct(cmd, &ff, failover.Event{Kind: failover.Abort}, false)
 			var held *failover.LockHeldError
 			if !errors.As(err, &held) || held.Dead != "" || strings.HasPrefix(held.Lock.Operation, "failover abort") {
@@ -770,16 +782,27 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 
 func (a *app) failoverStatusCmd() *cobra.Command {
 	var ff failoverFlags
+	var runs int
 	c := &cobra.Command{
-		Use:     "status --fleet FILE [-o text|json]",
-		Short:   "Show the latest run from the journal, the lock, the router's weights, and drift",
-		Example: `  lifeboat failover status --fleet fleet.yaml -o json`,
+		Use:   "status --fleet FILE [--runs N] [-o text|json|yaml]",
+		Short: "Show the latest run from the journal, the recent runs, the lock, the router's weights, and drift",
+		Example: `  lifeboat failover status --fleet fleet.yaml
+  lifeboat failover status --fleet fleet.yaml --runs 30 -o json`,
 		Long: `Status renders the journal of the latest run (who, when, why, every step applied, holds) and
 reads the router. Drift — the router routes differently from what the journal says — exits 1, as
-does an expired failover.`,
+does an expired failover.
+
+Below it, the fleet's recent runs (--runs N, newest first): action, started, ended, outcome, who
+and steps applied. The outcome is running (its holder writes it), dead (the lock names a holder
+gone on this host), interrupted (unfinished, the lock free), held, failed, aborted (stepped back to
+the baseline), done or refused; a run whose journal holds an object that is not a valid record is
+unreadable, with the reason, and the others are listed all the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if runs < 1 {
+				return usageErr("--runs %d: want at least 1", runs)
+			}
 			f, err := a.failoverFleet(&ff)
 			if err != nil {
 				return err
@@ -794,10 +817,14 @@ does an expired failover.`,
 				return pasteable(err, ff.fleet)
 			}
 			routerErr := err // the journal and the lock are shown all the same
+			recent, err := e.RecentRuns(ctx, runs)
+			if err != nil {
+				return pasteable(err, ff.fleet)
+			}
 			if a.output == "json" {
-				err = a.writeJSON(st)
-			} else {
-				err = renderStatus(a.stdout, f, st)
+				err = a.writeJSON(statusDoc{Status: st, Runs: recent})
+			} else if err = renderStatus(a.stdout, f, st); err == nil {
+				err = renderRuns(a.stdout, recent)
 			}
 			if err != nil {
 				return err
@@ -821,6 +848,7 @@ does an expired failover.`,
 		},
 	}
 	ff.common(c)
+	c.Flags().IntVar(&runs, "runs", defaultStatusRuns, "how many of the fleet's recent runs to list, newest first")
 	return c
 }
 
@@ -936,7 +964,11 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 	if st.LockError != "" {
 		fmt.Fprintf(w, "LOCK: %s\n", providers.Sanitize(st.LockError, 500))
 	} else if st.Lock != nil {
-		fmt.Fprintf(w, "Lock %s held by %s since %s (%s), last renewed until %s by the holder's clock\n", st.Lock.ID, st.Lock.Holder, st.Lock.Since.Format(time.RFC3339), st.Lock.Operation, st.Lock.Expires.Format(time.RFC3339))
+		fmt.Fprintf(w, "Lock %s held by %s since %s (%s), last renewed until %s by the holder's clock\n", providers.Sanitize(st.Lock.ID, 64), providers.Sanitize(st.Lock.Holder, 200),
+			st.Lock.Since.Format(time.RFC3339), providers.Sanitize(st.Lock.Operation, 64), st.Lock.Expires.Format(time.RFC3339))
+		if st.HolderDead != "" && st.State != "dead" {
+			fmt.Fprintln(w, withFleet("  its holder is dead ("+providers.Sanitize(st.HolderDead, 200)+"): `lifeboat failover resume` takes the lock over at once", f.File))
+		}
 	} else {
 		fmt.Fprintln(w, "Lock: free")
 	}

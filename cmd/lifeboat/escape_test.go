@@ -19,6 +19,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/net/html"
 
 	"lifeboat/internal/sample"
@@ -53,9 +54,10 @@ func hostilePeer(t *testing.T, status int, contentType, body string) string {
 // A hostile HTTP router (its 500 body, also as a hostile replica for probe), a hostile S3
 // endpoint (its error <Message>), a hostile frontend (503 body, X-Served-By) and a dead router
 // reach every command and output format that prints them — check, failover plan and status,
-// verify, probe, drill run (-o text, json, junit) and the drill's report.html, report.json,
+// verify, probe, drill run (-o text, json, yaml, junit) and the drill's report.html, report.json,
 // report.md and junit.xml — and no peer text becomes structure: no ESC or other control reaches
-// the terminal, every JSON document parses with no forged key, every JUnit document is
+// the terminal, every JSON and YAML document parses as one document with no forged key (and, in
+// YAML, no anchor, alias or tag a peer wrote), every JUnit document is
 // well-formed with no forged element, report.html (parsed by an HTML parser) runs only
 // Lifeboat's own script and keeps its FAIL badge, report.md has no live tag, link or cell break.
 func TestNoPeerTextBecomesStructure(t *testing.T) {
@@ -155,7 +157,7 @@ sla: {rto: 30m}
 	junitOK := map[string]bool{"check": true, "verify": true, "drill": true}
 	sawPayload := false
 	for _, args := range runs {
-		formats := []string{"text", "json"}
+		formats := []string{"text", "json", "yaml"}
 		if junitOK[args[0]] {
 			formats = append(formats, "junit")
 		}
@@ -174,6 +176,8 @@ sla: {rto: 30m}
 			switch o {
 			case "json":
 				checkJSON(t, fmt.Sprint(a), []byte(r.stdout))
+			case "yaml":
+				checkYAML(t, fmt.Sprint(a), []byte(r.stdout))
 			case "junit":
 				checkXML(t, fmt.Sprint(a), []byte(r.stdout))
 			}
@@ -263,6 +267,89 @@ func checkJSON(t *testing.T, what string, b []byte) {
 		}
 	}
 	walk(v)
+}
+
+// checkYAML: one YAML document, a mapping with exit_code, no forged key, and nothing but plain
+// data — no anchor, alias, or tag beyond the core schema's (a peer's "&a", "*a" or "!!binary"
+// stays text).
+func checkYAML(t *testing.T, what string, b []byte) *yaml.Node {
+	t.Helper()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		t.Errorf("%s: not YAML: %v\n%s", what, err, b)
+		return nil
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		t.Errorf("%s: more than one YAML document (%v):\n%s", what, err, b)
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		t.Errorf("%s: not a YAML mapping:\n%s", what, b)
+		return nil
+	}
+	core := map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true, "!!map": true, "!!seq": true}
+	var walk func(n *yaml.Node, key bool)
+	walk = func(n *yaml.Node, key bool) {
+		switch {
+		case n.Kind == yaml.AliasNode || n.Anchor != "":
+			t.Errorf("%s: an anchor or alias in the output (line %d)", what, n.Line)
+		case !core[n.ShortTag()]:
+			t.Errorf("%s: tag %s at line %d", what, n.ShortTag(), n.Line)
+		case key && (n.Value == "pwnkey" || n.Value == "forged" || strings.Contains(n.Value, "script")):
+			t.Errorf("%s: a peer's text became the YAML key %q", what, n.Value)
+		}
+		for i, c := range n.Content {
+			walk(c, n.Kind == yaml.MappingNode && i%2 == 0)
+		}
+	}
+	walk(doc.Content[0], false)
+	var top map[string]any
+	if err := doc.Decode(&top); err != nil || top["exit_code"] == nil {
+		t.Errorf("%s: no exit_code in the YAML document (%v)", what, err)
+	}
+	return doc.Content[0]
+}
+
+// yamlPayload is text YAML would read as structure if it were written as it is: a newline and
+// a forged key, a document start and end, a sequence entry, an anchor and its alias, a tag, a
+// comment, a complex key, a flow mapping and sequence, a directive, quotes, block indicators, a
+// trailing space and a terminal escape.
+const yamlPayload = "INC-9\nforged: pwned\n--- \n- &a x\n*a\n!!binary aGk= #c\n? k\n: v\n{pwnkey: 1} [x] @at `bt` %YAML 1.2\n... 'q' \"dq\" | > \x1b[2J "
+
+// A reason is the operator's text, kept whole in the journal (newlines too) and shown in status
+// -o yaml: YAML-special text in it stays the one string it was — it reads back exactly (its
+// terminal escape made safe), with no forged key, document, anchor or tag — in the latest run
+// and in the list of recent runs; -o json and the text table are safe too.
+func TestYAMLKeepsHostileReasonText(t *testing.T) {
+	faultDir(t)
+	if r := cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", yamlPayload); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	want := strings.ReplaceAll(yamlPayload, "\x1b", "\uFFFD")
+	r := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml", "-o", "yaml")
+	root := checkYAML(t, "status -o yaml", []byte(r.stdout))
+	var doc struct {
+		Reason string `yaml:"reason"`
+		Runs   []struct {
+			Reason string `yaml:"reason"`
+		} `yaml:"runs"`
+	}
+	if root == nil || root.Decode(&doc) != nil {
+		t.Fatalf("status -o yaml:\n%s", r.stdout)
+	}
+	if doc.Reason != want || len(doc.Runs) != 1 || doc.Runs[0].Reason != want {
+		t.Errorf("the reason does not read back as the one string it was: %q, runs %+v, want %q\n%s", doc.Reason, doc.Runs, want, r.stdout)
+	}
+	checkTerminal(t, "status -o yaml", r.stdout)
+	j := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml", "-o", "json")
+	checkJSON(t, "status -o json", []byte(j.stdout))
+	checkTerminal(t, "status -o json", j.stdout)
+	txt := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml")
+	checkTerminal(t, "status", txt.stdout)
+	if strings.Contains(txt.stdout, "\nforged: pwned") {
+		t.Errorf("the reason's newline reached the text output:\n%s", txt.stdout)
+	}
 }
 
 // checkXML: well-formed, no forged element.

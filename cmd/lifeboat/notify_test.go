@@ -178,3 +178,68 @@ func TestFleetNotifyValidation(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestDrillVerdictNotification: `drill run` on a fleet with two webhooks — a generic JSON one
+// and a Slack-format one, on loopback receivers — delivers the drill's verdict to both, once
+// each, with the verdict the command ended with, and no secret: the webhook URLs (their tokens
+// in path and query, from the environment variables the fleet names) appear in no body and no
+// log line.
+func TestDrillVerdictNotification(t *testing.T) {
+	drill := drillFleet(t, "5m")
+	dir := filepath.Dir(drill)
+	var js, slack receiver
+	jsSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { js.record(req) }))
+	defer jsSrv.Close()
+	slackSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { slack.record(req) }))
+	defer slackSrv.Close()
+	const secret = "xoxb-DR1LL-s3cr3t-4a5b6c"
+	f, err := os.OpenFile(filepath.Join(dir, "fleet.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("notify:\n  - {name: audit, url_env: LB_TEST_DRILL_HOOK, format: json, events: [drill]}\n  - {name: chat, url_env: LB_TEST_DRILL_SLACK, format: slack}\n")
+	f.Close()
+	env := []string{"LB_TEST_DRILL_HOOK=" + jsSrv.URL + "/hooks/" + secret, "LB_TEST_DRILL_SLACK=" + slackSrv.URL + "/services/T0/B0/" + secret + "?token=" + secret}
+
+	r := cli(t, env, "drill", "run", drill, "--approve-all")
+	verdict := "PASS"
+	if r.code != 0 {
+		verdict = "FAIL"
+	}
+	if !strings.Contains(r.stdout, "Verdict: "+verdict) {
+		t.Fatalf("drill: exit %d, no %q verdict\n%s\n%s", r.code, verdict, r.stdout, r.stderr)
+	}
+	if got := strings.Join(js.events(), " "); got != "drill.verdict" {
+		t.Fatalf("events at the JSON receiver: %q, want one drill.verdict\n%s", got, r.stderr)
+	}
+	js.mu.Lock()
+	body := js.bodies[0]
+	js.mu.Unlock()
+	fleet := filepath.Join(dir, "fleet.yaml") // the drill file's fleet:, resolved from its directory
+	if body["schema"] != "lifeboat.notification/v1" || body["event"] != "drill.verdict" || body["verdict"] != verdict || body["model"] != "llama-demo" ||
+		body["run"] != "lose-eu-west-1" || body["operation"] != "drill: lose eu-west-1" || body["fleet"] != fleet ||
+		body["next"] != "lifeboat drill history --fleet "+fleet || !strings.Contains(fmtAny(body["detail"]), "lose-eu-west-1") {
+		t.Errorf("drill verdict body: %v", body)
+	}
+	if regions, _ := body["regions"].([]any); len(regions) != 1 || regions[0] != "eu-west-1" {
+		t.Errorf("regions of %v", body)
+	}
+	slack.mu.Lock()
+	var sl map[string]any
+	for _, b := range slack.bodies {
+		if strings.Contains(fmtAny(b["text"]), "drill.verdict") {
+			sl = b
+		}
+	}
+	slackBodies := slack.bodies
+	slack.mu.Unlock()
+	if sl == nil || !strings.Contains(fmtAny(sl["text"]), verdict) || sl["blocks"] == nil {
+		t.Fatalf("no Slack-format drill verdict: %v", slackBodies)
+	}
+	all, _ := json.Marshal([]any{js.bodies, slackBodies})
+	for _, s := range []string{r.stdout + r.stderr, string(all)} {
+		if strings.Contains(s, secret) || strings.Contains(s, jsSrv.URL) || strings.Contains(s, slackSrv.URL) {
+			t.Fatalf("a webhook URL or its token leaked:\n%s", s)
+		}
+	}
+}

@@ -310,7 +310,9 @@ func TestStaleAbortRequestIgnored(t *testing.T) {
 	eachAbortStore(t, "step_interval: 1500ms, lock_ttl: 20s, max_transitions_per_hour: 100", func(t *testing.T, dir string, st abortStore, d *httpDocRouter) {
 		// The holder is stopped with its last step's write in flight (the one that withdraws
 		// eu-west-1: the document no longer names it), after its last check for an abort request.
-		var a *lb
+		// The handler learns the process through a channel, not a shared variable: the run's
+		// first PUT can arrive before startLB has returned, and the channel orders the two.
+		started := make(chan *lb, 1)
 		stopped := make(chan struct{})
 		var once sync.Once
 		d.setHook(func(r *http.Request) {
@@ -321,12 +323,14 @@ func TestStaleAbortRequestIgnored(t *testing.T) {
 			r.Body = io.NopCloser(bytes.NewReader(b))
 			if !bytes.Contains(b, []byte(`"eu-west-1"`)) {
 				once.Do(func() {
-					a.cmd.Process.Signal(syscall.SIGSTOP)
+					p := <-started
+					p.cmd.Process.Signal(syscall.SIGSTOP)
 					close(stopped)
 				})
 			}
 		})
-		a = startLB(t, dir, st.env, runArgs...)
+		a := startLB(t, dir, st.env, runArgs...)
+		started <- a
 		select {
 		case <-stopped:
 		case <-a.done:

@@ -210,8 +210,8 @@ func (x *run) record(r Request) {
 	x.requests = append(x.requests, r)
 }
 
-// startSampler sends one request per class every traffic.interval until the failback ends:
-// TTFT and landing region over the whole ramp.
+// startSampler sends one request per class at once and then every traffic.interval until the
+// failback ends: TTFT and landing region over the whole ramp.
 func (x *run) startSampler() {
 	if x.Drill.Traffic.Interval <= 0 || x.sampler != nil {
 		return
@@ -221,16 +221,27 @@ func (x *run) startSampler() {
 	p := &picker{}
 	go func() {
 		defer close(x.sampled)
+		classes := slices.Sorted(mapsKeys(x.Fleet.Tenants))
+		// The first round goes out at once and runs to its end even when the ramp ends first
+		// (each request bounded by traffic.timeout): a ramp that fails in a few hundred
+		// milliseconds still leaves one sample per class in the evidence, not none.
+		for _, c := range classes {
+			r := x.send(x.ctx, p, c, "ramp")
+			if x.ctx.Err() != nil {
+				return // the drill itself was cancelled
+			}
+			x.record(r)
+		}
 		t := time.NewTicker(x.Drill.Traffic.Interval)
 		defer t.Stop()
-		sent := 0
+		sent := len(classes)
 		for sent < maxSamples {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			for _, c := range slices.Sorted(mapsKeys(x.Fleet.Tenants)) {
+			for _, c := range classes {
 				r := x.send(ctx, p, c, "ramp")
 				if ctx.Err() != nil {
 					return // cut off by the end of the sampling, not a failure

@@ -241,10 +241,10 @@ func TestModelRules(t *testing.T) {
 			mtMutate(t, l, "model/tokenizer_config.json", func(d map[string]any) {
 				d["chat_template"] = "{{ bos_token }}\n{% for m in messages %}\n{{ m.content }}\n"
 			})
-		}, rule: "chat-template-invalid", severity: Error, fixed: "model/tokenizer_config.json", contains: "line 2, column 1: the 'for' block opened on line 2 is never closed"},
+		}, rule: "chat-template-invalid", severity: Error, fixed: "model/tokenizer_config.json", contains: "model/tokenizer_config.json:2:1: the 'for' block opened on line 2 is never closed"},
 		{name: "chat_template.jinja bad syntax", breakIt: func(t *testing.T, l *sample.Layout) {
 			mtWrite(t, l, "model/chat_template.jinja", []byte("{% for m in messages %}\n{{ m.content + }}\n{% endfor %}\n"))
-		}, rule: "chat-template-invalid", severity: Error, fixed: "model/chat_template.jinja", contains: "model/chat_template.jinja: line 2"},
+		}, rule: "chat-template-invalid", severity: Error, fixed: "model/chat_template.jinja", contains: "model/chat_template.jinja:2:16: unexpected end of print statement"},
 		{name: "shadowed tokenizer_config template broken", breakIt: func(t *testing.T, l *sample.Layout) {
 			mtWrite(t, l, "model/chat_template.jinja", []byte("{% for m in messages %}{{ m.content }}{% endfor %}"))
 			mtMutate(t, l, "model/tokenizer_config.json", func(d map[string]any) { d["chat_template"] = "{% if x %}" })

@@ -107,6 +107,15 @@ func CheckChatTemplate(t ChatTemplate) error {
 	return CheckJinjaSyntax(t.Text, t.Label())
 }
 
+// JinjaSyntaxError is the error of the one Jinja parser (manifest/modelrepo/jinja): the file,
+// line and column of the problem.
+type JinjaSyntaxError = jinja.SyntaxError
+
+// CheckJinjaSyntax parses a Jinja template with jinja2's grammar and returns a *JinjaSyntaxError
+// naming name, the line and the column of the first problem, or nil. It does not render anything;
+// constructs jinja2 accepts that the Go renderer does not run are not errors here.
+func CheckJinjaSyntax(src, name string) error { return jinja.Check(src, name) }
+
 // RenderOptions are the variables Hugging Face passes to a chat template, beyond the messages.
 type RenderOptions struct {
 	BOSToken, EOSToken string
@@ -129,9 +138,10 @@ type RenderOptions struct {
 	NoGenerationPrompt bool
 }
 
-// ErrRenderUnsupported means the renderer cannot run a construct jinja2 accepts (a recursive
-// loop, a call block with caller arguments); it says nothing about the template.
-var ErrRenderUnsupported = errors.New("the Go Jinja renderer does not support this construct (jinja2 does)")
+// ErrRenderUnsupported is jinja.ErrUnsupported: the renderer cannot run a construct jinja2
+// accepts (a recursive loop, a call block with caller arguments); it says nothing about the
+// template.
+var ErrRenderUnsupported = jinja.ErrUnsupported
 
 // ErrRenderLimit is jinja.ErrLimit: the render hit its depth, step or output budget (a hostile
 // or runaway template).
@@ -162,12 +172,9 @@ func RenderChatTemplate(ctx context.Context, t ChatTemplate, o RenderOptions) (s
 	if len(t.Text) > MaxChatTemplate {
 		return "", fmt.Errorf("%s: template is %d bytes, more than the %d this renderer accepts", t.Label(), len(t.Text), MaxChatTemplate)
 	}
-	tpl, err := jinja.Parse(t.Text)
+	tpl, err := jinja.ParseNamed(t.Text, t.Label())
 	if err != nil {
-		if CheckJinjaSyntax(t.Text, t.Label()) == nil {
-			return "", fmt.Errorf("%s: %v: %w", t.Label(), err, ErrRenderUnsupported)
-		}
-		return "", fmt.Errorf("%s: %v", t.Label(), err)
+		return "", err // names the template, line and column; wraps ErrRenderUnsupported when jinja2 would run it
 	}
 	msgs := o.Messages
 	if msgs == nil {

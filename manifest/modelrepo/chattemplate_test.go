@@ -3,6 +3,7 @@ package modelrepo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,7 +178,7 @@ func TestJinjaSyntax(t *testing.T) {
 			t.Errorf("%q: want a syntax error, got %v", tc.src, err)
 			continue
 		}
-		if se.Line != tc.line || !strings.Contains(se.Msg, tc.want) || !strings.HasPrefix(err.Error(), "t.jinja: line ") {
+		if se.Line != tc.line || se.Col < 1 || !strings.Contains(se.Msg, tc.want) || !strings.HasPrefix(err.Error(), fmt.Sprintf("t.jinja:%d:%d: ", se.Line, se.Col)) {
 			t.Errorf("%q: got %q (line %d), want line %d and %q", tc.src, err, se.Line, tc.line, tc.want)
 		}
 	}
@@ -210,7 +211,7 @@ func TestBrokenRealTemplates(t *testing.T) {
 			if se.Line != tc.line {
 				t.Errorf("line %d, want %d: %v", se.Line, tc.line, err)
 			}
-			if !strings.Contains(err.Error(), "model/chat_template.jinja: line ") {
+			if !strings.HasPrefix(err.Error(), fmt.Sprintf("model/chat_template.jinja:%d:%d: ", se.Line, se.Col)) || se.Col < 1 {
 				t.Errorf("error does not name the file and line: %v", err)
 			}
 		})

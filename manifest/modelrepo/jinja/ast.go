@@ -24,7 +24,8 @@ type (
 		target []string // one name, several (tuple unpacking), or [ns, attr] when attr != ""
 		attr   string
 		value  expr
-		body   []node // {% set x %}…{% endset %} when value is nil
+		body   []node      // {% set x %}…{% endset %} when value is nil
+		filter *filterExpr // {% set x | f %}: the filters applied to the body, or nil
 	}
 	macroNode struct {
 		name     string
@@ -37,7 +38,7 @@ type (
 		body []node
 	}
 	filterBlockNode struct {
-		filter *filterExpr
+		filter *filterExpr // the last filter; its x is the one before, nil for the first
 		body   []node
 	}
 	breakNode    struct{}
@@ -75,7 +76,7 @@ type (
 	}
 	filterExpr struct {
 		line   int
-		x      expr // nil inside a filter block
+		x      expr // nil for the first filter of a filter block or block set
 		name   string
 		args   []expr
 		kwargs []kwarg

@@ -141,7 +141,7 @@ func (it *interp) execOne(n node, sc *scope) error {
 		if err != nil {
 			return err
 		}
-		v, err := it.applyFilter(x.filter, s, sc)
+		v, err := it.applyFilterChain(x.filter, s, sc)
 		if err != nil {
 			return err
 		}
@@ -152,6 +152,17 @@ func (it *interp) execOne(n node, sc *scope) error {
 		return errContinue
 	}
 	return fmt.Errorf("internal: unknown node %T", n)
+}
+
+// applyFilterChain applies the filters of a filter block or block set to v, first to last.
+func (it *interp) applyFilterChain(f *filterExpr, v any, sc *scope) (any, error) {
+	if prev, ok := f.x.(*filterExpr); ok {
+		var err error
+		if v, err = it.applyFilterChain(prev, v, sc); err != nil {
+			return nil, err
+		}
+	}
+	return it.applyFilter(f, v, sc)
 }
 
 // capture renders nodes into a string instead of the output.
@@ -175,6 +186,9 @@ func (it *interp) execSet(x *setNode, sc *scope) error {
 	var err error
 	if x.value == nil {
 		v, err = it.capture(x.body, sc)
+		if err == nil && x.filter != nil {
+			v, err = it.applyFilterChain(x.filter, v, sc)
+		}
 	} else {
 		v, err = it.eval(x.value, sc)
 	}

@@ -13,19 +13,47 @@ type Template struct {
 	nodes []node
 }
 
-// Parse parses a template with transformers' settings (trim_blocks, lstrip_blocks,
-// loopcontrols). Errors are *SyntaxError.
-func Parse(src string) (t *Template, err error) {
+// Parse parses a template for rendering with transformers' settings (trim_blocks,
+// lstrip_blocks, loopcontrols). Errors are *SyntaxError with the line and column of the
+// problem; one for a construct jinja2 accepts but this renderer cannot run wraps ErrUnsupported.
+func Parse(src string) (*Template, error) { return ParseNamed(src, "") }
+
+// ParseNamed is Parse for a template read from name, which its errors carry.
+func ParseNamed(src, name string) (t *Template, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			t, err = nil, fmt.Errorf("template parser failed: %v", p)
+			t, err = nil, parserPanic(name, p)
 		}
 	}()
-	nodes, err := parse(src)
+	nodes, unsupported, err := parse(src, name)
 	if err != nil {
 		return nil, err
 	}
+	if unsupported != nil {
+		return nil, unsupported
+	}
 	return &Template{nodes: nodes}, nil
+}
+
+// Check parses src the way jinja2 compiles it, without rendering, and returns a *SyntaxError
+// naming name, the line and the column of the first problem, or nil. Constructs jinja2 accepts
+// that the renderer cannot run are not errors here.
+func Check(src, name string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = parserPanic(name, p)
+		}
+	}()
+	_, _, err = parse(src, name)
+	return err
+}
+
+// parserPanic turns a parser panic (a bug, which the fuzz tests look for) into an error.
+func parserPanic(name string, p any) error {
+	if name == "" {
+		return fmt.Errorf("template parser failed: %v", p)
+	}
+	return fmt.Errorf("%s: template parser failed: %v", name, p)
 }
 
 // Render renders t with vars (the messages, tools, add_generation_prompt, bos_token, …; Go maps

@@ -16,9 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
@@ -211,9 +211,9 @@ func TestKubePortForwardAndLogs(t *testing.T) {
 	// the API server translates to SPDY towards kwok).
 	dialers := map[string]func() (httpstream.Dialer, error){
 		"spdy": func() (httpstream.Dialer, error) {
-			return spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u), nil
+			return spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u), nil
 		},
-		"websocket": func() (httpstream.Dialer, error) { return portforward.NewSPDYOverWebsocketDialer(u, cfg) },
+		"websocket": func() (httpstream.Dialer, error) { return portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg) },
 	}
 	for name, newDialer := range dialers {
 		portForwardGet(t, name, newDialer)
@@ -239,7 +239,7 @@ func portForwardGet(t *testing.T, name string, newDialer func() (httpstream.Dial
 		}
 		stop, ready := make(chan struct{}), make(chan struct{})
 		defer close(stop)
-		fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8000"}, stop, ready, io.Discard, io.Discard)
+		fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{"0:8000"}, stop, ready, io.Discard, io.Discard)
 		if err != nil {
 			return false, err
 		}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // forward is one port-forward through the API server to a pod.
@@ -77,15 +77,15 @@ func (l *Launcher) portForward(ns, pod string, local, remote int) (*forward, err
 	if err != nil {
 		return nil, err
 	}
-	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, http.MethodPost, u)
-	if ws, err := portforward.NewSPDYOverWebsocketDialer(u, l.rc); err == nil {
-		dialer = portforward.NewFallbackDialer(ws, dialer, func(err error) bool {
+	dialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: rt}, http.MethodPost, u)
+	if ws, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, l.rc); err == nil {
+		dialer = portforward.NewFallbackDialerForStreaming(ws, dialer, func(err error) bool {
 			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 		})
 	}
 	f := &forward{pod: pod, stop: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan struct{})
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("%d:%d", local, remote)}, f.stop, ready, io.Discard, io.Discard)
+	pf, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("%d:%d", local, remote)}, f.stop, ready, io.Discard, io.Discard)
 	if err != nil {
 		return nil, err
 	}

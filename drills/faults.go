@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"lifeboat/failover"
-	"lifeboat/manifest"
 	"lifeboat/providers"
 )
 
@@ -21,7 +20,6 @@ const maxFaultFile = 256 << 20
 type fileFault struct {
 	f        *Fault
 	store    providers.Store
-	file     manifest.File
 	original []byte
 }
 

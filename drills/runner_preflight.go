@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"lifeboat/failover"
-	"lifeboat/manifest"
 	"lifeboat/providers"
 )
 
@@ -28,7 +27,8 @@ func (x *run) preflight() error {
 	if err != nil {
 		return err
 	}
-	for _, rec := range open {
+	if len(open) > 0 { // the first open record is named; cleanup puts them all back
+		rec := open[0]
 		how := fmt.Sprintf("run `lifeboat drill cleanup %s` to put it back", x.Drill.File)
 		if host, boot := thisHost(); rec.Host == host && rec.Boot == boot && running(rec.PID, rec.PIDStart) {
 			how = "it is still running"
@@ -85,13 +85,7 @@ func (x *run) plantFileFaults() error {
 		if effectOf(*f) != effectReplica {
 			continue
 		}
-		file := manifest.File{}
-		for _, mf := range x.Manifest.Files {
-			if mf.Path == f.Path {
-				file = mf
-			}
-		}
-		ff := &fileFault{f: f, store: x.stores[x.Fleet.Regions[f.Region].Replica], file: file}
+		ff := &fileFault{f: f, store: x.stores[x.Fleet.Regions[f.Region].Replica]}
 		x.files = append(x.files, ff) // before plant: teardown puts back whatever was changed
 		keep := func(orig []byte) error {
 			sum := sha256.Sum256(orig)

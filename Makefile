@@ -55,9 +55,10 @@ GOBUILD = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=true -tags $(TAGS) -ldfl
 build:
 	$(GOBUILD) -o $(LIFEBOAT) ./cmd/lifeboat
 
-## test: everything CI runs: formatting, vet, unit, property, fuzz-seed and integration tests
-## against real S3 (versitygw), GCS (fake-gcs-server) and Azure (Azurite) servers on loopback, and
-## the differential tests against Hugging Face's JavaScript tokenizers and Jinja (npm, ./.tools).
+## test: everything CI runs: formatting, vet, staticcheck, unit, property, fuzz-seed and
+## integration tests against real S3 (versitygw), GCS (fake-gcs-server) and Azure (Azurite)
+## servers on loopback, and the differential tests against Hugging Face's JavaScript tokenizers
+## and Jinja (npm, ./.tools).
 ## The race detector is on: callbacks such as Progress and OnFile run on many goroutines, and a
 ## race there is a bug (RACE=0 turns it off for a quick local run).
 ##
@@ -67,7 +68,7 @@ build:
 ## has nothing to find. They still run in every `make test`, only without -race.
 RACE ?= 1
 NORACE ?= ^TestFamilyBrokenVariants$$
-test: fmt-check vet emulators oracles routers chromium kube ci-tools cosign
+test: fmt-check vet staticcheck emulators oracles routers chromium kube ci-tools cosign
 	$(GO) test $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
 	$(if $(filter 1,$(RACE)),$(GO) test -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
 
@@ -79,7 +80,7 @@ docs:
 vet:
 	$(GO) vet ./...
 
-lint: fmt-check vet
+lint: fmt-check vet staticcheck
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

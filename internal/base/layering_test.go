@@ -5,8 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -38,6 +44,11 @@ type pkg struct {
 	Imports      []string // non-test imports
 	TestImports  []string // imports of the package's own _test.go files
 	XTestImports []string // imports of its external (package x_test) test files
+
+	Dir            string   // where its files are
+	Name           string   // its package name
+	GoFiles        []string // non-test files built with go list's tags
+	IgnoredGoFiles []string // non-test files those tags leave out
 }
 
 // rel is path without the module prefix ("" for a path outside the module).
@@ -125,7 +136,7 @@ func goList(t *testing.T) []pkg {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
 	}
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports", module+"/...")
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Dir,Name,GoFiles,IgnoredGoFiles", module+"/...")
 	cmd.Dir = "../.."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -192,6 +203,162 @@ func TestLayeringCatches(t *testing.T) {
 			}
 			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
 				t.Fatalf("want one violation containing %q, got %q", tc.want, got)
+			}
+		})
+	}
+}
+
+// docLines is how many lines the first paragraph of a package comment may take: what the package
+// holds, said so that a newcomer reading `go doc` or the doc.go knows whether to look further.
+const docLines = 3
+
+// goFileRef is a Go file a package comment names ("runner_*.go", "internal/base/layering_test.go").
+var goFileRef = regexp.MustCompile(`[A-Za-z0-9_*][A-Za-z0-9_./*-]*\.go\b`)
+
+// docProblems lists what is wrong with the package comment of the package in dir (package name,
+// non-test files), one line each: it must be in doc.go, begin "Package name" ("Command name" for a
+// main package, named after its directory), say what the package holds in at most docLines lines
+// before its first blank line, be the only package comment, and name only Go files that exist
+// (relative to dir, or to root when the name has a slash; a * matches as in a glob).
+func docProblems(root, dir, name string, files []string) []string {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		rel = dir
+	}
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, rel+": "+fmt.Sprintf(format, args...)) }
+	var doc string
+	for _, f := range files {
+		af, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, f), nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			bad("%v", err)
+			continue
+		}
+		switch {
+		case f == "doc.go" && af.Doc == nil:
+			bad("doc.go has no package comment (the comment right above its package clause)")
+		case f == "doc.go":
+			doc = af.Doc.Text()
+		case af.Doc != nil:
+			bad("%s has a package comment: the package comment belongs in doc.go alone", f)
+		}
+	}
+	if !slices.Contains(files, "doc.go") {
+		bad("no doc.go: every package says what it holds in a doc.go (its package comment)")
+	}
+	if doc == "" {
+		return out
+	}
+	want := "Package " + name + " "
+	if name == "main" {
+		want = "Command " + filepath.Base(dir) + " "
+	}
+	if !strings.HasPrefix(doc, want) {
+		bad("the package comment begins %q, want %q", firstLine(doc), want+"…")
+	}
+	first, _, _ := strings.Cut(doc, "\n\n")
+	if n := strings.Count(strings.TrimSpace(first), "\n") + 1; n > docLines {
+		bad("the package comment's first paragraph takes %d lines: say what the package holds in at most %d, then a blank line before the details", n, docLines)
+	}
+	for _, loc := range goFileRef.FindAllStringIndex(doc, -1) {
+		ref := doc[loc[0]:loc[1]]
+		if loc[1] < len(doc)-1 && doc[loc[1]] == '.' && isLetter(doc[loc[1]+1]) {
+			continue // a host name (pkg.go.dev), not a file
+		}
+		base := dir
+		if strings.Contains(ref, "/") {
+			base = root
+		}
+		if m, _ := filepath.Glob(filepath.Join(base, ref)); len(m) == 0 {
+			bad("the package comment names %s, which does not exist", ref)
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// TestPackageDocs fails when a package of the module (test-only ones aside) has no doc.go with its
+// package comment, keeps a package comment in another file, or has one that does not say in
+// docLines lines what it holds or names a file that is gone.
+func TestPackageDocs(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range goList(t) {
+		files := append(slices.Clone(p.GoFiles), p.IgnoredGoFiles...)
+		if len(files) == 0 || p.Dir == "" {
+			continue // test files only (examples/kubernetes): no package to document
+		}
+		n++
+		for _, v := range docProblems(root, p.Dir, p.Name, files) {
+			t.Error(v)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("checked only %d packages: wrong directory?", n)
+	}
+}
+
+// TestPackageDocsCatches proves each rule of docProblems can fail, on packages written to a
+// temporary directory.
+func TestPackageDocsCatches(t *testing.T) {
+	good := "// Package p holds one thing.\n//\n// p.go is where it is.\npackage p\n"
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  string // substring of the one problem; "" for none
+	}{
+		{"good", map[string]string{"doc.go": good, "p.go": "package p\n"}, ""},
+		{"main", map[string]string{"doc.go": "// Command pkg runs.\npackage main\n", "main.go": "package main\n"}, ""},
+		{"glob and root path", map[string]string{"doc.go": "// Package p holds p_*.go, and pkg/doc.go.\npackage p\n", "p_a.go": "package p\n"}, ""},
+		{"host name", map[string]string{"doc.go": "// Package p is on pkg.go.dev.\npackage p\n"}, ""},
+		{"file comment apart", map[string]string{"doc.go": good, "p.go": "// What p.go is for.\n\npackage p\n"}, ""},
+		{"no doc.go", map[string]string{"p.go": "package p\n"}, "no doc.go"},
+		{"doc.go without a comment", map[string]string{"doc.go": "package p\n"}, "doc.go has no package comment"},
+		{"comment detached", map[string]string{"doc.go": "// Package p holds one thing.\n\npackage p\n"}, "doc.go has no package comment"},
+		{"comment in another file", map[string]string{"doc.go": good, "p.go": "// Package p again.\npackage p\n"}, "p.go has a package comment"},
+		{"wrong start", map[string]string{"doc.go": "// This package holds one thing.\npackage p\n"}, `want "Package p …"`},
+		{"main not named", map[string]string{"doc.go": "// Package main runs.\npackage main\n"}, `want "Command pkg …"`},
+		{"first paragraph too long", map[string]string{"doc.go": "// Package p holds\n// one\n// thing\n// at length.\npackage p\n"}, "takes 4 lines"},
+		{"names a missing file", map[string]string{"doc.go": "// Package p holds runner.go.\npackage p\n"}, "names runner.go"},
+		{"names a missing glob", map[string]string{"doc.go": "// Package p holds p_*.go.\npackage p\n"}, "names p_*.go"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "pkg")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var files []string
+			for name, src := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, name)
+			}
+			sort.Strings(files)
+			pkgName := "p"
+			if strings.Contains(tc.files["doc.go"]+tc.files["main.go"], "package main") {
+				pkgName = "main"
+			}
+			got := docProblems(root, dir, pkgName, files)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("want no problem, got %q", got)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+				t.Fatalf("want one problem containing %q, got %q", tc.want, got)
 			}
 		})
 	}

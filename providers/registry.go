@@ -77,6 +77,9 @@ type registryStore struct {
 	mu     sync.Mutex
 	loaded bool
 	keys   map[string]ocispec.Descriptor
+	// written are the blobs Write committed or found in the repository (a HEAD) since the store
+	// was opened: PushManifest need not ask for them again.
+	written []ocispec.Descriptor
 }
 
 // newRegistryStore opens oci://REGISTRY/REPO[:TAG|@DIGEST]. Credentials come from the Docker
@@ -418,10 +421,24 @@ func (s *registryStore) Write(ctx context.Context, key string, r io.Reader, opts
 	return s.record(key, ocispec.Descriptor{MediaType: mediaType, Digest: dg, Size: n}), nil
 }
 
+// wrote reports whether this store has written (or found already there) the blob d since it was
+// opened, by a Write that committed or resolved it with its digest and size.
+func (s *registryStore) wrote(d ocispec.Descriptor) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.written {
+		if k.Digest == d.Digest && k.Size == d.Size {
+			return true
+		}
+	}
+	return false
+}
+
 // record makes key resolve to desc in this store.
 func (s *registryStore) record(key string, desc ocispec.Descriptor) Object {
 	s.mu.Lock()
 	s.keys[key] = desc
+	s.written = append(s.written, desc)
 	s.mu.Unlock()
 	return s.object(key, desc)
 }
@@ -467,6 +484,9 @@ func PushManifest(ctx context.Context, s Store, data []byte) (digest.Digest, err
 			return "", fmt.Errorf("manifest: the inline data of %s does not match its digest or size", d.Digest)
 		}
 		plain := ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
+		if rs.wrote(plain) {
+			continue // committed (or found) by this store a moment ago: no HEAD needed
+		}
 		ok, err := rs.repo.Blobs().Exists(ctx, plain)
 		if err != nil {
 			return "", rs.fail("write", d.Digest.String(), err)

@@ -286,17 +286,36 @@ func (u *uploadSession) cancel() {
 
 // uploadBlob streams r into a new blob of the repository, hashing it with d, and commits it only
 // when d.check(size) passes. It returns the blob's digest and size.
+//
+// Content that fits in one chunk is read, hashed and sent in one PUT. Larger content goes up
+// chunk by chunk with the next chunk read and hashed while the one before is being sent (the
+// registry writing and hashing it on its side): two chunk buffers, allocated once and reused,
+// are the upload's memory, and reading, hashing and sending overlap instead of taking turns.
+// The chunk being sent stays in memory until the registry holds all of it, so that a PATCH
+// that fails is resumed from it (see sendChunk).
 func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64, d *digester) (digest.Digest, int64, error) {
 	chunk := s.partSize
 	src := sourceReader{ctx: ctx, r: r}
-	first := make([]byte, 0, min(chunk, max(size, 0)+1))
-	buf := bytes.NewBuffer(first)
-	if _, err := io.CopyN(buf, src, chunk+1); err != nil && err != io.EOF {
-		return "", 0, err
+	// chunk+1 bytes (size+1 when less is declared) tell content that fits in one request from
+	// content that does not (or that is longer than declared: d.check says so).
+	var first []byte
+	if size > 0 {
+		first = make([]byte, min(size, chunk)+1)
+		n, err := io.ReadFull(src, first)
+		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+			return "", 0, err
+		}
+		first = first[:n]
+	} else {
+		var err error
+		if first, err = io.ReadAll(io.LimitReader(src, chunk+1)); err != nil {
+			return "", 0, err
+		}
 	}
-	data := buf.Bytes()
-	if int64(len(data)) <= chunk {
+	n := len(first)
+	if int64(n) <= chunk {
 		// All of it is in hand: check, then one POST and one PUT with the bytes.
+		data := first[:n]
 		d.Write(data)
 		if err := d.check(size); err != nil {
 			return "", 0, err
@@ -310,7 +329,7 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 			u.cancel()
 			return "", 0, err
 		}
-		return dg, int64(len(data)), nil
+		return dg, int64(n), nil
 	}
 	u, err := s.startUpload(ctx)
 	if err != nil {
@@ -326,25 +345,24 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 	if attempts <= 0 {
 		attempts = maxUploadAttempts
 	}
-	// data holds chunk+1 bytes: send chunk of them, keep the one byte ahead as the next chunk's
-	// start (so that the last chunk is known to be last without another read).
-	var start int64
-	pending := data
+	// first holds chunk+1 bytes: the first chunk, and the first byte of the second, which the
+	// reader carries over. Until the reader is done, it alone touches d and src.
+	d.Write(first[:chunk])
+	rd := newChunkReader(src, d, first[chunk:], make([]byte, chunk))
+	defer rd.stop()
+	start := int64(0)
+	part, buf := first[:chunk], first[:chunk]
 	for {
-		n := min(int64(len(pending)), chunk)
-		part := pending[:n]
-		d.Write(part)
 		if err := u.sendChunk(part, start, attempts, s.retry); err != nil {
 			return "", 0, err
 		}
-		start += n
-		rest := append(make([]byte, 0, chunk+1), pending[n:]...)
-		b := bytes.NewBuffer(rest)
-		if _, err := io.CopyN(b, src, chunk+1-int64(len(rest))); err != nil && err != io.EOF {
+		start += int64(len(part))
+		rd.free <- buf
+		var more bool
+		if part, buf, more, err = rd.next(); err != nil {
 			return "", 0, err
 		}
-		pending = b.Bytes()
-		if len(pending) == 0 {
+		if !more {
 			break
 		}
 	}
@@ -357,6 +375,77 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 	}
 	ok = true
 	return dg, start, nil
+}
+
+// chunkReader reads and hashes the chunks of an upload ahead of the one being sent, in one
+// goroutine that the upload waits for (stop) before it returns: src and the digester are never
+// used by two goroutines at once, nor after the write is over.
+type chunkReader struct {
+	free  chan []byte // buffers the upload is done with (each chunk long)
+	parts chan chunkPart
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+type chunkPart struct {
+	data, buf []byte
+	err       error
+}
+
+func newChunkReader(src io.Reader, d *digester, carry, buf []byte) *chunkReader {
+	c := &chunkReader{free: make(chan []byte, 2), parts: make(chan chunkPart), quit: make(chan struct{}), done: make(chan struct{})}
+	c.free <- buf
+	go func() {
+		defer close(c.done)
+		defer close(c.parts)
+		for {
+			var b []byte
+			select {
+			case b = <-c.free:
+			case <-c.quit:
+				return
+			}
+			k := copy(b, carry)
+			carry = nil
+			m, err := io.ReadFull(src, b[k:])
+			p := chunkPart{data: b[:k+m], buf: b}
+			last := err == io.EOF || err == io.ErrUnexpectedEOF
+			if err != nil && !last {
+				p.err = err
+			}
+			d.Write(p.data)
+			if len(p.data) > 0 || p.err != nil {
+				select {
+				case c.parts <- p:
+				case <-c.quit:
+					return
+				}
+			}
+			if last || p.err != nil {
+				return
+			}
+		}
+	}()
+	return c
+}
+
+// next is the next chunk read (more false once the content has ended).
+func (c *chunkReader) next() (data, buf []byte, more bool, err error) {
+	p, ok := <-c.parts
+	if !ok {
+		return nil, nil, false, nil
+	}
+	return p.data, p.buf, p.err == nil, p.err
+}
+
+// stop ends the reader and waits until it has returned (a read in progress finishes first).
+func (c *chunkReader) stop() {
+	select {
+	case <-c.quit:
+	default:
+		close(c.quit)
+	}
+	<-c.done
 }
 
 // backoffDelay is the wait before attempt+1: InitialBackoff (200 ms) doubling up to MaxBackoff (5 s).

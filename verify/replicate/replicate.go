@@ -42,8 +42,9 @@ import (
 //     read — unless the manifest embeds its bytes (engine and small deployment files), which are
 //     then written from the manifest. Embedded files are always written from the manifest: their
 //     bytes are proven by its digest and need no read.
-//   - Copy. Each file streams from the source straight into Store.Write with the manifest's size
-//     and checksums, so a byte that differs commits nothing, and the store records its native
+//   - Copy. Each file streams from the source straight into Store.Write with the manifest's size,
+//     SHA-256 and the checksums the target keeps natively (writeSums), so a byte that differs
+//     commits nothing, and the store records its native
 //     full-object checksum. No partial object ever appears under a final name; an interrupted run
 //     leaves every object either old or complete, so running again resumes. Up to Jobs files at
 //     once. Broken connections and bodies are retried by the stores (providers/retry.go); a copy

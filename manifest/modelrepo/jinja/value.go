@@ -407,6 +407,7 @@ func toJSON(b *strings.Builder, v any, indent string, level int, sortKeys bool) 
 	case *namespace:
 		return toJSON(b, x.d, indent, level, sortKeys)
 	default:
+		//lint:ignore ST1005 Python's own TypeError text, verbatim: a template's error reads as jinja2 renders it
 		return fmt.Errorf("Object of type %s is not JSON serializable", typeName(v))
 	}
 	return nil

@@ -189,20 +189,17 @@ func TestReplicateSeedsEveryProvider(t *testing.T) {
 func TestReplicateResumesAfterCancel(t *testing.T) {
 	t.Parallel()
 	f := testbed.Sample(t, "large")
-	// Files go in path order with one job: cancel once 5.5 MiB of the first shard have been
-	// read, when its first 5 MiB part is up and the second is being read.
-	shard := f.Shards()[0]
-	var cut int64
-	for _, file := range f.M.Files {
-		if file.Path == shard {
-			if file.Size < 11<<19+64<<10 {
-				t.Fatalf("fixture shard %s is only %d bytes: no multipart upload to interrupt", shard, file.Size)
-			}
-			cut += 11 << 19
-			break
-		}
-		cut += file.Size
+	// With one job, files go largest first (ties in path order), as Run orders them: cancel once
+	// the first file and 5.5 MiB of the second have been read, when the second's first 5 MiB part
+	// is up and its next is being read. The first is then complete, the second absent.
+	files := slices.Clone(f.M.Files)
+	sort.SliceStable(files, func(a, b int) bool { return files[a].Path < files[b].Path })
+	sort.SliceStable(files, func(a, b int) bool { return files[a].Size > files[b].Size })
+	first, shard := files[0].Path, files[1].Path
+	if files[1].Size < 11<<19+64<<10 {
+		t.Fatalf("fixture file %s is only %d bytes: no multipart upload to interrupt", shard, files[1].Size)
 	}
+	cut := files[0].Size + 11<<19
 	for _, b := range testbed.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
@@ -224,8 +221,11 @@ func TestReplicateResumesAfterCancel(t *testing.T) {
 			}
 
 			present := replListing(t, to)
-			if _, ok := present[shard]; len(present) == 0 || ok {
+			if _, ok := present[shard]; ok || len(present) != 1 {
 				t.Fatalf("cancellation did not land in the middle of %s: %d of %d objects present", shard, len(present), len(f.M.Files))
+			}
+			if _, ok := present[first]; !ok {
+				t.Fatalf("the largest file %s, copied first, is not there: %v", first, present)
 			}
 			var have []manifest.File
 			for _, file := range f.M.Files {

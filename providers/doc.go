@@ -6,5 +6,5 @@
 // the implementations. Around them: errors.go and classify.go (one classification of errors),
 // retry.go and stall.go (retries, stalled reads), listcap.go and statecap.go (what a store may not
 // do), readsmall.go (bounded reads), atomic.go (atomic local writes), httplog.go (-v request logs),
-// and redact.go and redactjson.go (internal/base/redact for the layers above).
+// and redact.go (internal/base/redact for the layers above).
 package providers

@@ -110,7 +110,7 @@ func (f *failoverFlags) safety(c *cobra.Command) {
 }
 
 func (f *failoverFlags) acting(c *cobra.Command) {
-	c.Flags().StringVar(&f.reason, "reason", "", "why (journaled, shown to anyone who finds the lock held)")
+	c.Flags().StringVar(&f.reason, "reason", "", "why (journaled, shown to anyone who finds the lock held; without it the journal says none was given)")
 	c.Flags().BoolVar(&f.yes, "yes", false, "do not ask for confirmation")
 	c.Flags().BoolVar(&f.rollback, "rollback-on-fail", false, "when a check fails between steps, step back to the baseline (ramped) instead of holding")
 	c.Flags().DurationVar(&f.holdTimeout, "hold-timeout", 0, "re-check a failed step every step_interval for this long before holding")
@@ -675,6 +675,11 @@ func sameSelection(ff *failoverFlags, saved *failover.SavedPlan) error {
 // failoverAct runs, restores, aborts or resumes.
 func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Event, resume bool) error {
 	ctx := cmd.Context()
+	if strings.TrimSpace(ff.reason) == "" {
+		// The journal is what an auditor reads: a stated absence, not an empty field that could
+		// be a lost one. (abort sets its own before it gets here.)
+		ff.reason = "no reason given (failover " + cmd.Name() + " without --reason)"
+	}
 	f, err := a.failoverFleet(ff)
 	if err != nil {
 		return err

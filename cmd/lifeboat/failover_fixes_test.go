@@ -48,6 +48,51 @@ func TestFailoverAbortWithoutReason(t *testing.T) {
 	}
 }
 
+// run and restore without --reason journal that none was given, as abort does, never an empty
+// reason: in the start records, and in status's list of recent runs (-o json).
+func TestFailoverRunWithoutReasonJournalsThat(t *testing.T) {
+	dir := faultDir(t)
+	if r := cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes"); r.code != 0 {
+		t.Fatalf("run without --reason: exit %d\n%s", r.code, r.stderr)
+	}
+	// eu-west-1 back, calm for an hour: the failback needs no dwell; it stops short of the
+	// baseline (headroom), accepted, which is exit 3 — its reason is what this test is about
+	back := `{"weights": {"eu-only": {"eu-west-1": 50, "eu-central-1": 50}, "global": {"us-east-1": 60, "eu-west-1": 40}},
+ "regions": {"us-east-1": {"warm": true, "healthy": true, "queue_wait_ms": 10, "running": 1, "prefill_tokens_per_s": 60000},
+             "eu-west-1": {"warm": true, "healthy": true, "queue_wait_ms": 10, "running": 0, "calm_seconds": 3600},
+             "eu-central-1": {"warm": true, "healthy": true, "queue_wait_ms": 10, "running": 1, "prefill_tokens_per_s": 60000}}}`
+	if err := os.WriteFile(filepath.Join(dir, "back.json"), []byte(back), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(t, nil, "failover", "restore", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "back.json", "--yes", "--allow-partial", "--hold-timeout", "0s"); r.code != 3 {
+		t.Fatalf("restore without --reason: exit %d\n%s", r.code, r.stderr)
+	}
+	st := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml", "-o", "json")
+	var doc statusRuns
+	if err := json.Unmarshal([]byte(st.stdout), &doc); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, st.stdout)
+	}
+	want := []string{"no reason given (failover restore without --reason)", "no reason given (failover run without --reason)"}
+	if len(doc.Runs) != 2 || doc.Runs[0].Reason != want[0] || doc.Runs[1].Reason != want[1] {
+		t.Fatalf("status's recent runs, want reasons %q:\n%s", want, st.stdout)
+	}
+	starts := 0
+	files, _ := filepath.Glob(filepath.Join(dir, "state", "failover", "runs", "*", "*.json"))
+	for _, f := range files {
+		var rec struct{ Kind, Reason string }
+		if err := json.Unmarshal([]byte(readFile(t, f)), &rec); err != nil || rec.Kind != "start" {
+			continue
+		}
+		starts++
+		if !strings.HasPrefix(rec.Reason, "no reason given (failover ") {
+			t.Errorf("%s: a start record with reason %q", f, rec.Reason)
+		}
+	}
+	if starts != 2 {
+		t.Fatalf("%d start records, want 2 (%d journal files)", starts, len(files))
+	}
+}
+
 // The file router reads a weights document of another shape (a bare class map, a region's
 // weight as a number, a misspelt member, a missing weight) as a clear error naming the file
 // and the field, never as zeros, and run changes nothing.

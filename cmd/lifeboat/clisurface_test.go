@@ -223,6 +223,39 @@ func TestLogFormatJSON(t *testing.T) {
 	if r := cli(t, nil, "version", "--log-format", "xml"); r.code != 2 || !strings.Contains(r.stderr, "want text or json") {
 		t.Errorf("--log-format xml: exit %d\n%s", r.code, r.stderr)
 	}
+
+	// failover run: its progress and the notification warnings are log records too. The plan
+	// table is not a log line; anything with level= is a text record that ignored the flag.
+	dir := faultDir(t)
+	writeFile(t, dir, "fleet.yaml", cliFleet+"notify:\n  - {name: oncall, url_env: LB_TEST_UNSET_HOOK, format: json}\n")
+	r = cli(t, []string{"LB_TEST_UNSET_HOOK="}, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", "t", "--log-format", "json")
+	if r.code != 0 {
+		t.Fatalf("failover run --log-format json: exit %d\n%s", r.code, r.stderr)
+	}
+	msgs := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if strings.Contains(line, "level=") || strings.Contains(line, "msg=") {
+			t.Errorf("a text log record with --log-format json: %s", line)
+		}
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec["level"] == nil || rec["msg"] == nil || rec["time"] == nil {
+			t.Errorf("not a JSON log record: %v: %s", err, line)
+			continue
+		}
+		msg, _ := rec["msg"].(string)
+		msgs[msg]++
+		if w, ok := rec["weights"]; ok {
+			if s, ok := w.(string); !ok || strings.Contains(s, "map[") {
+				t.Errorf("weights are not plain text: %#v in %s", w, line)
+			}
+		}
+	}
+	if msgs["applying"] != 3 || msgs["notification webhook skipped"] != 1 {
+		t.Errorf("want 3 applying and 1 notification warning as JSON records, got %v:\n%s", msgs, r.stderr)
+	}
 }
 
 // Every command that writes -o json writes -o yaml: the same document (equal once decoded),

@@ -216,17 +216,12 @@ func (f *failoverFlags) rules() ([]failover.Rule, error) {
 	return out, nil
 }
 
-// progressLog is the failover's progress on stderr (info level, no timestamps), unless --quiet.
+// progressLog is the failover's progress on stderr (info level, in the --log-format), unless --quiet.
 func (a *app) progressLog() *slog.Logger {
 	if a.quiet {
 		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
-		if at.Key == slog.TimeKey {
-			return slog.Attr{}
-		}
-		return at
-	}}))
+	return slog.New(a.logHandler(slog.LevelInfo))
 }
 
 // executor opens the fleet's router and state store.

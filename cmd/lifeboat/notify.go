@@ -15,14 +15,7 @@ func (a *app) notifier(f *failover.Fleet) *notify.Notifier {
 	if len(f.Notify) == 0 {
 		return nil
 	}
-	return notify.New(f.Notify, slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn, ReplaceAttr: dropTime})))
-}
-
-func dropTime(_ []string, at slog.Attr) slog.Attr {
-	if at.Key == slog.TimeKey {
-		return slog.Attr{}
-	}
-	return at
+	return notify.New(f.Notify, slog.New(a.logHandler(slog.LevelWarn)))
 }
 
 // notifyRuns hooks the fleet's notifications to the executor's journal records; the returned

@@ -114,27 +114,15 @@ func (a *app) rootCmd() *cobra.Command {
 			case a.quiet:
 				level = slog.LevelError
 			}
-			opts := &slog.HandlerOptions{Level: level}
 			switch a.logFormat {
-			case "text":
-				// No timestamps: these lines are read by a person at a terminal or in a CI log
-				// that already has its own.
-				opts.ReplaceAttr = func(_ []string, at slog.Attr) slog.Attr {
-					if at.Key == slog.TimeKey {
-						return slog.Attr{}
-					}
-					return at
-				}
-				a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
-			case "json":
-				// One JSON object a line, with its time, for a log collector.
-				a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
+			case "text", "json":
 			default:
 				bad := a.logFormat
 				a.logFormat = "text"
-				a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
+				a.log = slog.New(a.logHandler(level))
 				return usageErr("--log-format %q: want text or json", bad)
 			}
+			a.log = slog.New(a.logHandler(level))
 			return a.defaultFleet(cmd)
 		},
 	}
@@ -272,4 +260,23 @@ func isTerminal(w io.Writer) bool {
 	}
 	f, ok := w.(*os.File)
 	return ok && isTTY(f.Fd())
+}
+
+// logHandler makes the handler of log lines on stderr at level, in the --log-format: text
+// without timestamps (read by a person at a terminal, or in a CI log that has its own), or json,
+// one object a line with its time (for a log collector). Every logger on stderr is made here —
+// the diagnostics, the failover's progress, the notification warnings — so that one flag sets
+// them all.
+func (a *app) logHandler(level slog.Leveler) slog.Handler {
+	opts := &slog.HandlerOptions{Level: level}
+	if a.logFormat == "json" {
+		return slog.NewJSONHandler(a.stderr, opts)
+	}
+	opts.ReplaceAttr = func(_ []string, at slog.Attr) slog.Attr {
+		if at.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return at
+	}
+	return slog.NewTextHandler(a.stderr, opts)
 }

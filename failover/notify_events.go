@@ -82,11 +82,8 @@ func (n *RunNotifier) Record(rec Record) {
 		ev.Next = "lifeboat failover resume --fleet " + fleet + "   (or: lifeboat failover abort --fleet " + fleet + ")"
 	case RecRefused:
 		ev.Next = "lifeboat failover plan --fleet " + fleet
-		switch {
-		case n.op != nil && n.op.Region != "":
-			ev.Next += " --" + string(n.op.Kind) + " " + n.op.Region
-		case n.op != nil && n.op.Kind == Spill:
-			ev.Next += " --spill"
+		if n.op != nil {
+			ev.Next += " " + n.op.Flags() // the one spelling: --region R [--action A]
 		}
 	case RecDone:
 		ev.Next = "lifeboat failover status --fleet " + fleet

@@ -27,8 +27,8 @@ func (a *app) failoverCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "failover",
 		Short: "Move tenant classes' traffic between regions: planned, ramped, residency-safe, single-owner, resumable",
-		Example: `  lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1
-  lifeboat failover run --fleet fleet.yaml --evacuate eu-west-1 --reason "INC-1234"
+		Example: `  lifeboat failover plan --fleet fleet.yaml --region eu-west-1
+  lifeboat failover run --fleet fleet.yaml --region eu-west-1 --reason "INC-1234"
   lifeboat failover status --fleet fleet.yaml`,
 		Long: `Failover changes the global router's per-region weights in safe steps. Every step of every
 plan — run, abort, resume, restore, rollback — is checked against named safety rules:

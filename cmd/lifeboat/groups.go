@@ -22,7 +22,7 @@ const rootLong = `Lifeboat keeps multi-region LLM serving on vLLM recoverable. T
                     in CI before every release: lint the DR manifest, verify every region's replica
   quarterly drill   lifeboat drill run drill.yaml --report DIR
                     lose a region on purpose, with faults; recovery time against the SLA
-  on-call failover  lifeboat failover plan|run --fleet fleet.yaml --evacuate REGION
+  on-call failover  lifeboat failover plan|run --fleet fleet.yaml --region REGION
                     move traffic off a region in ramped, residency-safe steps, locked and journaled
 
 Underneath, one DR manifest (an OCI image manifest with ModelPack media types) captures

@@ -113,7 +113,7 @@ func TestFailoverNotificationsThroughBinary(t *testing.T) {
 			t.Errorf("classes of %v: want eu-only and global", b)
 		}
 	}
-	if refused["verdict"] != "refused" || refused["next"] != "lifeboat failover plan --fleet fleet.yaml --evacuate eu-west-1" || fmtAny(refused["detail"]) == "" {
+	if refused["verdict"] != "refused" || refused["next"] != "lifeboat failover plan --fleet fleet.yaml --region eu-west-1" || fmtAny(refused["detail"]) == "" {
 		t.Errorf("refused body: %v", refused)
 	}
 	if start["verdict"] != "started" || done["verdict"] != "done" || done["next"] != "lifeboat failover status --fleet fleet.yaml" || start["run"] != done["run"] {

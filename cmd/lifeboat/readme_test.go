@@ -57,7 +57,8 @@ var exitRE = regexp.MustCompile(`\s+# exit (\d+)\b[^\n]*$`)
 
 // runBlocks runs every command of the blocks, as written, in dir with the built lifeboat first on
 // PATH, and checks each exits with the code its "# exit N" says. A line without "# exit N"
-// continues onto the next (a trailing backslash is dropped). It returns the number of commands.
+// continues onto the next (a trailing backslash is dropped). A command whose output says "is
+// deprecated" fails: documents teach the current spelling. It returns the number of commands.
 func runBlocks(t *testing.T, what, dir string, blocks []string) int {
 	t.Helper()
 	bin := filepath.Dir(testbed.LifeboatBinary(t))
@@ -81,6 +82,11 @@ func runBlocks(t *testing.T, what, dir string, blocks []string) int {
 			out, _ := c.CombinedOutput()
 			if got := c.ProcessState.ExitCode(); got != want {
 				t.Errorf("%s: %s\nexit %d, the document says %d\n%s", what, cmd, got, want, out)
+			}
+			// A document teaches the one spelling: a deprecated flag it still uses would come
+			// back as muscle memory.
+			if strings.Contains(string(out), "is deprecated") {
+				t.Errorf("%s: %s\nuses a deprecated spelling; write the one the warning names:\n%s", what, cmd, out)
 			}
 			cmd = ""
 			n++

@@ -206,7 +206,9 @@ func stopGroup(ctx context.Context, c CandidateRecord, grace time.Duration) erro
 	if groupAlive(c.PGID) {
 		_ = syscall.Kill(-c.PGID, syscall.SIGKILL)
 		for i := 0; i < 40 && groupAlive(c.PGID); i++ {
-			time.Sleep(50 * time.Millisecond)
+			if wait.Sleep(ctx, 50*time.Millisecond) != nil {
+				break
+			}
 		}
 	}
 	if groupAlive(c.PGID) {

@@ -17,6 +17,8 @@ import (
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"lifeboat/internal/base/wait"
 )
 
 // A blob upload, as the OCI distribution spec has it, written here on net/http with oras-go's
@@ -237,7 +239,7 @@ func (u *uploadSession) sendChunk(data []byte, start int64, attempts int, backof
 		if !retryableUpload(last) || attempt >= attempts {
 			return last
 		}
-		if err := sleepCtx(u.ctx, backoffDelay(backoff, attempt)); err != nil {
+		if err := wait.Sleep(u.ctx, backoffDelay(backoff, attempt)); err != nil {
 			return err
 		}
 		held, err := u.status()
@@ -461,18 +463,6 @@ func backoffDelay(o RetryOptions, attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, top)
-}
-
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func (s *registryStore) debugf(format string, args ...any) {

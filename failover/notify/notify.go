@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"lifeboat/internal/base/wait"
 	"lifeboat/providers"
 	"lifeboat/providers/localfile"
 )
@@ -269,11 +270,7 @@ func (n *Notifier) deliver(h *hook, ev Event) {
 	for attempt := 1; attempt <= Attempts; attempt++ {
 		if attempt > 1 {
 			n.retried.Add(1)
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-n.ctx.Done():
-				t.Stop()
+			if wait.Sleep(n.ctx, backoff) != nil {
 				n.failed.Add(1)
 				n.log.Warn("notification not delivered: the flush deadline passed", "webhook", h.label, "event", ev.Event, "attempts", attempt-1, "last", last)
 				return

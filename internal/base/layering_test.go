@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
@@ -195,15 +196,7 @@ func TestLayeringCatches(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := violations([]pkg{tc.pkg})
-			if tc.want == "" {
-				if len(got) != 0 {
-					t.Fatalf("want no violation, got %q", got)
-				}
-				return
-			}
-			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
-				t.Fatalf("want one violation containing %q, got %q", tc.want, got)
-			}
+			wantOne(t, "violation", got, tc.want)
 		})
 	}
 }
@@ -351,15 +344,278 @@ func TestPackageDocsCatches(t *testing.T) {
 				pkgName = "main"
 			}
 			got := docProblems(root, dir, pkgName, files)
-			if tc.want == "" {
-				if len(got) != 0 {
-					t.Fatalf("want no problem, got %q", got)
-				}
-				return
-			}
-			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
-				t.Fatalf("want one problem containing %q, got %q", tc.want, got)
-			}
+			wantOne(t, "problem", got, tc.want)
 		})
+	}
+}
+
+// sleepHome is the one context-aware sleep (wait.Sleep); sleepAllowed are the product files that
+// may sleep another way, each with the reason. None does today.
+const sleepHome = "internal/base/wait"
+
+var sleepAllowed = map[string]string{}
+
+// sleepProblems lists the sleeps in one parsed file other than wait.Sleep, one line each:
+// time.Sleep (deaf to the context), a bare <-time.After(d), and a select that only waits a timer
+// or the context — <-time.After(…) or <-t.C of a t := time.NewTimer(…), beside nothing but
+// <-x.Done() cases — which is wait.Sleep written again. A select where the timer races another
+// channel (a process exiting, a grace period) is a wait for that channel, not a sleep.
+func sleepProblems(fset *token.FileSet, f *ast.File) []string {
+	timePkg := ""
+	for _, imp := range f.Imports {
+		if imp.Path.Value == `"time"` {
+			timePkg = "time"
+			if imp.Name != nil {
+				timePkg = imp.Name.Name
+			}
+		}
+	}
+	if timePkg == "" || timePkg == "_" {
+		return nil
+	}
+	isTime := func(e ast.Expr, fn string) bool {
+		c, ok := e.(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		sel, ok := c.Fun.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != fn {
+			return false
+		}
+		x, ok := sel.X.(*ast.Ident)
+		return ok && x.Name == timePkg
+	}
+	var out []string
+	bad := func(n ast.Node, format string, args ...any) {
+		out = append(out, fmt.Sprintf("%s: %s", fset.Position(n.Pos()), fmt.Sprintf(format, args...)))
+	}
+	for _, decl := range f.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		timers := map[string]bool{}  // names given a time.NewTimer in this function
+		comms := map[ast.Stmt]bool{} // the cases of selects, judged with their select
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				for i, r := range n.Rhs {
+					if id, ok := n.Lhs[min(i, len(n.Lhs)-1)].(*ast.Ident); ok && isTime(r, "NewTimer") {
+						timers[id.Name] = true
+					}
+				}
+			case *ast.ValueSpec:
+				for i, v := range n.Values {
+					if i < len(n.Names) && isTime(v, "NewTimer") {
+						timers[n.Names[i].Name] = true
+					}
+				}
+			case *ast.CommClause:
+				if n.Comm != nil {
+					comms[n.Comm] = true
+				}
+			}
+			return true
+		})
+		// received is the channel a select case or statement receives from, nil for a send or none.
+		received := func(s ast.Stmt) ast.Expr {
+			var e ast.Expr
+			switch s := s.(type) {
+			case *ast.ExprStmt:
+				e = s.X
+			case *ast.AssignStmt:
+				if len(s.Rhs) == 1 {
+					e = s.Rhs[0]
+				}
+			}
+			if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.ARROW {
+				return u.X
+			}
+			return nil
+		}
+		isTimer := func(ch ast.Expr) bool {
+			if isTime(ch, "After") {
+				return true
+			}
+			sel, ok := ch.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "C" {
+				return false
+			}
+			id, ok := sel.X.(*ast.Ident)
+			return ok && timers[id.Name]
+		}
+		isDone := func(ch ast.Expr) bool {
+			c, ok := ch.(*ast.CallExpr)
+			if !ok || len(c.Args) != 0 {
+				return false
+			}
+			sel, ok := c.Fun.(*ast.SelectorExpr)
+			return ok && sel.Sel.Name == "Done"
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if isTime(n, "Sleep") {
+					bad(n, "time.Sleep does not end with the context: use wait.Sleep(ctx, d) (%s)", sleepHome)
+				}
+			case *ast.ExprStmt:
+				if ch := received(n); !comms[n] && ch != nil && isTime(ch, "After") {
+					bad(n, "<-time.After(d) does not end with the context: use wait.Sleep(ctx, d) (%s)", sleepHome)
+				}
+			case *ast.SelectStmt:
+				timer, done, other := 0, 0, 0
+				for _, c := range n.Body.List {
+					ch := received(c.(*ast.CommClause).Comm)
+					switch {
+					case ch == nil:
+						other++ // default, or a send
+					case isTimer(ch):
+						timer++
+					case isDone(ch):
+						done++
+					default:
+						other++
+					}
+				}
+				if timer == 1 && done > 0 && other == 0 {
+					bad(n, "a select that only waits a timer or the context is a sleep: use wait.Sleep(ctx, d) (%s)", sleepHome)
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// TestOneSleep fails when product code (the layers, not test files or internal/ test helpers)
+// sleeps other than through wait.Sleep: a copy of it, or a time.Sleep that Ctrl-C has to wait out.
+func TestOneSleep(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, p := range goList(t) {
+		r, ok := rel(p.ImportPath)
+		if !ok || layerOf(r) < 0 || under(r, sleepHome) {
+			continue
+		}
+		for _, name := range append(slices.Clone(p.GoFiles), p.IgnoredGoFiles...) {
+			path := filepath.Join(p.Dir, name)
+			key, err := filepath.Rel(root, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := sleepAllowed[key]; ok {
+				continue
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			files++
+			for _, v := range sleepProblems(fset, f) {
+				if rp, err := filepath.Rel(root, v); err == nil && !strings.HasPrefix(rp, "..") {
+					v = rp
+				}
+				t.Error(v)
+			}
+		}
+	}
+	if files < 50 {
+		t.Fatalf("checked only %d files: wrong directory?", files)
+	}
+	for key := range sleepAllowed {
+		if _, err := os.Stat(filepath.Join(root, key)); err != nil {
+			t.Errorf("sleepAllowed names %s: %v", key, err)
+		}
+	}
+}
+
+// TestOneSleepCatches proves each sleep sleepProblems knows is found, and that the waits which are
+// not sleeps are left alone.
+func TestOneSleepCatches(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       string // substring of the one problem; "" for none
+	}{
+		{"time.Sleep", `time.Sleep(time.Second)`, "time.Sleep does not end"},
+		{"bare time.After", `<-time.After(time.Second)`, "<-time.After(d) does not end"},
+		{"select on time.After", `select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}`, "only waits a timer or the context"},
+		{"select on a NewTimer", `t := time.NewTimer(time.Second)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}`, "only waits a timer or the context"},
+		{"select on a NewTimer, assigned", `var t *time.Timer
+			t = time.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+			case _ = <-t.C:
+			}`, "only waits a timer or the context"},
+		{"renamed import", `tm.Sleep(1)`, "time.Sleep does not end"},
+		{"wait.Sleep", `_ = wait.Sleep(ctx, time.Second)`, ""},
+		{"timer races a channel", `select {
+			case <-exited:
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}`, ""},
+		{"timeout without a context", `select {
+			case <-exited:
+			case <-time.After(time.Second):
+			}`, ""},
+		{"NewTimer races a channel", `t := time.NewTimer(time.Second)
+			select {
+			case <-t.C:
+			case <-exited:
+			}`, ""},
+		{"ticker", `t := time.NewTicker(time.Second)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}`, ""},
+		{"with default", `select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			default:
+			}`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			imp := `"time"`
+			if strings.Contains(tc.body, "tm.") {
+				imp = `tm "time"`
+			}
+			src := "package p\n\nimport (\n\t\"context\"\n\t" + imp + "\n)\n\nfunc f(ctx context.Context, exited chan struct{}) {\n\t" + tc.body + "\n}\n"
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "p.go", src, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, src)
+			}
+			got := sleepProblems(fset, f)
+			wantOne(t, "problem", got, tc.want)
+		})
+	}
+}
+
+// wantOne fails unless got is one finding (a violation, a problem) that contains want, or none
+// when want is "".
+func wantOne(t *testing.T, what string, got []string, want string) {
+	t.Helper()
+	if want == "" {
+		if len(got) != 0 {
+			t.Fatalf("want no %s, got %q", what, got)
+		}
+		return
+	}
+	if len(got) != 1 || !strings.Contains(got[0], want) {
+		t.Fatalf("want one %s containing %q, got %q", what, want, got)
 	}
 }

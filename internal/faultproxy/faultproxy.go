@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"lifeboat/internal/base/wait"
 )
 
 // Op is what a request does, as far as a storage test cares.
@@ -157,19 +159,13 @@ func (in *Injector) latency() (req, resp time.Duration) {
 	return in.reqDelay, in.respDelay
 }
 
-// sleep waits d or until ctx ends.
+// sleep waits d (none when d <= 0, even for an ended ctx: a rule without latency passes the
+// request on untouched) or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wait.Sleep(ctx, d)
 }
 
 // New returns an Injector with the given rules.

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"lifeboat/internal/base/wait"
 	"lifeboat/manifest"
 	"lifeboat/providers"
 )
@@ -296,10 +297,8 @@ func (e *execInstance) Stop(ctx context.Context) error {
 	}
 	// Wait (bounded) until no member of the group is left.
 	for syscall.Kill(-e.pgid, 0) == nil {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("exec launcher: process group %d still alive: %w", e.pgid, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		if err := wait.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return fmt.Errorf("exec launcher: process group %d still alive: %w", e.pgid, err)
 		}
 	}
 	return nil

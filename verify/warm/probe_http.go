@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"lifeboat/internal/base/wait"
 	"lifeboat/providers"
 )
 
@@ -128,12 +129,8 @@ func (p *prober) getSettled(ctx context.Context, path string) (int, []byte, erro
 		err  error
 	)
 	for i, pause := range []time.Duration{0, 200 * time.Millisecond, 600 * time.Millisecond} {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				return code, body, err
-			case <-time.After(pause):
-			}
+		if i > 0 && wait.Sleep(ctx, pause) != nil {
+			return code, body, err
 		}
 		code, body, err = p.get(ctx, path)
 		if err == nil || code != 0 || budgetSpent(ctx) != nil || ctx.Err() != nil || p.exited() {

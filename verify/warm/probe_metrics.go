@@ -15,6 +15,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"lifeboat/internal/base/wait"
 )
 
 type scrape map[string]*dto.MetricFamily
@@ -49,10 +51,8 @@ func (p *prober) metricsAfter(ctx context.Context, before scrape) (scrape, error
 		if !hasB || !hasA || a > b || time.Now().After(deadline) || ctx.Err() != nil {
 			return after, nil
 		}
-		select {
-		case <-ctx.Done():
+		if wait.Sleep(ctx, 100*time.Millisecond) != nil {
 			return after, nil
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

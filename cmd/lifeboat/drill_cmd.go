@@ -125,7 +125,7 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			if err := a.checkApprovals(r.Drill, approveAll); err != nil {
 				return err
 			}
-			r.Approve, r.ApproveVia = a.approver(approveAll)
+			r.Approve, r.ApproveVia = a.approver(approveAll, r)
 			r.FromCurrent = fromCurrent
 			r.OnStep = func(s drills.StepResult) {
 				if s.Status == "" {
@@ -280,8 +280,10 @@ func (a *app) checkApprovals(d *drills.Drill, all bool) error {
 
 // approver asks on the terminal, or approves everything with --approve-all. Without a terminal
 // and without --approve-all an approval step is refused (and the drill fails, saying so). The
-// second result says how approvals are given (the report's evidence records it with each).
-func (a *app) approver(all bool) (func(context.Context, string) (bool, error), string) {
+// second result says how approvals are given (the report's evidence records it with each). The
+// question names the drill, the region it loses and the fleet, as the failover prompts do, so
+// that a drill on prod is not approved for one on staging.
+func (a *app) approver(all bool, r *drills.Runner) (func(context.Context, string) (bool, error), string) {
 	if all {
 		return func(context.Context, string) (bool, error) { return true, nil }, drills.ApproveViaAll
 	}
@@ -293,7 +295,7 @@ func (a *app) approver(all bool) (func(context.Context, string) (bool, error), s
 	}
 	rd := bufio.NewReader(a.stdin)
 	return func(_ context.Context, step string) (bool, error) {
-		fmt.Fprintf(a.stderr, "approve step %s? [y/N] ", step)
+		fmt.Fprintf(a.stderr, "approve step %s of drill %s (losing %s) on %s? [y/N] ", step, r.Drill.Name, r.Drill.Lose, fleetLine(r.Fleet))
 		line, err := rd.ReadString('\n')
 		if err != nil && err != io.EOF {
 			return false, err

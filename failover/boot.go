@@ -3,7 +3,6 @@ package failover
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"lifeboat/verify/warm"
 )
@@ -18,11 +17,7 @@ func (f *Fleet) BootOptions(region string, lo LaunchOptions) (warm.BootOptions, 
 	var o warm.BootOptions
 	r := f.Regions[region]
 	if r == nil {
-		names := f.RegionNames()
-		if len(names) > 20 {
-			names = append(names[:20:20], fmt.Sprintf("… %d more", len(f.RegionNames())-20))
-		}
-		return o, fmt.Errorf("--region %s: not in %s (regions: %s)", region, f.File, strings.Join(names, ", "))
+		return o, f.UnknownRegion(region) // the one message: the regions, and the closest
 	}
 	if r.Launcher == nil {
 		return o, fmt.Errorf("%s:%d: regions.%s has no launcher: add launcher: {kind: exec, command: ...} or {kind: endpoint}", f.File, r.Line, region)

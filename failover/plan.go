@@ -1,12 +1,15 @@
 package failover
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strings"
+
+	"lifeboat/internal/base/editdistance"
 )
 
 // EventKind is what a plan is for.
@@ -101,7 +104,11 @@ func ParseRule(s string) (Rule, error) {
 				names = append(names, string(x))
 			}
 		}
-		return "", fmt.Errorf("unknown rule %q (overridable: %s)", s, strings.Join(names, ", "))
+		msg := fmt.Sprintf("unknown rule %q (overridable: %s)", s, strings.Join(names, ", "))
+		if best := editdistance.Best(s, names); best != "" {
+			msg += "; " + editdistance.DidYouMean(best)
+		}
+		return "", errors.New(msg)
 	}
 	if !r.Overridable() {
 		return "", fmt.Errorf("rule %s can never be overridden", s)

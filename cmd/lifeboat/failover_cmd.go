@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/failover"
+	"lifeboat/internal/base/editdistance"
 	"lifeboat/providers"
 )
 
@@ -201,7 +202,11 @@ func (f *failoverFlags) event(warn io.Writer) (failover.Event, error) {
 	case "":
 		return failover.Event{}, usageErr("give --region REGION (to evacuate it; --action restore to give it back) or --action spill")
 	}
-	return failover.Event{}, usageErr("--action %q: want evacuate, restore or spill", action)
+	msg := fmt.Sprintf("--action %q: want evacuate, restore or spill", action)
+	if best := editdistance.Best(action, []string{string(failover.Evacuate), string(failover.Restore), string(failover.Spill)}); best != "" {
+		msg += "; " + editdistance.DidYouMean(best)
+	}
+	return failover.Event{}, usageErr("%s", msg)
 }
 
 func (f *failoverFlags) rules() ([]failover.Rule, error) {

@@ -301,6 +301,8 @@ The last line is the verdict. A plan that cannot reach its target — traffic it
 (shed), a failback that stops short of the baseline — says HELD for safety with the rule and
 what is left, and its JSON carries "complete": false, "rule", "reason" and "shed"; when an
 assumed inflow decided it, "decided_by_assumption" names the measurement that would settle it.
+"estimated_s" is the estimated duration in seconds, and "estimate" its parts: the steps, the
+step_interval waits between them and the drains that may each take up to drain_timeout.
 
 --class NAME (repeatable, or a comma list) plans those tenant classes only: every other class
 stays exactly as it is on the router. --skip-blocked plans every class that can reach its
@@ -368,7 +370,7 @@ unreachable.`,
 				defer fmt.Fprintf(a.stderr, "Plan saved to %s. Apply exactly this plan with: %s\n", ff.out, failoverHint(ff.fleet, "run", "--plan", shellArg(ff.out), "--reason", "'…'"))
 			}
 			if a.output == "json" {
-				err = a.writeJSON(plan)
+				err = a.writeJSON(newPlanDoc(f, plan))
 				if !plan.Complete {
 					fmt.Fprintf(a.stderr, "VERDICT: %s\n", withFleet(plan.Verdict(), ff.fleet))
 				}

@@ -33,33 +33,63 @@ func failoverHint(fleet, sub string, args ...string) string {
 	return strings.Join(parts, " ")
 }
 
-// planDuration estimates how long a plan takes: a step_interval between steps, plus at most
-// drain_timeout for every step that waits for a drain.
-func planDuration(f *failover.Fleet, p *failover.Plan) (time.Duration, string) {
-	n := len(p.Steps)
-	if n == 0 {
-		return 0, "nothing to apply"
+// planEstimate is how long a plan takes: a step_interval between steps, plus at most
+// drain_timeout for every step that waits for a drain. plan -o json carries it (planDoc).
+type planEstimate struct {
+	Steps         int     `json:"steps"`
+	StepWaits     int     `json:"step_waits"`
+	StepIntervalS float64 `json:"step_interval_s"`
+	Drains        int     `json:"drains"`
+	DrainTimeoutS float64 `json:"drain_timeout_s"`
+	d             time.Duration
+}
+
+func estimatePlan(f *failover.Fleet, p *failover.Plan) planEstimate {
+	pol := f.Failover
+	e := planEstimate{Steps: len(p.Steps), StepIntervalS: pol.StepInterval.Seconds(), DrainTimeoutS: pol.DrainTimeout.Seconds()}
+	if e.Steps == 0 {
+		return e
 	}
-	drains := 0
+	e.StepWaits = e.Steps - 1
 	for _, st := range p.Steps {
 		if st.WaitForDrain {
-			drains++
+			e.Drains++
 		}
 	}
-	pol := f.Failover
-	d := time.Duration(n-1)*pol.StepInterval + time.Duration(drains)*pol.DrainTimeout
-	how := fmt.Sprintf("%d step(s), %d wait(s) of step_interval %s", n, n-1, pol.StepInterval)
-	if drains > 0 {
-		how += fmt.Sprintf(", + up to drain_timeout %s for %d drain(s)", pol.DrainTimeout, drains)
+	e.d = time.Duration(e.StepWaits)*pol.StepInterval + time.Duration(e.Drains)*pol.DrainTimeout
+	return e
+}
+
+// text is the estimate and how it was reached, for the plan's header line.
+func (e planEstimate) text(f *failover.Fleet) (time.Duration, string) {
+	if e.Steps == 0 {
+		return 0, "nothing to apply"
 	}
-	return d, how
+	how := fmt.Sprintf("%d step(s), %d wait(s) of step_interval %s", e.Steps, e.StepWaits, f.Failover.StepInterval)
+	if e.Drains > 0 {
+		how += fmt.Sprintf(", + up to drain_timeout %s for %d drain(s)", f.Failover.DrainTimeout, e.Drains)
+	}
+	return e.d, how
+}
+
+// planDoc is plan -o json: the plan, and its estimated duration in seconds with the parts it
+// is made of (the same figures as the text header).
+type planDoc struct {
+	*failover.Plan
+	EstimatedS float64      `json:"estimated_s"`
+	Estimate   planEstimate `json:"estimate"`
+}
+
+func newPlanDoc(f *failover.Fleet, p *failover.Plan) planDoc {
+	e := estimatePlan(f, p)
+	return planDoc{Plan: p, EstimatedS: e.d.Seconds(), Estimate: e}
 }
 
 // renderPlan prints what a person decides on: the fleet, each region's signals, the estimated
 // duration, the steps (a cell a step changes is marked ~), and a verdict that cannot be missed.
 func renderPlan(w io.Writer, f *failover.Fleet, fleetArg string, p *failover.Plan) error {
 	fmt.Fprintf(w, "Plan for %s\n", fleetLine(f))
-	d, how := planDuration(f, p)
+	d, how := estimatePlan(f, p).text(f)
 	fmt.Fprintf(w, "%s — %d step(s); estimated %s (%s); step_percent %d, spill_start_ms %d\n",
 		p.Event, len(p.Steps), d, how, f.Failover.StepPercent, f.Failover.SpillStartMS)
 	if len(p.Regions) > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ func TestFailoverPlanShowsTheDecision(t *testing.T) {
 	out := r.stdout
 	for _, want := range []string{
 		"Plan for fleet fleet.yaml (model llama-demo",
-		"estimated ", "wait(s) of step_interval 10ms",
+		"estimated 1.02s (3 step(s), 2 wait(s) of step_interval 10ms, + up to drain_timeout 1s for 1 drain(s))",
 		"REGION", "HEALTH", "WARM", "QUEUE WAIT", "INFLOW",
 		"measured 9600 tok/s", // us-east-1's inflow is in the signals
 		"Steps (~ marks a cell the step changes):",
@@ -70,6 +71,31 @@ func TestFailoverPlanShowsTheDecision(t *testing.T) {
 	r = cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "dead.json")
 	if !strings.Contains(r.stdout, "DOWN") || !strings.Contains(r.stdout, "lifeboat failover run --fleet fleet.yaml --region eu-west-1 --immediate") {
 		t.Errorf("a dead region does not suggest --immediate: exit %d\n%s", r.code, r.stdout)
+	}
+	for _, c := range []struct{ region, column, want string }{
+		{"eu-west-1", "HEALTH", "DOWN"},
+		{"eu-west-1", "WARM", "COLD"},       // warm: false in the signals
+		{"eu-west-1", "INFLOW", "assumed "}, // no prefill_tokens_per_s for it
+		{"eu-central-1", "WARM", "warm"},
+		{"eu-central-1", "INFLOW", "measured 6400 tok/s"},
+	} {
+		if got := regionCell(t, r.stdout, c.region, c.column); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s's %s is %q, want %q:\n%s", c.region, c.column, got, c.want, r.stdout)
+		}
+	}
+	// -o json carries the estimated duration and its parts, the same figures as the header
+	r = cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "-o", "json")
+	var doc struct {
+		EstimatedS *float64       `json:"estimated_s"`
+		Estimate   map[string]any `json:"estimate"`
+		Steps      []any          `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
+		t.Fatalf("plan -o json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	if e := doc.Estimate; doc.EstimatedS == nil || *doc.EstimatedS != 1.02 || len(doc.Steps) != 3 ||
+		e["steps"] != 3.0 || e["step_waits"] != 2.0 || e["drains"] != 1.0 || e["step_interval_s"] != 0.01 || e["drain_timeout_s"] != 1.0 {
+		t.Errorf("plan -o json: estimated_s %v, estimate %v, want 1.02 s of 3 steps, 2 waits of 0.01 s and 1 drain of up to 1 s:\n%s", doc.EstimatedS, e, r.stdout)
 	}
 	// a plan that holds: the banner above the verdict, the verdict the last line
 	os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(strings.Replace(cliFleet, "spill_cap_percent: 60", "spill_cap_percent: 10", 1)), 0o644)
@@ -259,4 +285,39 @@ func TestFailoverStatusRunningInterruptedDead(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stdout, "Run ") || !strings.Contains(r.stdout, "Router: UNREACHABLE") || !strings.Contains(r.stdout, "Lock ") {
 		t.Errorf("status with the router unreachable: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// regionCell is the text in column of region's row of a plan's regions table (the columns
+// found by the header's, as tabwriter aligns them).
+func regionCell(t *testing.T, out, region, column string) string {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	for i, h := range lines {
+		if !strings.HasPrefix(h, "  REGION ") {
+			continue
+		}
+		start := strings.Index(h, " "+column+" ")
+		if start < 0 {
+			start = strings.Index(h, " "+column) // the last column
+		}
+		if start < 0 {
+			t.Fatalf("no column %s in %q", column, h)
+		}
+		start++
+		for _, row := range lines[i+1:] {
+			if !strings.HasPrefix(row, "  "+region+" ") {
+				continue
+			}
+			end := len(row)
+			if rest := strings.TrimLeft(h[start+len(column):], " "); rest != "" {
+				end = min(len(row), len(h)-len(rest))
+			}
+			if start >= len(row) {
+				return ""
+			}
+			return strings.TrimSpace(row[start:end])
+		}
+	}
+	t.Fatalf("no row %s in the regions table:\n%s", region, out)
+	return ""
 }

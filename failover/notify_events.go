@@ -3,9 +3,9 @@ package failover
 import (
 	"slices"
 	"strconv"
-	"strings"
 
 	"lifeboat/failover/notify"
+	"lifeboat/internal/base/shell"
 )
 
 // RunNotifier turns a run's journal records into notifications (fleet `notify:`): start, hold,
@@ -74,7 +74,7 @@ func (n *RunNotifier) Record(rec Record) {
 			}
 		}
 	}
-	fleet := shellWord(n.FleetArg)
+	fleet := shell.Quote(n.FleetArg)
 	switch rec.Kind {
 	case RecStart:
 		ev.Next = "lifeboat failover status --fleet " + fleet
@@ -98,12 +98,4 @@ func sortedKeys(m map[string][]string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// shellWord quotes s for a pasteable command when it needs it.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/failover"
+	"lifeboat/internal/base/shell"
 	"lifeboat/verify/replicate"
 	"lifeboat/verify/warm"
 )
@@ -186,7 +187,7 @@ func selfCommand(command string) string {
 	if err != nil {
 		return command
 	}
-	return warm.ShellQuote(exe) + rest
+	return shell.Quote(exe) + rest
 }
 
 func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult) error {

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"lifeboat/internal/base/shell"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
 	"lifeboat/internal/testbed"
-	"lifeboat/verify/warm"
 )
 
 // bootFleet writes a fleet file whose region "local" restores from replica and boots engine-sim
@@ -37,7 +37,7 @@ regions:
       command: %s engine-sim {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}} --sim-itl 1ms
 tenants:
   eu-only: [local]
-`, rel, replica, warm.ShellQuote(exe))
+`, rel, replica, shell.Quote(exe))
 	p := filepath.Join(dir, "fleet.yaml")
 	if err := os.WriteFile(p, []byte(fleet), 0o644); err != nil {
 		t.Fatal(err)
@@ -163,16 +163,13 @@ func TestBootUsage(t *testing.T) {
 
 func TestSelfCommand(t *testing.T) {
 	exe, _ := os.Executable()
-	if got := selfCommand("lifeboat engine-sim {{.ModelDir}}"); got != warm.ShellQuote(exe)+" engine-sim {{.ModelDir}}" {
+	if got := selfCommand("lifeboat engine-sim {{.ModelDir}}"); got != shell.Quote(exe)+" engine-sim {{.ModelDir}}" {
 		t.Errorf("selfCommand = %q", got)
 	}
 	for _, c := range []string{"vllm serve {{.ModelDir}}", "lifeboat2 x", "/usr/bin/lifeboat x"} {
 		if got := selfCommand(c); got != c {
 			t.Errorf("selfCommand(%q) = %q", c, got)
 		}
-	}
-	if warm.ShellQuote("/a b/it's") != `'/a b/it'\''s'` {
-		t.Error(warm.ShellQuote("/a b/it's"))
 	}
 }
 

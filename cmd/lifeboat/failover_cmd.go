@@ -20,6 +20,7 @@ import (
 
 	"lifeboat/failover"
 	"lifeboat/internal/base/editdistance"
+	"lifeboat/internal/base/shell"
 	"lifeboat/providers"
 )
 
@@ -161,7 +162,7 @@ func (f *failoverFlags) event(warn io.Writer) (failover.Event, error) {
 		if r == "" {
 			return nil
 		}
-		now := "--region " + shellArg(r)
+		now := "--region " + shell.Quote(r)
 		if a != string(failover.Evacuate) {
 			now += " --action " + a
 		}
@@ -283,7 +284,7 @@ func withFleet(msg, fleet string) string {
 		if strings.HasSuffix(m, " --fleet") {
 			return m
 		}
-		return m + " --fleet " + shellArg(fleet)
+		return m + " --fleet " + shell.Quote(fleet)
 	})
 }
 
@@ -367,7 +368,7 @@ unreachable.`,
 				if err := failover.WriteSavedPlan(ff.out, f, plan, time.Now()); err != nil {
 					return fmt.Errorf("--out: %w", err)
 				}
-				defer fmt.Fprintf(a.stderr, "Plan saved to %s. Apply exactly this plan with: %s\n", ff.out, failoverHint(ff.fleet, "run", "--plan", shellArg(ff.out), "--reason", "'…'"))
+				defer fmt.Fprintf(a.stderr, "Plan saved to %s. Apply exactly this plan with: %s\n", ff.out, failoverHint(ff.fleet, "run", "--plan", shell.Quote(ff.out), "--reason", "'…'"))
 			}
 			if a.output == "json" {
 				err = a.writeJSON(newPlanDoc(f, plan))
@@ -559,7 +560,7 @@ func (a *app) requestAbort(cmd *cobra.Command, ff *failoverFlags, held failover.
 	}
 	again := failoverHint(ff.fleet, "abort")
 	if ff.reason != "" {
-		again = failoverHint(ff.fleet, "abort", "--reason", shellArg(providers.Sanitize(ff.reason, 200)))
+		again = failoverHint(ff.fleet, "abort", "--reason", shell.Quote(providers.Sanitize(ff.reason, 200)))
 	}
 	switch {
 	case w.TimedOut:
@@ -570,7 +571,7 @@ func (a *app) requestAbort(cmd *cobra.Command, ff *failoverFlags, held failover.
 			held.Token, providers.Sanitize(w.Dead, 200), again)
 	case w.Silent > 0:
 		return problem("the run holding the lock (token %d, %s) has not renewed it for its TTL %s on this host's clock: it is stopped or cut off from the state store and, by its own lease, writes nothing more; its request is withdrawn. Once no process of it runs, break its lock and abort: %s, then %s",
-			held.Token, providers.Sanitize(held.Holder, 200), w.Silent, failoverHint(ff.fleet, "unlock", "--id", shellArg(providers.Sanitize(held.ID, 64))), again)
+			held.Token, providers.Sanitize(held.Holder, 200), w.Silent, failoverHint(ff.fleet, "unlock", "--id", shell.Quote(providers.Sanitize(held.ID, 64))), again)
 	case !w.Lock.Released && w.Lock.Token != held.Token:
 		return problem("the run the abort request was for (token %d) let go of the lock and a later one holds it now (%s, token %d); the request is withdrawn (it never applies to a later run). See %s",
 			held.Token, providers.Sanitize(w.Lock.Holder, 200), w.Lock.Token, failoverHint(ff.fleet, "status"))
@@ -669,7 +670,7 @@ func sameSelection(ff *failoverFlags, saved *failover.SavedPlan) error {
 			now = strings.TrimSpace(now + " --skip-blocked")
 		}
 		return usageErr("--plan %s was made for %s, not %s: a saved plan applies only the selection it was made with; drop %s, or plan again with it: %s",
-			ff.planFile, was, now, now, failoverHint(ff.fleet, "plan", saved.Plan.Event.Flags(), now, "--out", shellArg(ff.planFile)))
+			ff.planFile, was, now, now, failoverHint(ff.fleet, "plan", saved.Plan.Event.Flags(), now, "--out", shell.Quote(ff.planFile)))
 	}
 	return nil
 }

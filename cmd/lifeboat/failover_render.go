@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/internal/base/shell"
 )
 
 // fleetLine names the fleet a command acts on, so that prod and staging cannot be confused: the
@@ -17,19 +18,9 @@ func fleetLine(f *failover.Fleet) string {
 	return fmt.Sprintf("fleet %s (model %s, router %s, state %s)", f.File, f.Model.Name, f.Router.Driver, f.State)
 }
 
-// shellArg quotes s for a POSIX shell when it needs it, so a hint stays pasteable.
-func shellArg(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // failoverHint is a pasteable failover command for this fleet: `lifeboat failover SUB --fleet F ARGS...`.
 func failoverHint(fleet, sub string, args ...string) string {
-	parts := append([]string{"lifeboat", "failover", sub, "--fleet", shellArg(fleet)}, args...)
+	parts := append([]string{"lifeboat", "failover", sub, "--fleet", shell.Quote(fleet)}, args...)
 	return strings.Join(parts, " ")
 }
 

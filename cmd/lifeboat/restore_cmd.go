@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/internal/base/shell"
 	"lifeboat/manifest"
 	"lifeboat/manifest/signature"
 	"lifeboat/providers"
@@ -114,7 +115,7 @@ func (a *app) restoreTrust(fleetFile string, keyFiles []string, manifestFile *st
 			return nil, usageErr("--key: %v", err)
 		}
 		ts.keys = append(ts.keys, pk)
-		ts.verifyArgs = strings.TrimSpace(ts.verifyArgs + " --key " + shellQuote(k))
+		ts.verifyArgs = strings.TrimSpace(ts.verifyArgs + " --key " + shell.Quote(k))
 	}
 	return ts, nil
 }

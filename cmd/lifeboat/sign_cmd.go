@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/failover"
+	"lifeboat/internal/base/shell"
 	"lifeboat/manifest"
 	"lifeboat/manifest/signature"
 	"lifeboat/providers"
@@ -477,7 +478,7 @@ func fleetTrust(fl *failover.Fleet, fleetFile string) *trustSpec {
 	if fl == nil || fl.Trust == nil {
 		return nil
 	}
-	return &trustSpec{keys: fl.Trust.Keys, require: fl.Trust.Require, verifyArgs: "--fleet " + shellQuote(fleetFile)}
+	return &trustSpec{keys: fl.Trust.Keys, require: fl.Trust.Require, verifyArgs: "--fleet " + shell.Quote(fleetFile)}
 }
 
 // requireTrusted enforces ts before cmdName acts on the manifest at ref: nil error when ts is nil
@@ -502,7 +503,7 @@ func (a *app) requireTrusted(ctx context.Context, ref string, ts *trustSpec, cmd
 		msg += ": " + strings.Join(c.Reasons, "; ")
 	}
 	next := fmt.Sprintf("\n  see why: lifeboat manifest verify-sig %s %s\n  sign it, if it is the manifest you meant: lifeboat manifest sign %s --key KEY",
-		shellQuote(c.Subject), ts.verifyArgs, shellQuote(c.Subject))
+		shell.Quote(c.Subject), ts.verifyArgs, shell.Quote(c.Subject))
 	if !ts.require {
 		fmt.Fprintf(a.stderr, "warning: %s (trust.require is false: going on)%s\n", msg, next)
 		return data, nil
@@ -539,16 +540,6 @@ func (a *app) readTrustedManifest(ctx context.Context, ref string, ts *trustSpec
 		return nil, withCode(exitUsage, err)
 	}
 	return m, nil
-}
-
-// shellQuote quotes s for a pasteable command when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@=+,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // signEvidence signs a file Lifeboat wrote (a drill report) with keyFile: the signature beside it.

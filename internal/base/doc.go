@@ -1,6 +1,6 @@
-// Package base is the ground floor, and holds the tests that keep the module's shape: its
-// subpackages (editdistance, kubeclient, redact, wait, yamlnode) are shared leaf helpers importing no
-// Lifeboat package above them, and layering_test.go enforces the layer order and the doc.go rule.
+// Package base is the ground floor and the tests of the module's shape: its subpackages
+// (editdistance, kubeclient, redact, shell, wait, yamlnode) are leaf helpers importing nothing of
+// Lifeboat above them; layering_test.go holds the layer order, the doc.go rule and the one sleep.
 //
 // The layer order:
 //

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"lifeboat/internal/base/shell"
 	"lifeboat/internal/emulators"
 	"lifeboat/providers"
 )
@@ -108,21 +109,21 @@ func run(dir, envFile string, watch int, out io.Writer) error {
 	broken := clouds[0]
 	var b strings.Builder
 	for k, v := range env {
-		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
+		fmt.Fprintf(&b, "export %s=%s\n", k, shell.Quote(v))
 	}
 	for _, c := range clouds {
-		fmt.Fprintf(&b, "CLOUD_%s=%s\n", strings.ToUpper(c.name), shellQuote(c.url))
+		fmt.Fprintf(&b, "CLOUD_%s=%s\n", strings.ToUpper(c.name), shell.Quote(c.url))
 		fmt.Fprintf(out, "%-6s %-62s %s\n", c.name, c.url, c.summary)
 	}
 	if n := standInNotice(clouds); n != "" {
 		fmt.Fprintln(out, n)
 	}
-	fmt.Fprintf(&b, "BROKEN=%s\nBROKEN_DIR=%s\n", shellQuote(broken.url), shellQuote(broken.onDisk))
+	fmt.Fprintf(&b, "BROKEN=%s\nBROKEN_DIR=%s\n", shell.Quote(broken.url), shell.Quote(broken.onDisk))
 	ports, err := freePorts(5)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "DEMO_PORTS=%s\n", shellQuote(strings.Trim(fmt.Sprint(ports), "[]")))
+	fmt.Fprintf(&b, "DEMO_PORTS=%s\n", shell.Quote(strings.Trim(fmt.Sprint(ports), "[]")))
 	if err := writeFileAtomic(envFile, []byte(b.String())); err != nil {
 		return err
 	}
@@ -189,8 +190,6 @@ func freePorts(n int) ([]int, error) {
 
 // emulatorOf names the emulator a stand-in replaces.
 var emulatorOf = map[string]string{"S3": "versitygw", "Azure": "Azurite"}
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func writeFileAtomic(name string, data []byte) error {
 	return providers.WriteFileAtomic(name, 0o600, func(w io.Writer) error { // the env file holds credentials

@@ -345,15 +345,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// ShellQuote quotes s as one word for splitWords (its inverse): ShellQuote of any string, split,
-// gives back that string.
-func ShellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\{}$`") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // splitWords splits a command line like a POSIX shell does for quoting only: whitespace separates
 // words; '…' is literal; "…" allows \" \\ \$ \` escapes; a backslash outside quotes escapes the next
 // character. Template actions {{ … }} are kept whole (they may contain spaces and quotes).

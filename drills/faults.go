@@ -27,19 +27,11 @@ type fileFault struct {
 // keep is given them before anything changes (the drill records them in the state store, so
 // that a clean-up after a crash can put them back) and an error from it plants nothing.
 func (ff *fileFault) plant(ctx context.Context, keep func([]byte) error) error {
-	var buf bytes.Buffer
-	err := ff.store.Read(ctx, ff.f.Path, providers.ReadOptions{}, func(r io.Reader) error {
-		buf.Reset()
-		n, err := io.Copy(&buf, io.LimitReader(r, maxFaultFile+1))
-		if err == nil && n > maxFaultFile {
-			return fmt.Errorf("larger than %d bytes: not a file a drill corrupts", maxFaultFile)
-		}
-		return err
-	})
+	original, err := providers.ReadSmall(ctx, ff.store, ff.f.Path, providers.ReadOptions{}, maxFaultFile)
 	if err != nil {
 		return fmt.Errorf("fault %q: read %s in %s: %w", ff.f.Name, ff.f.Path, ff.store, err)
 	}
-	ff.original = buf.Bytes()
+	ff.original = original
 	if err := keep(ff.original); err != nil {
 		return fmt.Errorf("fault %q: record its undo before injecting it: %w", ff.f.Name, err)
 	}

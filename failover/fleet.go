@@ -844,11 +844,7 @@ func (f *Fleet) UnknownClass(name string) error {
 		return nil
 	}
 	names := slices.Sorted(maps.Keys(f.Tenants))
-	msg := fmt.Sprintf("class %q: not a tenant class of %s (tenants: %s)", name, f.File, strings.Join(names, ", "))
-	if best := closest(name, names); best != "" {
-		msg += fmt.Sprintf("; did you mean %s?", best)
-	}
-	return errors.New(msg)
+	return fmt.Errorf("class %q: not a tenant class of %s (tenants: %s)%s", name, f.File, strings.Join(names, ", "), didYouMean(name, names))
 }
 
 // UnknownRegion says that name is not one of the fleet's regions, listing them and suggesting
@@ -857,9 +853,6 @@ func (f *Fleet) UnknownRegion(name string) error {
 	if f.Regions[name] != nil {
 		return nil
 	}
-	msg := fmt.Sprintf("region %s: not in %s (regions: %s)", name, f.File, strings.Join(f.RegionNames(), ", "))
-	if best := closest(name, f.RegionNames()); best != "" {
-		msg += fmt.Sprintf("; did you mean %s?", best)
-	}
-	return errors.New(msg)
+	names := f.RegionNames()
+	return fmt.Errorf("region %s: not in %s (regions: %s)%s", name, f.File, strings.Join(names, ", "), didYouMean(name, names))
 }

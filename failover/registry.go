@@ -10,7 +10,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/internal/base/editdistance"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
 )
@@ -202,13 +201,8 @@ func unknownKind(got string, names []string) string {
 	return msg + didYouMean(got, names)
 }
 
-// closest is the name nearest to got when it looks like a typo of it ("" otherwise): the one
-// did-you-mean ranking (editdistance.Best), for kinds and regions.
-func closest(got string, names []string) string {
-	return editdistance.Best(got, names)
-}
-
-// didYouMean is the one "(did you mean X?)" ending (yamlnode.DidYouMean).
+// didYouMean is the one " (did you mean X?)" ending (yamlnode.DidYouMean), for kinds, classes and
+// regions.
 func didYouMean(got string, names []string) string { return yamlnode.DidYouMean(got, names) }
 
 // FleetDecoder is what a driver or launcher kind decodes its keys and reports its problems

@@ -158,7 +158,7 @@ func TestFailoverClassSelection(t *testing.T) {
 	weights := filepath.Join(dir, "weights.json")
 	before := fileRouterCells(t, weights)
 	r := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--class", "eu-onyl")
-	if r.code != 2 || !strings.Contains(r.stderr, "did you mean eu-only?") || !strings.Contains(r.stderr, "tenants: eu-only, global") {
+	if r.code != 2 || !strings.Contains(r.stderr, "(tenants: eu-only, global) (did you mean eu-only?)") {
 		t.Fatalf("unknown class: exit %d\n%s", r.code, r.stderr)
 	}
 	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--class", "global,glob", "--yes")

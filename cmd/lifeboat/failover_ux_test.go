@@ -135,11 +135,11 @@ func TestFailoverOneSpelling(t *testing.T) {
 		t.Errorf("--action restore: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west1", "--signals", "warm.json", "--yes")
-	if r.code != 2 || !strings.Contains(r.stderr, "did you mean eu-west-1?") {
+	if r.code != 2 || !strings.Contains(r.stderr, ") (did you mean eu-west-1?)") {
 		t.Errorf("typo'd region: exit %d\n%s", r.code, r.stderr)
 	}
 	r = cli(t, nil, "failover", "restore", "--fleet", "fleet.yaml", "--region", "eu-wset-1", "--yes")
-	if r.code != 2 || !strings.Contains(r.stderr, "did you mean eu-west-1?") {
+	if r.code != 2 || !strings.Contains(r.stderr, ") (did you mean eu-west-1?)") {
 		t.Errorf("typo'd region in restore: exit %d\n%s", r.code, r.stderr)
 	}
 	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--action", "restore", "--signals", "warm.json", "--yes")

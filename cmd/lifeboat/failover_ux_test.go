@@ -175,6 +175,46 @@ func TestFailoverHintsArePasteable(t *testing.T) {
 	}
 }
 
+// A plan that cannot reach its target has its own prompt: it says the plan holds and asks to
+// apply its steps "anyway". Without a terminal the hint names --yes --allow-partial (--yes
+// alone would not apply it), and the prompt names the fleet. Answered "no", nothing changes
+// and the run fails; answered "yes", its one step is applied and the run ends held (exit 3).
+func TestFailoverPartialPlanPrompt(t *testing.T) {
+	dir := faultDir(t)
+	os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(strings.Replace(cliFleet, "spill_cap_percent: 60", "spill_cap_percent: 10", 1)), 0o644)
+	weights := readFile(t, filepath.Join(dir, "weights.json"))
+	run := []string{"failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--reason", "t"}
+	r := cliStdin(t, "no\n", run...)
+	for _, want := range []string{
+		"add --yes --allow-partial (the plan above is for fleet fleet.yaml (model llama-demo, router file, state ./state))",
+		"This plan cannot reach its target: HELD for safety (spill_cap)",
+		"Apply its 1 steps to fleet fleet.yaml (model llama-demo, router file, state ./state) anyway (the outcome ends held for safety)? Type yes to go on: ",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the partial-plan prompt lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "Apply these ") {
+		t.Errorf("a plan that cannot complete got the prompt of a complete one:\n%s", r.stderr)
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, "nothing changed") {
+		t.Errorf("answered no: exit %d, want a failure that says nothing changed\n%s", r.code, r.stderr)
+	}
+	if got := readFile(t, filepath.Join(dir, "weights.json")); got != weights {
+		t.Errorf("answered no, the router changed:\n%s", got)
+	}
+	r = cliStdin(t, "yes\n", run...)
+	var w struct {
+		Classes map[string]map[string]struct{ Weight float64 } `json:"classes"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "weights.json"))), &w); err != nil {
+		t.Fatal(err)
+	}
+	if r.code != 3 || !strings.Contains(r.stdout, "1 step(s) applied") || w.Classes["eu-only"]["eu-central-1"].Weight != 60 {
+		t.Errorf("answered yes: exit %d, weights %v, want its step applied and exit 3\n%s\n%s", r.code, w.Classes, r.stdout, r.stderr)
+	}
+}
+
 // A saved plan is applied exactly, and refused (exit 3, nothing changed, saying what changed)
 // when the signals or the router it was computed from changed in a way that matters, or when
 // it was computed from another fleet.

@@ -55,7 +55,8 @@ func (n *RunNotifier) Record(rec Record) {
 	ev := notify.Event{Event: kind, Time: rec.Time, Fleet: n.FleetArg, Model: n.Fleet.Model.Name, Run: rec.Run,
 		Verdict: verdict, Reason: n.reason, Detail: rec.Detail, Holder: rec.Holder}
 	if rec.Step != nil && rec.Detail != "" {
-		ev.Detail = "step " + strconv.Itoa(*rec.Step) + ": " + rec.Detail
+		// Record.Step is the plan's index; people (and the run's own messages) count from 1
+		ev.Detail = "step " + strconv.Itoa(*rec.Step+1) + ": " + rec.Detail
 	}
 	regions := slices.Clone(rec.Out)
 	if n.op != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -253,6 +254,67 @@ func TestFailoverSavedPlan(t *testing.T) {
 	}
 	if readFile(t, weights) != after {
 		t.Fatal("a refused saved plan changed the router")
+	}
+}
+
+// A saved plan outlives signals that move without changing it: the queue waits of both
+// receivers rise by a few ms (the plan made from them shows it, with the same steps and
+// verdict), and `run --plan` still applies the saved plan, as it was saved, exit 0. The other
+// half, signals that change the plan, is refused in TestFailoverSavedPlan.
+func TestFailoverSavedPlanOutlivesSignalsThatDoNotMatter(t *testing.T) {
+	dir := faultDir(t)
+	warm := readFile(t, filepath.Join(dir, "warm.json"))
+	moved := strings.NewReplacer(`"queue_wait_ms": 20`, `"queue_wait_ms": 24`, `"queue_wait_ms": 10`, `"queue_wait_ms": 13`).Replace(warm)
+	if moved == warm {
+		t.Fatal("the moved signals are the recorded ones")
+	}
+	os.WriteFile(filepath.Join(dir, "moved.json"), []byte(moved), 0o644)
+	r := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--out", "evac.plan")
+	if r.code != 0 {
+		t.Fatalf("plan --out: exit %d\n%s", r.code, r.stderr)
+	}
+	saved := r.stdout
+	// the premise: the signals moved (beyond rounding) and the plan made from them did not
+	type planDoc struct {
+		Complete, Refused bool
+		Steps             []struct {
+			Weights map[string]map[string]int    `json:"weights"`
+			States  map[string]map[string]string `json:"states"`
+		} `json:"steps"`
+	}
+	plans := map[string]planDoc{}
+	for _, sig := range []string{"warm.json", "moved.json"} {
+		r := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", sig, "-o", "json")
+		var p planDoc
+		if err := json.Unmarshal([]byte(r.stdout), &p); r.code != 0 || err != nil {
+			t.Fatalf("plan with %s: exit %d, %v\n%s", sig, r.code, err, r.stdout)
+		}
+		plans[sig] = p
+	}
+	if !reflect.DeepEqual(plans["warm.json"], plans["moved.json"]) || len(plans["moved.json"].Steps) != 3 {
+		t.Fatalf("the moved queue waits change the plan: %+v / %+v", plans["warm.json"], plans["moved.json"])
+	}
+	if now := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "moved.json"); !strings.Contains(now.stdout, "13 ms") || strings.Contains(saved, "13 ms") {
+		t.Fatalf("the plan from the moved signals does not show eu-central-1's queue wait of 13 ms:\n%s", now.stdout)
+	}
+
+	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--plan", "evac.plan", "--signals", "moved.json", "--reason", "INC-2")
+	if r.code != 0 || !strings.Contains(r.stdout, "3 step(s) applied") || strings.Contains(r.stderr, "no longer holds") {
+		t.Fatalf("run --plan with signals that do not change it: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// the plan applied is the one saved (its regions table says 10 ms, not 13)
+	if !strings.Contains(r.stderr, "eu-central-1  healthy  warm  10 ms") || strings.Contains(r.stderr, "13 ms") {
+		t.Errorf("run --plan did not show the saved plan:\n%s", r.stderr)
+	}
+	var doc struct {
+		Classes map[string]map[string]struct {
+			Weight int    `json:"weight"`
+			State  string `json:"state"`
+		} `json:"classes"`
+	}
+	json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "weights.json"))), &doc)
+	if doc.Classes["eu-only"]["eu-central-1"].Weight != 100 || doc.Classes["global"]["us-east-1"].Weight != 100 || doc.Classes["eu-only"]["eu-west-1"].State != "maint" {
+		t.Fatalf("router after run --plan: %+v", doc.Classes)
 	}
 }
 

@@ -27,9 +27,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"lifeboat/internal/emulators"
+	"lifeboat/internal/testbed"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) } // stops the emulators, removes the built binary
 
 // granted is what the Role must grant, and all it may grant: resource (group/resource[/sub]) →
 // verbs. It is the RBAC list of docs/kubernetes.md ("Running Lifeboat in the cluster").

@@ -7,10 +7,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"lifeboat/failover/notify"
 	"lifeboat/internal/testbed"
 )
 
@@ -47,8 +50,11 @@ func fmtAny(v any) string { s, _ := v.(string); return s }
 // receiver, a Slack-format one that always answers 500, one that never answers. A refused run
 // and a completed run through the binary: the healthy receiver gets refused, start and done with
 // the documented body; the 500 one is tried three times per event and the run still exits 0;
-// the hanging one delays nothing beyond the flush deadline (its timeout is 30 s: a blocking
-// delivery would hold the run for minutes); no webhook URL appears in any body or log line.
+// the hanging one delays nothing: its timeout is notify.MaxTimeout (30 s) and it never answers,
+// so a delivery that blocked a step would put at least 30 s between the run's start record and
+// its next one, and hold each command for 30 s before the flush; no two consecutive journal
+// records of the run are that far apart, and each command ends before the hang would have
+// ended plus notify.FlushDeadline; no webhook URL appears in any body or log line.
 func TestFailoverNotificationsThroughBinary(t *testing.T) {
 	testbed.LifeboatBinary(t) // built before failoverDir changes the working directory
 	var ok, bad receiver
@@ -84,16 +90,40 @@ func TestFailoverNotificationsThroughBinary(t *testing.T) {
 	}
 	env := []string{"LB_TEST_HOOK_OK=" + okSrv.URL + "/services/" + secret, "LB_TEST_HOOK_BAD=" + badSrv.URL + "/services/" + secret + "?token=" + secret}
 
-	r := cli(t, env, "failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "cold.json", "--yes", "--reason", "INC-7")
+	// hang is how long one delivery to the dead webhook would hold a caller that waited for it.
+	const hang = notify.MaxTimeout
+	timed := func(args ...string) result {
+		t.Helper()
+		began := time.Now()
+		r := cli(t, env, args...)
+		// A bound that proves the delivery did not block (a blocked command takes at least
+		// hang + FlushDeadline), not a performance assertion: the run itself is ~1 s.
+		if took := time.Since(began); took >= hang+notify.FlushDeadline {
+			t.Errorf("%v took %s with a webhook that hangs %s: delivery held the command (flush deadline %s)", args[:2], took.Round(time.Millisecond), hang, notify.FlushDeadline)
+		}
+		return r
+	}
+	r := timed("failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "cold.json", "--yes", "--reason", "INC-7")
 	if r.code != 3 {
 		t.Fatalf("refused run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	logs := r.stdout + r.stderr
-	r = cli(t, env, "failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", "INC-7")
+	r = timed("failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", "INC-7")
 	if r.code != 0 || !strings.Contains(r.stdout, "Final weights") {
 		t.Fatalf("run with a failing and a hanging webhook: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	logs += r.stdout + r.stderr
+	// Each notified record (start first) is followed by the next without waiting for the
+	// webhook: no gap between consecutive records of the run reaches the hang.
+	recs := runRecords(t, dir, "start")
+	if len(recs) < 4 {
+		t.Fatalf("journal of the completed run: %d records, want start, steps and done", len(recs))
+	}
+	for i := 1; i < len(recs); i++ {
+		if gap := recs[i].Time.Sub(recs[i-1].Time); gap >= hang {
+			t.Errorf("journal records %d (%s) and %d (%s) are %s apart: a step waited for the hanging webhook", i-1, recs[i-1].Kind, i, recs[i].Kind, gap)
+		}
+	}
 
 	if got := strings.Join(ok.events(), " "); got != "failover.refused failover.start failover.done" {
 		t.Fatalf("events at the healthy receiver: %q", got)
@@ -175,6 +205,46 @@ func TestFleetNotifyValidation(t *testing.T) {
 	if r.code != 2 || strings.Contains(r.stderr, "xyz") {
 		t.Fatalf("exit %d, want 2, without the inline URL's secret\n%s", r.code, r.stderr)
 	}
+}
+
+// journalRecord is what the notification tests read of a journal record.
+type journalRecord struct {
+	Kind   string    `json:"kind"`
+	Time   time.Time `json:"time"`
+	Detail string    `json:"detail"`
+}
+
+// runRecords are the records, in order, of the one run in dir's journal that has a record of
+// kind (a test's run among refused ones).
+func runRecords(t *testing.T, dir, kind string) []journalRecord {
+	t.Helper()
+	runs, _ := filepath.Glob(filepath.Join(dir, "state", "failover", "runs", "*"))
+	var found [][]journalRecord
+	for _, run := range runs {
+		files, _ := filepath.Glob(filepath.Join(run, "*.json"))
+		slices.Sort(files)
+		var recs []journalRecord
+		has := false
+		for _, f := range files {
+			var rec journalRecord
+			b, err := os.ReadFile(f)
+			if err == nil {
+				err = json.Unmarshal(b, &rec)
+			}
+			if err != nil {
+				t.Fatalf("journal record %s: %v", f, err)
+			}
+			recs = append(recs, rec)
+			has = has || rec.Kind == kind
+		}
+		if has {
+			found = append(found, recs)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d runs in the journal have a %q record, want 1", len(found), kind)
+	}
+	return found[0]
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

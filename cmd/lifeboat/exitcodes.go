@@ -26,7 +26,7 @@ const (
 
 // exitRule is one row of exitTable: the errors a class covers and its exit code.
 type exitRule struct {
-	name  string // the class, as docs/exit-codes.md names it
+	name  string // the class, as docs/exit-codes.md's "From an error to its code" names it
 	code  int
 	match func(error) bool
 }
@@ -46,7 +46,8 @@ func isAny(targets ...error) func(error) bool {
 // exitTable is the one mapping from an error to the exit status, first match wins. An explicit
 // code (exitError) comes before it; an error no row matches — not found, denied, misconfigured,
 // invalid input, anything unclassified — is bad input (2). A run that a signal ended exits
-// 128+signo whatever its error says (see finish).
+// 128+signo whatever its error says (see finish). docs/exit-codes.md says all this and lists the
+// rows in this order (TestExitCodesDocMatchesTheTable).
 var exitTable = []exitRule{
 	{"failover lock held by another run", exitRefused, func(err error) bool {
 		var held *failover.LockHeldError

@@ -149,7 +149,7 @@ func TestBootUsage(t *testing.T) {
 		{[]string{"boot"}, "needs --fleet"},
 		{[]string{"boot", "--fleet", fleet}, "needs --fleet"},
 		{[]string{"boot", "--fleet", absent(t) + "/nonexistent.yaml", "--region", "a"}, "nonexistent.yaml"},
-		{[]string{"boot", "--fleet", fleet, "--region", "mars"}, "--region mars: not in"},
+		{[]string{"boot", "--fleet", fleet, "--region", "mars"}, "region mars: not in " + fleet + " (regions: local)"},
 		{[]string{"boot", "--fleet", badKind, "--region", "a"}, "bad.yaml:6: regions.a.launcher.kind: want one of exec, endpoint"},
 		{[]string{"boot", "--fleet", noLauncher, "--region", "a"}, "has no launcher"},
 		{[]string{"boot", "--fleet", fleet, "--region", "local", "-o", "junit"}, "-o junit"},

@@ -30,6 +30,12 @@ var (
 	// ErrIncomplete: the plan cannot reach its target (traffic it cannot place, a failback that
 	// stops short): held for safety (a refusal), with the rule and what is left.
 	ErrIncomplete = errors.New("held for safety")
+	// ErrNoneOpen (with ErrRefused): restore or abort with no open failover to go back from.
+	ErrNoneOpen = errors.New("no failover is open")
+	// ErrRolledBack (with ErrHeld): a check failed and --rollback-on-fail stepped back.
+	ErrRolledBack = errors.New("rolled back")
+	// ErrRollbackBlocked (with ErrHeld): a check failed and the way back cannot start either.
+	ErrRollbackBlocked = errors.New("the rollback cannot start")
 )
 
 // Executor carries out plans on a router under the lock, journaling every change. Its work is

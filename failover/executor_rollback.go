@@ -29,12 +29,12 @@ func (e *Executor) rollback(s *session, o RunOptions, h failoverState, why strin
 	e.log().Warn("rolling back", "why", why, "steps", len(back.Steps))
 	if back.Refused || len(back.Steps) == 0 {
 		out.Held = why
-		return out, fmt.Errorf("%w: %s; and the rollback cannot start: %s%s", ErrHeld, why, back.Reason, back.Hold)
+		return out, fmt.Errorf("%w: %s; and %w: %s%s", ErrHeld, why, ErrRollbackBlocked, back.Reason, back.Hold)
 	}
 	out.Plan = back
 	res, err := e.steps(s, ro, back, 0, h, out)
 	if err == nil {
-		err = fmt.Errorf("%w: %s; rolled back", ErrHeld, why)
+		err = fmt.Errorf("%w: %s; %w", ErrHeld, why, ErrRolledBack)
 	}
 	return res, err
 }

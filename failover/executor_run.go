@@ -35,7 +35,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 		return nil, err
 	}
 	if (o.Event.Kind == Restore || o.Event.Kind == Abort) && h.baseline == nil {
-		return nil, fmt.Errorf("%w: no failover is open (the journal has no baseline to go back to)", ErrRefused)
+		return nil, fmt.Errorf("%w: %w (the journal has no baseline to go back to)", ErrRefused, ErrNoneOpen)
 	}
 	rs, err := s.observe(ctx)
 	if err != nil {

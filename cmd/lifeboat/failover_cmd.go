@@ -267,13 +267,54 @@ func pasteable(err error, fleet string) error {
 }
 
 // pasteableErr is a failover error whose hints name the fleet: the failover package says
-// "lifeboat failover resume"; the operator pastes "lifeboat failover resume --fleet F".
+// "lifeboat failover resume"; the operator pastes "lifeboat failover resume --fleet F". With
+// next, the message ends with the command to try next, alone on the last line.
 type pasteableErr struct {
 	err   error
 	fleet string
+	next  nextStep
 }
 
-func (e *pasteableErr) Error() string { return withFleet(e.err.Error(), e.fleet) }
+func (e *pasteableErr) Error() string {
+	msg := withFleet(e.err.Error(), e.fleet)
+	if e.next.cmd != "" {
+		msg += "\nNext, " + e.next.why + ":\n  " + e.next.cmd
+	}
+	return msg
+}
+
+// nextStep is the command a refusal or hold ends with, and what it is for.
+type nextStep struct{ why, cmd string }
+
+// nextFailoverStep is the pasteable command to try after err, a failover subcommand's
+// (sub: run, restore, abort, resume) refusal or hold; the zero nextStep when err names its
+// own next command (a lock's holder, a hold timeout) or there is none to give.
+func nextFailoverStep(ff *failoverFlags, sub string, ev failover.Event, out *failover.Outcome, err error) nextStep {
+	var sig []string
+	if ff.signals != "" {
+		sig = []string{"--signals", shell.Quote(ff.signals)}
+	}
+	switch {
+	case errors.Is(err, failover.ErrNothingToResume), errors.Is(err, failover.ErrNoneOpen):
+		return nextStep{"to see this fleet's runs and what is open", failoverHint(ff.fleet, "status")}
+	case errors.Is(err, failover.ErrRolledBack):
+		return nextStep{"to see where it stands", failoverHint(ff.fleet, "status")}
+	case errors.Is(err, failover.ErrRollbackBlocked):
+		return nextStep{"once what holds it is fixed, to go back to the baseline", failoverHint(ff.fleet, "abort", sig...)}
+	case errors.Is(err, failover.ErrHeld):
+		return nextStep{"once what holds it is fixed, to go on", failoverHint(ff.fleet, "resume", sig...)}
+	case errors.Is(err, failover.ErrRefused) && out != nil && out.Plan != nil && len(out.Plan.CouldMove) > 0 && (sub == "run" || sub == "restore"):
+		args := append([]string{ev.Flags(), "--skip-blocked"}, sig...)
+		if sub == "restore" {
+			args[0] = "--region " + shell.Quote(ev.Region)
+		}
+		if len(out.Plan.Selected) > 0 {
+			args = append(args, "--class", strings.Join(out.Plan.Selected, ","))
+		}
+		return nextStep{"to move " + strings.Join(out.Plan.CouldMove, ", ") + " and leave the blocked classes untouched", failoverHint(ff.fleet, sub, args...)}
+	}
+	return nextStep{}
+}
 func (e *pasteableErr) Unwrap() error { return e.err }
 
 var failoverHintRE = regexp.MustCompile(`lifeboat failover (plan|run|status|resume|abort|restore|unlock)\b( --fleet)?`)
@@ -784,8 +825,12 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	if err != nil && ev.Kind == failover.Restore && out != nil && out.Plan != nil && (out.Plan.Rule == failover.RuleDwell || out.Plan.Rule == failover.RuleWarm) {
 		longer := max((2*max(ff.holdTimeout, f.Failover.FailbackDwell) + 2*f.Failover.StepInterval).Round(time.Second), time.Second)
 		err = fmt.Errorf("%w; restore observed the region for --hold-timeout %s: to watch it longer, %s", err, ff.holdTimeout, failoverHint(ff.fleet, "restore", "--region", ev.Region, "--hold-timeout", longer.String()))
+		return pasteable(err, ff.fleet)
 	}
-	return pasteable(err, ff.fleet)
+	if err == nil || ff.fleet == "" {
+		return err
+	}
+	return &pasteableErr{err: err, fleet: ff.fleet, next: nextFailoverStep(ff, cmd.Name(), ev, out, err)}
 }
 
 func (a *app) failoverStatusCmd() *cobra.Command {

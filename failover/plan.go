@@ -1,15 +1,12 @@
 package failover
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strings"
-
-	"lifeboat/internal/base/editdistance"
 )
 
 // EventKind is what a plan is for.
@@ -104,11 +101,7 @@ func ParseRule(s string) (Rule, error) {
 				names = append(names, string(x))
 			}
 		}
-		msg := fmt.Sprintf("unknown rule %q (overridable: %s)", s, strings.Join(names, ", "))
-		if best := editdistance.Best(s, names); best != "" {
-			msg += "; " + editdistance.DidYouMean(best)
-		}
-		return "", errors.New(msg)
+		return "", fmt.Errorf("unknown rule %q (overridable: %s)%s", s, strings.Join(names, ", "), didYouMean(s, names))
 	}
 	if !r.Overridable() {
 		return "", fmt.Errorf("rule %s can never be overridden", s)

@@ -205,7 +205,7 @@ func (f *failoverFlags) event(warn io.Writer) (failover.Event, error) {
 	}
 	msg := fmt.Sprintf("--action %q: want evacuate, restore or spill", action)
 	if best := editdistance.Best(action, []string{string(failover.Evacuate), string(failover.Restore), string(failover.Spill)}); best != "" {
-		msg += "; " + editdistance.DidYouMean(best)
+		msg += " (" + editdistance.DidYouMean(best) + ")"
 	}
 	return failover.Event{}, usageErr("%s", msg)
 }

@@ -21,15 +21,15 @@ func TestTypoedNamesSayDidYouMean(t *testing.T) {
 		want string
 	}{
 		{"boot region", []string{"boot", "--fleet", "fleet.yaml", "--region", "eu-wst-1"},
-			"region eu-wst-1: not in fleet.yaml (regions: eu-central-1, eu-west-1, us-east-1); did you mean eu-west-1?"},
+			"region eu-wst-1: not in fleet.yaml (regions: eu-central-1, eu-west-1, us-east-1) (did you mean eu-west-1?)"},
 		{"restore region", []string{"failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-wst-1", "--action", "restore", "--signals", "warm.json"},
 			"did you mean eu-west-1?"},
 		{"override rule", []string{"failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--override", "max_transitons"},
 			`--override: unknown rule "max_transitons"`},
 		{"override rule", []string{"failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--override", "max_transitons"},
-			"did you mean max_transitions?"},
+			"failback_dwell) (did you mean max_transitions?)"},
 		{"action", []string{"failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--action", "evacaute"},
-			`--action "evacaute": want evacuate, restore or spill; did you mean evacuate?`},
+			`--action "evacaute": want evacuate, restore or spill (did you mean evacuate?)`},
 	} {
 		r := cli(t, nil, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {

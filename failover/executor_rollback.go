@@ -34,6 +34,7 @@ func (e *Executor) rollback(s *session, o RunOptions, h failoverState, why strin
 	out.Plan = back
 	res, err := e.steps(s, ro, back, 0, h, out)
 	if err == nil {
+		res.Held = why + "; rolled back to the baseline" // what the verdict line says
 		err = fmt.Errorf("%w: %s; %w", ErrHeld, why, ErrRolledBack)
 	}
 	return res, err

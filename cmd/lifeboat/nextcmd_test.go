@@ -134,4 +134,8 @@ func TestFailoverHoldsEndWithTheNextCommand(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "rolled back") || lastCommand(r.stderr) != status {
 		t.Fatalf("rolled back: exit %d, want 1 and the last line %q:\n%s", r.code, status, r.stderr)
 	}
+	// the verdict says why it held and that it is back
+	if !strings.Contains(r.stdout, "VERDICT: HELD (exit 1): warm: eu-only/eu-central-1") || !strings.Contains(r.stdout, "rolled back to the baseline") {
+		t.Errorf("rolled back: the verdict does not say why and where it ended:\n%s", r.stdout)
+	}
 }

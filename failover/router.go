@@ -226,6 +226,18 @@ func routerAnswer(what string, resp *http.Response) ([]byte, error) {
 	return b, nil
 }
 
+// routerStatus is the error for an unexpected HTTP status from a router's API. A 5xx or 429 is
+// the router up but not serving its API: unreachable for now (exit 4, try again), as a refused
+// connection is, and a write so answered may or may not have landed (the read-back settles
+// it). Any other status is a protocol or content problem.
+func routerStatus(what string, code int, body []byte) error {
+	err := fmt.Errorf("%s: HTTP %d: %s", what, code, firstLine(string(body)))
+	if code >= 500 || code == http.StatusTooManyRequests {
+		return fmt.Errorf("%w: %w", err, ErrRouterUnreachable)
+	}
+	return err
+}
+
 // OpenRouter returns the fleet's router driver, opened by its registered kind.
 func OpenRouter(f *Fleet) (Driver, error) {
 	switch {

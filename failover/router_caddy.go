@@ -127,7 +127,7 @@ func (c *CaddyRouter) route(ctx context.Context, class string) (map[string]any, 
 		return nil, "", err
 	}
 	if code != http.StatusOK {
-		return nil, "", fmt.Errorf("caddy GET /id/%s: HTTP %d: %s", id, code, firstLine(string(b)))
+		return nil, "", routerStatus("caddy GET /id/"+id, code, b)
 	}
 	var route map[string]any
 	if err := json.Unmarshal(b, &route); err != nil {
@@ -328,7 +328,7 @@ func (c *CaddyRouter) ApplyIf(ctx context.Context, desired RouterState, since Ro
 		case http.StatusPreconditionFailed:
 			return fmt.Errorf("caddy PATCH /id/%s: If-Match answered 412: the route changed since this run last wrote or read it back (someone else edited the router); nothing overwritten: %s: %w", c.Routes[class], firstLine(string(b)), ErrRouterConflict)
 		default:
-			return fmt.Errorf("caddy PATCH /id/%s: HTTP %d: %s", c.Routes[class], code, firstLine(string(b)))
+			return routerStatus("caddy PATCH /id/"+c.Routes[class], code, b)
 		}
 	}
 	return nil
@@ -415,7 +415,7 @@ func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired Rout
 			last = fmt.Errorf("caddy PATCH /id/%s: %s: %w", c.Routes[class], firstLine(string(b)), ErrRouterConflict)
 			continue
 		}
-		return fmt.Errorf("caddy PATCH /id/%s: HTTP %d: %s", c.Routes[class], code, firstLine(string(b)))
+		return routerStatus("caddy PATCH /id/"+c.Routes[class], code, b)
 	}
 	return last
 }

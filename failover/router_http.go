@@ -84,7 +84,7 @@ func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, stri
 		return HTTPRouterDoc{}, "", err
 	}
 	if code != http.StatusOK {
-		return HTTPRouterDoc{}, "", fmt.Errorf("router GET %s/%s: HTTP %d: %s", h.URL, h.Backends[class], code, firstLine(string(b)))
+		return HTTPRouterDoc{}, "", routerStatus(fmt.Sprintf("router GET %s/%s", h.URL, h.Backends[class]), code, b)
 	}
 	if etag == "" {
 		if !h.AllowNoETag {
@@ -180,7 +180,7 @@ func (h *HTTPRouter) ApplyIf(ctx context.Context, desired RouterState, since Rou
 		case http.StatusPreconditionFailed:
 			return fmt.Errorf("router PUT %s/%s: If-Match %s answered 412: the document changed since this run last wrote or read it back (someone else edited the router); nothing overwritten: %w", h.URL, h.Backends[class], want, ErrRouterConflict)
 		default:
-			return fmt.Errorf("router PUT %s/%s: HTTP %d: %s", h.URL, h.Backends[class], code, firstLine(string(b)))
+			return routerStatus(fmt.Sprintf("router PUT %s/%s", h.URL, h.Backends[class]), code, b)
 		}
 	}
 	return nil
@@ -231,7 +231,7 @@ func (h *HTTPRouter) Apply(ctx context.Context, desired RouterState) error {
 				last = fmt.Errorf("router PUT %s/%s: %w", h.URL, h.Backends[class], ErrRouterConflict)
 				continue
 			}
-			return fmt.Errorf("router PUT %s/%s: HTTP %d: %s", h.URL, h.Backends[class], code, firstLine(string(b)))
+			return routerStatus(fmt.Sprintf("router PUT %s/%s", h.URL, h.Backends[class]), code, b)
 		}
 		if !done {
 			return last

@@ -42,14 +42,23 @@ func TestStandInClouds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"CLOUD_S3='file://" + root, "CLOUD_AZURE='file://" + root, "CLOUD_GCS='gs://", "BROKEN_DIR='" + root} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("clouds.env lacks %s:\n%s", want, b)
+	// Read as make demo reads it, through a shell, so the test holds whatever quoting is used.
+	sh, err := exec.Command("sh", "-c", `. "$1" && printf '%s\n' "$CLOUD_S3" "$CLOUD_AZURE" "$CLOUD_GCS" "$BROKEN_DIR" "$DEMO_PORTS"`, "sh", env).Output()
+	if err != nil {
+		t.Fatalf("sh could not read clouds.env: %v\n%s", err, b)
+	}
+	vals := strings.Split(strings.TrimSuffix(string(sh), "\n"), "\n")
+	if len(vals) != 5 {
+		t.Fatalf("clouds.env as read by sh: %q\n%s", vals, b)
+	}
+	for i, want := range []string{"file://" + root + "/", "file://" + root + "/", "gs://", root + "/"} {
+		if !strings.HasPrefix(vals[i], want) {
+			t.Errorf("clouds.env value %d is %q, want it to start %q:\n%s", i, vals[i], want, b)
 		}
 	}
-	m := regexp.MustCompile(`DEMO_PORTS='(\d+) (\d+) (\d+) (\d+) (\d+)'`).FindStringSubmatch(string(b))
+	m := regexp.MustCompile(`^(\d+) (\d+) (\d+) (\d+) (\d+)$`).FindStringSubmatch(vals[4])
 	if m == nil {
-		t.Fatalf("no DEMO_PORTS:\n%s", b)
+		t.Fatalf("DEMO_PORTS is %q, want five ports:\n%s", vals[4], b)
 	}
 	seen := map[string]bool{}
 	for _, p := range m[1:] {

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"lifeboat/failover/notify"
-	"lifeboat/internal/base/shell"
 )
 
 // RunNotifier turns a run's journal records into notifications (fleet `notify:`): start, hold,
@@ -75,19 +74,16 @@ func (n *RunNotifier) Record(rec Record) {
 			}
 		}
 	}
-	fleet := shell.Quote(n.FleetArg)
 	switch rec.Kind {
-	case RecStart:
-		ev.Next = "lifeboat failover status --fleet " + fleet
+	case RecStart, RecDone:
+		ev.Next = CommandLine(n.FleetArg, "status")
 	case RecHold, RecFailed:
-		ev.Next = "lifeboat failover resume --fleet " + fleet + "   (or: lifeboat failover abort --fleet " + fleet + ")"
+		ev.Next = CommandLine(n.FleetArg, "resume") + "   (or: " + CommandLine(n.FleetArg, "abort") + ")"
 	case RecRefused:
-		ev.Next = "lifeboat failover plan --fleet " + fleet
+		ev.Next = CommandLine(n.FleetArg, "plan")
 		if n.op != nil {
-			ev.Next += " " + n.op.Flags() // the one spelling: --region R [--action A]
+			ev.Next = CommandLine(n.FleetArg, "plan", n.op.Flags()) // the one spelling: --region R [--action A]
 		}
-	case RecDone:
-		ev.Next = "lifeboat failover status --fleet " + fleet
 	}
 	n.Send(ev)
 }

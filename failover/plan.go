@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"lifeboat/internal/base/shell"
 )
 
 // EventKind is what a plan is for.
@@ -45,6 +47,14 @@ func (e Event) Flags() string {
 		return "--region " + e.Region
 	}
 	return "--region " + e.Region + " --action " + string(e.Kind)
+}
+
+// CommandLine is a pasteable failover command for a fleet, `lifeboat failover SUB --fleet F
+// ARGS...` with the fleet argument shell-quoted and args as given: the one spelling of the
+// CLI's hints and the notifications' next command.
+func CommandLine(fleet, sub string, args ...string) string {
+	parts := append([]string{"lifeboat", "failover", sub, "--fleet", shell.Quote(fleet)}, args...)
+	return strings.Join(parts, " ")
 }
 
 // Rule names a safety invariant. Every step of every plan is checked against all of them.

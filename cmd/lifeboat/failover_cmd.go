@@ -296,13 +296,13 @@ func nextFailoverStep(ff *failoverFlags, sub string, ev failover.Event, out *fai
 	}
 	switch {
 	case errors.Is(err, failover.ErrNothingToResume), errors.Is(err, failover.ErrNoneOpen):
-		return nextStep{"to see this fleet's runs and what is open", failoverHint(ff.fleet, "status")}
+		return nextStep{"to see this fleet's runs and what is open", failover.CommandLine(ff.fleet, "status")}
 	case errors.Is(err, failover.ErrRolledBack):
-		return nextStep{"to see where it stands", failoverHint(ff.fleet, "status")}
+		return nextStep{"to see where it stands", failover.CommandLine(ff.fleet, "status")}
 	case errors.Is(err, failover.ErrRollbackBlocked):
-		return nextStep{"once what holds it is fixed, to go back to the baseline", failoverHint(ff.fleet, "abort", sig...)}
+		return nextStep{"once what holds it is fixed, to go back to the baseline", failover.CommandLine(ff.fleet, "abort", sig...)}
 	case errors.Is(err, failover.ErrHeld):
-		return nextStep{"once what holds it is fixed, to go on", failoverHint(ff.fleet, "resume", sig...)}
+		return nextStep{"once what holds it is fixed, to go on", failover.CommandLine(ff.fleet, "resume", sig...)}
 	case errors.Is(err, failover.ErrRefused) && out != nil && out.Plan != nil && len(out.Plan.CouldMove) > 0 && (sub == "run" || sub == "restore"):
 		args := append([]string{ev.Flags(), "--skip-blocked"}, sig...)
 		if sub == "restore" {
@@ -311,7 +311,7 @@ func nextFailoverStep(ff *failoverFlags, sub string, ev failover.Event, out *fai
 		if len(out.Plan.Selected) > 0 {
 			args = append(args, "--class", strings.Join(out.Plan.Selected, ","))
 		}
-		return nextStep{"to move " + strings.Join(out.Plan.CouldMove, ", ") + " and leave the blocked classes untouched", failoverHint(ff.fleet, sub, args...)}
+		return nextStep{"to move " + strings.Join(out.Plan.CouldMove, ", ") + " and leave the blocked classes untouched", failover.CommandLine(ff.fleet, sub, args...)}
 	}
 	return nextStep{}
 }
@@ -409,7 +409,7 @@ unreachable.`,
 				if err := failover.WriteSavedPlan(ff.out, f, plan, time.Now()); err != nil {
 					return fmt.Errorf("--out: %w", err)
 				}
-				defer fmt.Fprintf(a.stderr, "Plan saved to %s. Apply exactly this plan with: %s\n", ff.out, failoverHint(ff.fleet, "run", "--plan", shell.Quote(ff.out), "--reason", "'…'"))
+				defer fmt.Fprintf(a.stderr, "Plan saved to %s. Apply exactly this plan with: %s\n", ff.out, failover.CommandLine(ff.fleet, "run", "--plan", shell.Quote(ff.out), "--reason", "'…'"))
 			}
 			if a.output == "json" {
 				err = a.writeJSON(newPlanDoc(f, plan))
@@ -487,7 +487,7 @@ before the lock is taken: traffic is not moved to replicas of a manifest nobody 
 				return err
 			}
 			if ev.Kind == failover.Restore {
-				return usageErr("fail back with: %s", failoverHint(ff.fleet, "restore", "--region", ev.Region))
+				return usageErr("fail back with: %s", failover.CommandLine(ff.fleet, "restore", "--region", ev.Region))
 			}
 			return a.failoverAct(cmd, &ff, ev, false)
 		},
@@ -599,23 +599,23 @@ func (a *app) requestAbort(cmd *cobra.Command, ff *failoverFlags, held failover.
 	if err != nil {
 		return err
 	}
-	again := failoverHint(ff.fleet, "abort")
+	again := failover.CommandLine(ff.fleet, "abort")
 	if ff.reason != "" {
-		again = failoverHint(ff.fleet, "abort", "--reason", shell.Quote(providers.Sanitize(ff.reason, 200)))
+		again = failover.CommandLine(ff.fleet, "abort", "--reason", shell.Quote(providers.Sanitize(ff.reason, 200)))
 	}
 	switch {
 	case w.TimedOut:
 		return problem("the run holding the lock (token %d) has not honoured the abort request within --wait %s; it is honoured between steps: follow it with %s",
-			held.Token, wait, failoverHint(ff.fleet, "status"))
+			held.Token, wait, failover.CommandLine(ff.fleet, "status"))
 	case w.Dead != "":
 		return problem("the run holding the lock (token %d) died before honouring the abort request (%s); its request is withdrawn and the router is as it left it. Abort it now (a dead holder's lock is taken over at once): %s",
 			held.Token, providers.Sanitize(w.Dead, 200), again)
 	case w.Silent > 0:
 		return problem("the run holding the lock (token %d, %s) has not renewed it for its TTL %s on this host's clock: it is stopped or cut off from the state store and, by its own lease, writes nothing more; its request is withdrawn. Once no process of it runs, break its lock and abort: %s, then %s",
-			held.Token, providers.Sanitize(held.Holder, 200), w.Silent, failoverHint(ff.fleet, "unlock", "--id", shell.Quote(providers.Sanitize(held.ID, 64))), again)
+			held.Token, providers.Sanitize(held.Holder, 200), w.Silent, failover.CommandLine(ff.fleet, "unlock", "--id", shell.Quote(providers.Sanitize(held.ID, 64))), again)
 	case !w.Lock.Released && w.Lock.Token != held.Token:
 		return problem("the run the abort request was for (token %d) let go of the lock and a later one holds it now (%s, token %d); the request is withdrawn (it never applies to a later run). See %s",
-			held.Token, providers.Sanitize(w.Lock.Holder, 200), w.Lock.Token, failoverHint(ff.fleet, "status"))
+			held.Token, providers.Sanitize(w.Lock.Holder, 200), w.Lock.Token, failover.CommandLine(ff.fleet, "status"))
 	}
 	st, err := e.Status(ctx)
 	if err != nil && st == nil {
@@ -630,7 +630,7 @@ func (a *app) requestAbort(cmd *cobra.Command, ff *failoverFlags, held failover.
 			st.Run, again)
 	}
 	return problem("run %s let go of the lock without reaching the baseline (%s); see %s, then %s",
-		st.Run, providers.Sanitize(st.Held+st.Failed, 500), failoverHint(ff.fleet, "status"), again)
+		st.Run, providers.Sanitize(st.Held+st.Failed, 500), failover.CommandLine(ff.fleet, "status"), again)
 }
 
 func (a *app) failoverResumeCmd() *cobra.Command {
@@ -711,7 +711,7 @@ func sameSelection(ff *failoverFlags, saved *failover.SavedPlan) error {
 			now = strings.TrimSpace(now + " --skip-blocked")
 		}
 		return usageErr("--plan %s was made for %s, not %s: a saved plan applies only the selection it was made with; drop %s, or plan again with it: %s",
-			ff.planFile, was, now, now, failoverHint(ff.fleet, "plan", saved.Plan.Event.Flags(), now, "--out", shell.Quote(ff.planFile)))
+			ff.planFile, was, now, now, failover.CommandLine(ff.fleet, "plan", saved.Plan.Event.Flags(), now, "--out", shell.Quote(ff.planFile)))
 	}
 	return nil
 }
@@ -824,7 +824,7 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	}
 	if err != nil && ev.Kind == failover.Restore && out != nil && out.Plan != nil && (out.Plan.Rule == failover.RuleDwell || out.Plan.Rule == failover.RuleWarm) {
 		longer := max((2*max(ff.holdTimeout, f.Failover.FailbackDwell) + 2*f.Failover.StepInterval).Round(time.Second), time.Second)
-		err = fmt.Errorf("%w; restore observed the region for --hold-timeout %s: to watch it longer, %s", err, ff.holdTimeout, failoverHint(ff.fleet, "restore", "--region", ev.Region, "--hold-timeout", longer.String()))
+		err = fmt.Errorf("%w; restore observed the region for --hold-timeout %s: to watch it longer, %s", err, ff.holdTimeout, failover.CommandLine(ff.fleet, "restore", "--region", ev.Region, "--hold-timeout", longer.String()))
 		return pasteable(err, ff.fleet)
 	}
 	if err == nil || ff.fleet == "" {

@@ -9,19 +9,12 @@ import (
 	"time"
 
 	"lifeboat/failover"
-	"lifeboat/internal/base/shell"
 )
 
 // fleetLine names the fleet a command acts on, so that prod and staging cannot be confused: the
 // file as given, the model, the router and the state store.
 func fleetLine(f *failover.Fleet) string {
 	return fmt.Sprintf("fleet %s (model %s, router %s, state %s)", f.File, f.Model.Name, f.Router.Driver, f.State)
-}
-
-// failoverHint is a pasteable failover command for this fleet: `lifeboat failover SUB --fleet F ARGS...`.
-func failoverHint(fleet, sub string, args ...string) string {
-	parts := append([]string{"lifeboat", "failover", sub, "--fleet", shell.Quote(fleet)}, args...)
-	return strings.Join(parts, " ")
 }
 
 // planEstimate is how long a plan takes: a step_interval between steps, plus at most
@@ -116,7 +109,7 @@ func renderPlan(w io.Writer, f *failover.Fleet, fleetArg string, p *failover.Pla
 		for _, r := range p.Regions {
 			if r.Region == p.Event.Region && !r.Healthy {
 				fmt.Fprintf(w, "%s is DOWN: a ramp waits on a region that cannot answer. If it is dead, move everything at once:\n  %s\n",
-					r.Region, failoverHint(fleetArg, "run", "--region", r.Region, "--immediate", "--reason", "'region down'"))
+					r.Region, failover.CommandLine(fleetArg, "run", "--region", r.Region, "--immediate", "--reason", "'region down'"))
 			}
 		}
 	}
@@ -151,7 +144,7 @@ func renderPlan(w io.Writer, f *failover.Fleet, fleetArg string, p *failover.Pla
 			args = append(args, "--class", strings.Join(p.Selected, ","))
 		}
 		fmt.Fprintf(w, "%s can move without the blocked classes; to move them and leave the others untouched:\n  %s\n",
-			strings.Join(p.CouldMove, ", "), failoverHint(fleetArg, "plan", args...))
+			strings.Join(p.CouldMove, ", "), failover.CommandLine(fleetArg, "plan", args...))
 	}
 	if len(p.Shed) > 0 {
 		var parts []string

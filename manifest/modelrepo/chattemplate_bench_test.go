@@ -16,49 +16,35 @@ var benchTemplates = []string{
 	"jinja/testdata/openai-gpt-oss-120b.jinja",
 }
 
-func loadBenchTemplates(b *testing.B) map[string]string {
-	b.Helper()
-	out := map[string]string{}
+// benchParse runs parse over each of benchTemplates, read once, as a sub-benchmark.
+func benchParse(b *testing.B, parse func(src, name string) error) {
 	for _, p := range benchTemplates {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out[filepath.Base(p)] = string(data)
+		src, name := string(data), filepath.Base(p)
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if err := parse(src, name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
-	return out
 }
 
 // BenchmarkCheckJinjaSyntax measures the strict checker the lint runs on every template.
 func BenchmarkCheckJinjaSyntax(b *testing.B) {
-	for _, p := range benchTemplates {
-		name := filepath.Base(p)
-		src := loadBenchTemplates(b)[name]
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(src)))
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if err := CheckJinjaSyntax(src, name); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchParse(b, CheckJinjaSyntax)
 }
 
 // BenchmarkJinjaParse measures the renderer's parse, which the warm prober and engine-sim run.
 func BenchmarkJinjaParse(b *testing.B) {
-	for _, p := range benchTemplates {
-		name := filepath.Base(p)
-		src := loadBenchTemplates(b)[name]
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(src)))
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if _, err := jinja.Parse(src); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchParse(b, func(src, _ string) error {
+		_, err := jinja.Parse(src)
+		return err
+	})
 }

@@ -205,14 +205,9 @@ func TestFailoverPartialPlanPrompt(t *testing.T) {
 		t.Errorf("answered no, the router changed:\n%s", got)
 	}
 	r = cliStdin(t, "yes\n", run...)
-	var w struct {
-		Classes map[string]map[string]struct{ Weight float64 } `json:"classes"`
-	}
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "weights.json"))), &w); err != nil {
-		t.Fatal(err)
-	}
-	if r.code != 3 || !strings.Contains(r.stdout, "1 step(s) applied") || w.Classes["eu-only"]["eu-central-1"].Weight != 60 {
-		t.Errorf("answered yes: exit %d, weights %v, want its step applied and exit 3\n%s\n%s", r.code, w.Classes, r.stdout, r.stderr)
+	cells := fileRouterCells(t, filepath.Join(dir, "weights.json"))
+	if r.code != 3 || !strings.Contains(r.stdout, "1 step(s) applied") || !strings.HasPrefix(cells["eu-only"]["eu-central-1"], "60 ") {
+		t.Errorf("answered yes: exit %d, weights %v, want its step applied and exit 3\n%s\n%s", r.code, cells, r.stdout, r.stderr)
 	}
 }
 
@@ -306,15 +301,9 @@ func TestFailoverSavedPlanOutlivesSignalsThatDoNotMatter(t *testing.T) {
 	if !strings.Contains(r.stderr, "eu-central-1  healthy  warm  10 ms") || strings.Contains(r.stderr, "13 ms") {
 		t.Errorf("run --plan did not show the saved plan:\n%s", r.stderr)
 	}
-	var doc struct {
-		Classes map[string]map[string]struct {
-			Weight int    `json:"weight"`
-			State  string `json:"state"`
-		} `json:"classes"`
-	}
-	json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "weights.json"))), &doc)
-	if doc.Classes["eu-only"]["eu-central-1"].Weight != 100 || doc.Classes["global"]["us-east-1"].Weight != 100 || doc.Classes["eu-only"]["eu-west-1"].State != "maint" {
-		t.Fatalf("router after run --plan: %+v", doc.Classes)
+	cells := fileRouterCells(t, filepath.Join(dir, "weights.json"))
+	if !strings.HasPrefix(cells["eu-only"]["eu-central-1"], "100 ") || !strings.HasPrefix(cells["global"]["us-east-1"], "100 ") || !strings.HasSuffix(cells["eu-only"]["eu-west-1"], " maint") {
+		t.Fatalf("router after run --plan: %v", cells)
 	}
 }
 

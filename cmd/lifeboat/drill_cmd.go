@@ -706,7 +706,7 @@ restored (listed); 3 a recorded drill still runs; 2 bad drill or fleet file.`,
 			if err != nil {
 				return err
 			}
-			cl := &drills.Cleaner{Fleet: r.Fleet, Manifest: r.Manifest, Open: a.opener(r.Fleet.State), Log: a.log}
+			cl := &drills.Cleaner{Fleet: r.Fleet, Manifest: r.Manifest, Drill: r.Drill, FleetDigest: r.FleetDigest.Digest, Open: a.opener(r.Fleet.State), Log: a.log}
 			res, err := cl.Cleanup(ctx)
 			if res == nil && err != nil {
 				return err

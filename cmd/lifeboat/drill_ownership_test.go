@@ -34,6 +34,22 @@ func (r *crashRig) slowBoots(t *testing.T) {
 	}
 }
 
+// killEngineSims kills, at the end of the test, whatever engine-sim of this rig still runs (a
+// failing cleanup must not leave them to the next test).
+func (r *crashRig) killEngineSims(t *testing.T) {
+	t.Cleanup(func() {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, _ := os.ReadFile(p)
+			if s := string(b); strings.Contains(s, "engine-sim") && strings.Contains(s, r.dir) {
+				if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	})
+}
+
 // onCallSignals writes recorded signals (every region warm) for the on-call's failover.
 func (r *crashRig) onCallSignals(t *testing.T) string {
 	t.Helper()
@@ -59,6 +75,7 @@ func (r *crashRig) onCallSignals(t *testing.T) string {
 func TestDrillCleanupKilledMidBootLeavesIncident(t *testing.T) {
 	rig := newCrashRig(t, "", nil, "200ms", crashDrill)
 	rig.slowBoots(t)
+	rig.killEngineSims(t)
 	cmd, logf := rig.start(t, "--approve-all")
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(rig.engineSims()) < 3 && time.Now().Before(deadline) {
@@ -103,6 +120,7 @@ func TestDrillCleanupKilledMidBootLeavesIncident(t *testing.T) {
 // on-call's failover in place, naming it (exit 1).
 func TestDrillCleanupKilledMidRampLeavesIncident(t *testing.T) {
 	rig := newCrashRig(t, "", nil, "400ms", crashDrill)
+	rig.killEngineSims(t)
 	cmd, logf := rig.start(t, "--approve-all")
 	rig.waitMidEvacuation(t, cmd, logf)
 	_ = cmd.Process.Signal(syscall.SIGKILL)

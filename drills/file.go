@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/failover"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers/localfile"
 )
@@ -184,8 +185,15 @@ func Parse(data []byte, name string) (*Drill, error) {
 		"approve":          func(n *yaml.Node, at string) { d.Approve = stepList(c, n, at, nil) },
 		"hold":             func(n *yaml.Node, at string) { d.Hold = c.Duration(n, at) },
 		"failback_timeout": func(n *yaml.Node, at string) { d.Failback = c.Duration(n, at) },
-		"lock_ttl":         func(n *yaml.Node, at string) { d.LockTTL = c.Duration(n, at) },
-		"traffic":          func(n *yaml.Node, at string) { trafficSection(c, n, at, &d.Traffic) },
+		"lock_ttl": func(n *yaml.Node, at string) {
+			// bounded as the fleet's failover.lock_ttl: the lease is renewed every TTL/5
+			if v := c.Duration(n, at); v != 0 && (v < failover.MinLockTTL || v > failover.MaxLockTTL) {
+				c.Errf(n.Line, at, "%s is outside %s–%s, as the fleet's failover.lock_ttl (the lease is renewed every fifth of it)", n.Value, failover.MinLockTTL, failover.MaxLockTTL)
+			} else if v != 0 {
+				d.LockTTL = v
+			}
+		},
+		"traffic": func(n *yaml.Node, at string) { trafficSection(c, n, at, &d.Traffic) },
 		"faults": func(n *yaml.Node, at string) {
 			if n.Kind != yaml.SequenceNode {
 				c.Errf(n.Line, at, "want a list of faults, got %s", yamlnode.KindName(n))

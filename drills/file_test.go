@@ -106,3 +106,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestLockTTLBounded: lock_ttl is bounded as the fleet's failover.lock_ttl (1s–1h), a problem
+// naming the file and line (2ns once planted the faults, then panicked in NewTicker).
+func TestLockTTLBounded(t *testing.T) {
+	for _, tc := range []struct {
+		ttl string
+		ok  bool
+	}{{"2ns", false}, {"999ms", false}, {"2h", false}, {"1s", true}, {"1h", true}} {
+		_, err := Parse([]byte("name: x\nfleet: fleet.yaml\nlose: a\nlock_ttl: "+tc.ttl+"\n"), "d.yaml")
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("lock_ttl %s: %v", tc.ttl, err)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), "d.yaml:4") || !strings.Contains(err.Error(), "lock_ttl")):
+			t.Errorf("lock_ttl %s: %v, want a problem at d.yaml:4", tc.ttl, err)
+		}
+	}
+}

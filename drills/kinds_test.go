@@ -145,11 +145,12 @@ func TestDrillCleanupAsksTheLauncher(t *testing.T) {
 	state := mustOpen(t, rig.fleet.State)
 	host, boot := thisHost()
 	dead := &DrillRecord{ID: "20261202T000000.000Z-dead-1", Drill: "dead", Host: host, Boot: boot, PID: os.Getpid(), PIDStart: "not this process",
-		Started: time.Now().Add(-time.Hour), Baseline: baseline, Faults: []FaultUndo{}, Candidates: []CandidateRecord{}, Left: []string{}}
+		Started: time.Now().Add(-time.Hour), Baseline: baseline, Faults: []FaultUndo{}, Candidates: []CandidateRecord{}, Left: []string{},
+		FleetDigest: "sha256:this-fleet"}
 	if err := saveRecord(ctx, state, dead); err != nil {
 		t.Fatal(err)
 	}
-	res, err := (&Cleaner{Fleet: rig.fleet, Manifest: rig.m, Open: rig.open}).Cleanup(ctx)
+	res, err := (&Cleaner{Fleet: rig.fleet, Manifest: rig.m, Open: rig.open, FleetDigest: "sha256:this-fleet"}).Cleanup(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -37,15 +36,21 @@ const maxRecordBytes = 1 << 20
 
 // DrillRecord is what a drill must undo, as the state store keeps it. JSON field names are stable.
 type DrillRecord struct {
-	ID          string               `json:"id"`
-	Drill       string               `json:"drill"`
-	File        string               `json:"file"`
-	Fleet       string               `json:"fleet"`
-	Host        string               `json:"host"`
-	Boot        string               `json:"boot_id"` // the host's boot: a pid means nothing after a reboot
-	PID         int                  `json:"pid"`
-	PIDStart    string               `json:"pid_start"` // the process's start time (clock ticks since boot)
-	Holder      string               `json:"holder"`    // the failover lock holder of its executor
+	ID          string `json:"id"`
+	Drill       string `json:"drill"`
+	File        string `json:"file"`
+	Fleet       string `json:"fleet"`
+	Host        string `json:"host"`
+	Boot        string `json:"boot_id"` // the host's boot: a pid means nothing after a reboot
+	PID         int    `json:"pid"`
+	PIDStart    string `json:"pid_start"`    // the process's start time (clock ticks since boot)
+	SID         int    `json:"sid"`          // the drill process's session: its candidates are in it
+	Holder      string `json:"holder"`       // the failover lock holder of its executor
+	FleetDigest string `json:"fleet_digest"` // the fleet file's digest: a record is for one fleet
+	// Runs are the failover runs the drill's executors started (and Tokens their fencing
+	// tokens), each written here before the run's first router write: cleanup undoes only these.
+	Runs        []string             `json:"runs"`
+	Tokens      []int64              `json:"tokens"`
 	LockTTL     float64              `json:"lock_ttl_s"`
 	Started     time.Time            `json:"started"`
 	FromCurrent bool                 `json:"from_current,omitempty"`
@@ -57,6 +62,8 @@ type DrillRecord struct {
 	Closed      *time.Time           `json:"closed,omitempty"`
 	Outcome     string               `json:"outcome,omitempty"` // "torn down", "cleaned up", "interrupted"...
 	Left        []string             `json:"left"`
+
+	Key string `json:"-"` // where it was read from
 }
 
 // FaultUndo puts one file fault back: the original bytes are in the state store at Copy.
@@ -120,6 +127,7 @@ func Records(ctx context.Context, s providers.Store, open bool) ([]DrillRecord, 
 		if err != nil {
 			return out, fmt.Errorf("drill record %s in %s: %w", k, s, err)
 		}
+		rec.Key = k
 		if !open || rec.Closed == nil {
 			out = append(out, rec)
 		}
@@ -137,33 +145,10 @@ func thisHost() (host, boot string) {
 	return host, boot
 }
 
-// procStat is a process's state and start time from /proc; ok false when there is none.
-func procStat(pid int) (state byte, pgrp int, start string, ok bool) {
-	if pid <= 0 {
-		return 0, 0, "", false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, "", false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command may hold spaces and parentheses
-	if i < 0 {
-		return 0, 0, "", false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, 0, "", false
-	}
-	// after the command: state(3) ppid(4) pgrp(5) ... starttime(22)
-	pgrp, _ = strconv.Atoi(f[2])
-	return f[0][0], pgrp, f[19], true
-}
-
 // running says whether the process recorded as pid with start time start runs (not a zombie).
 func running(pid int, start string) bool {
-	st, _, s, ok := procStat(pid)
-	return ok && s == start && st != 'Z' && st != 'X'
+	p, ok := readProc(pid)
+	return ok && p.start == start && p.live()
 }
 
 // groupAlive says whether any live (non-zombie) process is in process group pgid.
@@ -180,21 +165,22 @@ func groupAlive(pgid int) bool {
 		if err != nil {
 			continue
 		}
-		if st, pg, _, ok := procStat(pid); ok && pg == pgid && st != 'Z' && st != 'X' {
+		if p, ok := readProc(pid); ok && p.pgrp == pgid && p.live() {
 			return true
 		}
 	}
 	return false
 }
 
-// stopGroup ends a recorded candidate's process group: SIGTERM, then SIGKILL after grace. Only
-// when its leader is still the process recorded (same start time), or the group is already gone.
-func stopGroup(ctx context.Context, c CandidateRecord, grace time.Duration) error {
-	if !groupAlive(c.PGID) {
+// stopGroup ends a recorded candidate's process group: SIGTERM, then SIGKILL after grace — each
+// signal only while groupProof holds (the group is provably the drill's), so that a record
+// naming another group, or a leader whose pid was reused, signals nothing.
+func stopGroup(ctx context.Context, rec *DrillRecord, c CandidateRecord, grace time.Duration) error {
+	if c.PGID > 1 && !groupAlive(c.PGID) {
 		return nil
 	}
-	if _, _, start, ok := procStat(c.PGID); ok && start != c.Start {
-		return fmt.Errorf("process group %d of %s: its leader is another process now (started %s, recorded %s): not touched", c.PGID, c.Region, start, c.Start)
+	if err := groupProof(rec, c); err != nil {
+		return fmt.Errorf("%w: not signalled", err)
 	}
 	_ = syscall.Kill(-c.PGID, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
@@ -204,6 +190,9 @@ func stopGroup(ctx context.Context, c CandidateRecord, grace time.Duration) erro
 		}
 	}
 	if groupAlive(c.PGID) {
+		if err := groupProof(rec, c); err != nil {
+			return fmt.Errorf("%w: not killed", err)
+		}
 		_ = syscall.Kill(-c.PGID, syscall.SIGKILL)
 		for i := 0; i < 40 && groupAlive(c.PGID); i++ {
 			if wait.Sleep(ctx, 50*time.Millisecond) != nil {
@@ -269,6 +258,15 @@ type restorer struct {
 	original func(name string) ([]byte, bool)
 	td       *Teardown
 	abortRun string
+	// drill is the drill file whose faults may be put back (faultProof).
+	drill *Drill
+	// own records a run the restorer's abort starts as the drill's, before its first router
+	// write (Executor.BeforeChange).
+	own func(run string, token int64) error
+	// ownTokens are the fencing tokens this very process's executors took (the drill's own
+	// teardown only): a lock held under one of them is its own killed orchestrator's, and is
+	// broken. Any other lock is left to the executor's judgement of its holder.
+	ownTokens func() []int64
 }
 
 // routerBack returns the router to the record's baseline; it says what it did, or adds to Left
@@ -293,6 +291,10 @@ func (r *restorer) routerBack(ctx context.Context) string {
 	case run == "":
 		r.left("router not at the baseline (%s) and no failover is open to abort: someone changed it outside a journaled run", diff)
 		return ""
+	case !slices.Contains(r.rec.Runs, run):
+		r.left("router not at the baseline (%s): the open failover run %s (%s) is not one this drill started (its runs: %s), so it is not undone: `lifeboat failover abort` when that is what you want",
+			diff, run, describeStart(start), orNoneText(r.rec.Runs))
+		return ""
 	case !start.Baseline.Equal(base.Weights):
 		r.left("router not at the baseline the drill found (%s); the open failover run %s goes back to other weights (%s), so the drill does not abort it: `lifeboat failover abort` when that is what you want", diff, run, strings.Join(failover.Diff(failover.RouterState{Weights: start.Baseline}, failover.RouterState{Weights: base.Weights}), ", "))
 		return ""
@@ -300,22 +302,36 @@ func (r *restorer) routerBack(ctx context.Context) string {
 	ttl := time.Duration(r.rec.LockTTL * float64(time.Second))
 	ex := &failover.Executor{Fleet: r.fleet, Store: r.state, Router: r.router, Signals: r.signals, Log: r.log,
 		Holder: r.holder, LockTTL: ttl, Now: r.now}
-	opts := failover.RunOptions{Event: failover.Event{Kind: failover.Abort}, Reason: fmt.Sprintf("drill %s: back to the baseline it found (open run %s)", r.rec.Drill, run),
+	// Under the lock, before the abort's first write: the run it undoes is still the drill's
+	// (no other operator's run began since it was looked at), and the abort is recorded as the
+	// drill's own.
+	ex.BeforeChange = func(abort string, token int64) error {
+		now, _, err := OpenFailover(ctx, r.state)
+		if err != nil {
+			return err
+		}
+		if now != run {
+			return fmt.Errorf("the open failover run is now %s, not the drill's run %s: not undone", now, run)
+		}
+		if r.own != nil {
+			return r.own(abort, token)
+		}
+		return nil
+	}
+	opts := failover.RunOptions{Event: failover.Event{Kind: failover.Abort}, Reason: fmt.Sprintf("drill %s: back to the baseline it found (its run %s)", r.rec.Drill, run),
 		HoldTimeout: 10 * r.fleet.Failover.StepInterval}
 	var out *failover.Outcome
 	for attempt := 0; ; attempt++ {
 		out, err = ex.Run(ctx, opts)
+		// A lock whose holder is proven dead the abort takes over itself (the executor's
+		// judgement). Broken here only: a lock under a token this very process's executors
+		// took — its own orchestrator, killed by a drill fault.
 		var held *failover.LockHeldError
-		if attempt > 0 || !errors.As(err, &held) || held.Lock.Holder != r.rec.Holder || (r.rec.PID != os.Getpid() && running(r.rec.PID, r.rec.PIDStart)) {
+		if attempt > 0 || !errors.As(err, &held) || r.ownTokens == nil || !slices.Contains(r.ownTokens(), held.Lock.Token) {
 			break
 		}
-		// the drill's own lock, left by its dead process (or by this drill's own stopped
-		// orchestrator): break exactly that lock, journaled, and abort
-		why := fmt.Sprintf("drill %s: its lock is left by its own dead orchestrator (pid %d): broken to put the router back", r.rec.Drill, r.rec.PID)
-		if held.Dead != "" {
-			why += " (" + held.Dead + ")"
-		}
-		r.log.Info("breaking the dead drill's failover lock", "lock", held.Lock.ID, "holder", held.Lock.Holder)
+		why := fmt.Sprintf("drill %s: its lock (token %d) is held by its own killed orchestrator in this process: broken to put the router back", r.rec.Drill, held.Lock.Token)
+		r.log.Info("breaking the drill's own failover lock", "lock", held.Lock.ID, "token", held.Lock.Token)
 		if _, uerr := ex.Unlock(ctx, held.Lock.ID, why); uerr != nil {
 			err = fmt.Errorf("%w; and breaking it failed: %v", err, uerr)
 			break
@@ -341,6 +357,25 @@ func (r *restorer) routerBack(ctx context.Context) string {
 	return fmt.Sprintf("the router is back at the baseline (abort run %s, %d step(s), ramped)", r.abortRun, out.Steps)
 }
 
+// describeStart names who started a run and why (peer text: sanitised).
+func describeStart(st *failover.Record) string {
+	if st == nil {
+		return "no start record"
+	}
+	ev := "a run"
+	if st.Event != nil {
+		ev = st.Event.String()
+	}
+	return fmt.Sprintf("%s by %s, reason %q", ev, providers.Sanitize(st.Holder, 200), providers.Sanitize(st.Reason, 200))
+}
+
+func orNoneText(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
 func (r *restorer) left(format string, args ...any) {
 	r.td.Left = append(r.td.Left, providers.Redact(fmt.Sprintf(format, args...)))
 }
@@ -349,6 +384,11 @@ func (r *restorer) left(format string, args ...any) {
 // then removes its copy.
 func (r *restorer) faultsBack(ctx context.Context) {
 	for _, f := range r.rec.Faults {
+		mf, err := faultProof(r.rec, f, r.drill, r.fleet, r.manifest)
+		if err != nil {
+			r.left("%v: nothing read, written or deleted", err)
+			continue
+		}
 		data, ok := []byte(nil), false
 		if r.original != nil {
 			data, ok = r.original(f.Name)
@@ -361,8 +401,8 @@ func (r *restorer) faultsBack(ctx context.Context) {
 			}
 			data = b
 		}
-		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != f.SHA256 || int64(len(data)) != f.Size {
-			r.left("fault %s: the original of %s does not match what was recorded (sha256 %s, %d bytes): not written back", f.Name, f.Path, f.SHA256, f.Size)
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != mf.Sums.SHA256 || int64(len(data)) != mf.Size {
+			r.left("fault %s: the bytes to put back at %s do not match the manifest (sha256 %s, %d bytes): not written back", f.Name, f.Path, mf.Sums.SHA256, mf.Size)
 			continue
 		}
 		store, err := r.replica(f.Region)
@@ -370,14 +410,7 @@ func (r *restorer) faultsBack(ctx context.Context) {
 			r.left("fault %s: open the replica of %s: %v", f.Name, f.Region, err)
 			continue
 		}
-		o := providers.WriteOptions{Size: int64(len(data))}
-		if r.manifest != nil {
-			for _, mf := range r.manifest.Files {
-				if mf.Path == f.Path {
-					o.Checksums = providers.Checksums(mf.Sums)
-				}
-			}
-		}
+		o := providers.WriteOptions{Size: int64(len(data)), Checksums: providers.Checksums(mf.Sums)}
 		if _, err := store.Write(ctx, f.Path, bytes.NewReader(data), o); err != nil {
 			r.left("fault %s: put %s back in %s: %v", f.Name, f.Path, store, err)
 			continue
@@ -419,12 +452,17 @@ func (r *restorer) close(ctx context.Context, outcome string) error {
 type Cleaner struct {
 	Fleet    *failover.Fleet
 	Manifest *manifest.Manifest
-	Open     func(ctx context.Context, url string) (providers.Store, error)
-	Router   failover.Driver // nil: failover.OpenRouter(Fleet)
-	Log      *slog.Logger
-	Probe    warm.ProbeOptions
-	Now      func() time.Time
-	Grace    time.Duration // a candidate's SIGTERM grace; 0: 10s
+	// Drill is the drill file: only the replica faults it names are put back.
+	Drill *Drill
+	// FleetDigest is the fleet file's digest as the caller read it (sha256:<hex>): a record
+	// bound to another is refused. "": the file is read again and digested.
+	FleetDigest string
+	Open        func(ctx context.Context, url string) (providers.Store, error)
+	Router      failover.Driver // nil: failover.OpenRouter(Fleet)
+	Log         *slog.Logger
+	Probe       warm.ProbeOptions
+	Now         func() time.Time
+	Grace       time.Duration // a candidate's SIGTERM grace; 0: 10s
 }
 
 // CleanupResult is what one drill's clean-up did. JSON field names are stable.
@@ -486,6 +524,10 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 		stores[reg.Replica] = s
 		return s, nil
 	}
+	fleetDigest := c.FleetDigest
+	if fleetDigest == "" {
+		fleetDigest = digestFile(c.Fleet.File, failover.MaxFleetBytes).Digest
+	}
 	host, boot := thisHost()
 	grace := c.Grace
 	if grace <= 0 {
@@ -498,7 +540,11 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 		rec := &recs[i]
 		res := CleanupResult{ID: rec.ID, Drill: rec.Drill, Started: rec.Started, Host: rec.Host, PID: rec.PID,
 			Teardown: Teardown{Stopped: []string{}, FaultsUndone: []string{}, Left: []string{}}}
+		if err := recordProof(rec, fleetDigest); err != nil {
+			res.Skipped = err.Error() + "; nothing in it was acted on"
+		}
 		switch {
+		case res.Skipped != "":
 		case rec.Host != host || rec.Boot != boot:
 			res.Skipped = fmt.Sprintf("the drill ran on %s (boot %s): its candidates and temp dir are there; run the clean-up on that host", rec.Host, rec.Boot)
 		case running(rec.PID, rec.PIDStart):
@@ -511,14 +557,19 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 			continue
 		}
 		r := &restorer{rec: rec, fleet: cleanupFleet(c.Fleet, rec), manifest: c.Manifest, state: state, router: router,
-			replica: replica, log: log, now: c.Now, holder: fmt.Sprintf("lifeboat drill cleanup %s (pid %d)", rec.Drill, os.Getpid()), td: &res.Teardown}
+			replica: replica, log: log, now: c.Now, holder: fmt.Sprintf("lifeboat drill cleanup %s (pid %d)", rec.Drill, os.Getpid()), td: &res.Teardown,
+			drill: c.Drill,
+			own: func(run string, token int64) error {
+				rec.Runs, rec.Tokens = append(rec.Runs, run), append(rec.Tokens, token)
+				return saveRecord(ctx, state, rec)
+			}}
 		po := c.Probe
 		po.Models = rec.Models
 		r.signals = &failover.LiveSignals{Fleet: r.fleet, Probe: po}
 		res.Router = r.routerBack(ctx)
 		res.AbortRun = r.abortRun
 		for _, cand := range rec.Candidates {
-			if err := stopGroup(ctx, cand, grace); err != nil {
+			if err := stopGroup(ctx, rec, cand, grace); err != nil {
 				r.left("%v", err)
 				continue
 			}
@@ -538,8 +589,10 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 			}
 		}
 		r.faultsBack(ctx)
-		if rec.TempDir != "" && filepath.IsAbs(rec.TempDir) && strings.HasPrefix(filepath.Base(rec.TempDir), "lifeboat-drill-") {
-			if err := os.RemoveAll(rec.TempDir); err != nil {
+		if rec.TempDir != "" {
+			if err := tempDirProof(rec.TempDir); err != nil {
+				r.left("%v: not removed", err)
+			} else if err := os.RemoveAll(rec.TempDir); err != nil {
 				r.left("temp dir %s: %v", rec.TempDir, err)
 			} else {
 				res.Teardown.TempRemoved = true

@@ -99,6 +99,8 @@ type run struct {
 	failed    bool      // a step failed: later steps that need it are skipped
 	stepStart time.Time // when the current step started
 
+	recMu sync.Mutex // guards drec and its saves (candidates are recorded from parallel boots)
+
 	mu       sync.Mutex
 	requests []Request
 	sampler  context.CancelFunc

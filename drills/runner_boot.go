@@ -75,16 +75,23 @@ func (x *run) boot() (string, error) {
 		x.detectBoot(region, bs)
 	}
 	x.exFl = x.executorFleet()
+	// Each candidate was recorded before its command ran (ownCandidate); a launcher that
+	// records nothing there (one that starts no process group here) is recorded now.
+	x.recMu.Lock()
 	for _, region := range slices.Sorted(mapsKeys(x.insts)) {
 		c := CandidateRecord{Region: region, URL: x.insts[region].BaseURL()}
 		if pg, ok := x.insts[region].(warm.ProcessGroup); ok {
 			c.PGID = pg.PGID()
-			_, _, c.Start, _ = procStat(c.PGID)
 		}
-		x.drec.Candidates = append(x.drec.Candidates, c)
+		if !slices.ContainsFunc(x.drec.Candidates, func(r CandidateRecord) bool { return r.Region == region && (c.PGID == 0 || r.PGID == c.PGID) }) {
+			c.Start = warm.ProcStart(c.PGID)
+			x.drec.Candidates = append(x.drec.Candidates, c)
+		}
 	}
 	x.drec.Models = x.models
-	if err := saveRecord(x.ctx, x.state, x.drec); err != nil {
+	err := saveRecord(x.ctx, x.state, x.drec)
+	x.recMu.Unlock()
+	if err != nil {
 		return "", fmt.Errorf("record the candidates for a clean-up: %w", err)
 	}
 	detail := fmt.Sprintf("%d of %d candidate(s) warm (%s)", len(warmN), len(cands), strings.Join(warmN, ", "))
@@ -155,6 +162,7 @@ func (x *run) bootOne(region string) (*warm.BootResult, error) {
 	}
 	o.Manifest, o.From, o.Workdir = x.Manifest, x.stores[r.Replica], filepath.Join(x.tmp, "boot", region)
 	o.Probe, o.Keep, o.Restore = x.Probe, true, replicate.Options{Log: x.log()}
+	o.Starting = func(st warm.Started) error { return x.ownCandidate(region, st) }
 	if err := os.MkdirAll(filepath.Join(x.tmp, "boot"), 0o700); err != nil {
 		return nil, err
 	}

@@ -6,16 +6,19 @@ package drills
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"lifeboat/failover"
 	"lifeboat/providers"
+	"lifeboat/verify/warm"
 )
 
 // preflight refuses to start over a previous drill's leftovers or while the router is not at
@@ -51,13 +54,39 @@ func (x *run) preflight() error {
 			ErrNotAtBaseline, run, ev, start.Holder, start.Time.Format(time.RFC3339), start.Reason, strings.Join(failover.Diff(failover.RouterState{Weights: start.Baseline}, rs), ", "))
 	}
 	host, boot := thisHost()
-	_, _, pstart, _ := procStat(os.Getpid())
+	me, _ := readProc(os.Getpid())
 	x.drec = &DrillRecord{ID: x.start.UTC().Format("20060102T150405.000Z") + "-" + safeName(x.Drill.Name) + "-" + strconv.Itoa(os.Getpid()),
-		Drill: x.Drill.Name, File: x.Drill.File, Fleet: x.Fleet.File, Host: host, Boot: boot, PID: os.Getpid(), PIDStart: pstart,
+		Drill: x.Drill.Name, File: x.Drill.File, Fleet: x.Fleet.File, Host: host, Boot: boot, PID: os.Getpid(), PIDStart: me.start, SID: me.session,
+		FleetDigest: x.rep.Evidence.FleetFile.Digest, Runs: []string{}, Tokens: []int64{},
 		Holder: x.holder(), LockTTL: x.Drill.LockTTL.Seconds(), Started: x.start.UTC(), FromCurrent: x.FromCurrent,
 		Baseline: rs.Clone(), TempDir: x.tmp, Faults: []FaultUndo{}, Candidates: []CandidateRecord{}, Left: []string{}}
 	x.baseline = rs.Weights.Clone()
 	return saveRecord(ctx, x.state, x.drec)
+}
+
+// ownRun records a failover run one of the drill's executors starts, before its first router
+// write (Executor.BeforeChange): a clean-up undoes only the runs recorded.
+func (x *run) ownRun(run string, token int64) error {
+	x.recMu.Lock()
+	defer x.recMu.Unlock()
+	x.drec.Runs, x.drec.Tokens = append(x.drec.Runs, run), append(x.drec.Tokens, token)
+	return saveRecord(context.WithoutCancel(x.ctx), x.state, x.drec)
+}
+
+// ownTokens are the fencing tokens the drill's executors took.
+func (x *run) ownTokens() []int64 {
+	x.recMu.Lock()
+	defer x.recMu.Unlock()
+	return slices.Clone(x.drec.Tokens)
+}
+
+// ownCandidate records a candidate's process group before its command runs
+// (warm.Spec.Starting): a clean-up after the drill died stops it.
+func (x *run) ownCandidate(region string, st warm.Started) error {
+	x.recMu.Lock()
+	defer x.recMu.Unlock()
+	x.drec.Candidates = append(x.drec.Candidates, CandidateRecord{Region: region, URL: st.BaseURL, PGID: st.PGID, Start: st.Start})
+	return saveRecord(context.WithoutCancel(x.ctx), x.state, x.drec)
 }
 
 func (x *run) holder() string {
@@ -94,6 +123,8 @@ func (x *run) plantFileFaults() error {
 			if _, err := x.state.Write(x.ctx, u.Copy, bytes.NewReader(orig), providers.WriteOptions{Size: u.Size}); err != nil {
 				return fmt.Errorf("copy the original to %s in %s: %w", u.Copy, x.state, err)
 			}
+			x.recMu.Lock()
+			defer x.recMu.Unlock()
 			x.drec.Faults = append(x.drec.Faults, u)
 			return saveRecord(x.ctx, x.state, x.drec)
 		}

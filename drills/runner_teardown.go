@@ -68,6 +68,7 @@ func (x *run) teardown() (string, error) {
 		x.ensureExecutorFleet()
 		r = &restorer{rec: x.drec, fleet: x.exFl, manifest: x.Manifest, state: x.state, router: x.base, signals: x.liveSignals(),
 			log: x.log(), now: x.Now, holder: x.holder() + " teardown", td: td,
+			drill: x.Drill, own: x.ownRun, ownTokens: x.ownTokens,
 			replica: func(region string) (providers.Store, error) {
 				if s := x.stores[x.Fleet.Regions[region].Replica]; s != nil {
 					return s, nil

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"lifeboat/verify/warm"
@@ -33,6 +34,7 @@ func (f *Fleet) BootOptions(region string, lo LaunchOptions) (warm.BootOptions, 
 	for _, k := range keys {
 		o.Env = append(o.Env, k+"="+r.Launcher.Env[k])
 	}
+	o.PassEnv = slices.Clone(r.Launcher.PassEnv)
 	l, err := r.Launcher.Config.Launcher(f, r, lo)
 	if err != nil {
 		return o, err

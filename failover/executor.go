@@ -66,6 +66,11 @@ type Executor struct {
 	// AfterApply is called after a step's change is read back, before its result is
 	// journaled (tests crash here too: applied but not recorded).
 	AfterApply func(step int)
+	// BeforeChange, when set, is told the run id and fencing token of a new run (run, abort,
+	// restore) before its start is journaled and before its first router write; an error stops
+	// the run with nothing changed. A drill records there which runs are its own, so that its
+	// clean-up undoes those and never another operator's.
+	BeforeChange func(run string, token int64) error
 
 	// notes are the router's notes (NotingDriver) as last logged.
 	notes struct {

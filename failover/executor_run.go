@@ -90,6 +90,11 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 	if o.Confirm != nil && !o.Confirm(plan) {
 		return out, errors.New("cancelled: nothing changed")
 	}
+	if e.BeforeChange != nil {
+		if err := e.BeforeChange(run, s.j.Token); err != nil {
+			return out, fmt.Errorf("before run %s changes anything: %w", run, err)
+		}
+	}
 	exp := e.now().Add(e.Fleet.Failover.Expires)
 	if _, err := s.j.Append(ctx, Record{Kind: RecStart, Event: &o.Event, Reason: o.Reason, Plan: plan, Baseline: h.baseline, Expires: &exp, Overrides: o.Overrides, Out: outAfter(h.out, o.Event)}); err != nil {
 		return out, err

@@ -95,6 +95,9 @@ type Capacity struct {
 type Launcher struct {
 	Kind string            `json:"kind"`
 	Env  map[string]string `json:"env,omitempty"`
+	// PassEnv names variables of Lifeboat's own environment the candidate gets as they are
+	// (pass_env:); beyond them and warm.BaseEnvNames it gets none (its secrets stay home).
+	PassEnv []string `json:"pass_env,omitempty"`
 	// Config is the kind's configuration (*ExecConfig, *EndpointConfig, or a registered kind's).
 	Config LauncherConfig `json:"config,omitempty"`
 }
@@ -672,6 +675,15 @@ func (p *fleetParser) launcher(n *yaml.Node, at string) *Launcher {
 				}
 				l.Env[k.Value] = v.Value
 			})
+		},
+		"pass_env": func(n *yaml.Node, at string) {
+			for _, name := range p.StrList(n, at, "environment variable names") {
+				if !envNameRE.MatchString(name) {
+					p.errf(n.Line, at, "%q is not an environment variable name", name)
+					continue
+				}
+				l.PassEnv = append(l.PassEnv, name)
+			}
 		},
 	}
 	kinds := LauncherKinds()

@@ -686,11 +686,17 @@ candidates it starts and its temp dir. Its teardown undoes all of it; when the d
 died (kill -9, a crash, a lost machine) that record stays open and the next drill refuses to
 start. cleanup undoes every open record of the drill file's fleet, as teardown would have:
 
-  router     returned to the baseline by a ramped abort of the open failover run (the failover
-             executor: lock, journal, every rule); the dead drill's lock is waited out
-  candidates their process groups are stopped (only the processes recorded: same start time)
-  faults     every file put back from its copy (checked against the recorded SHA-256)
-  temp dir   removed
+  router     returned to the baseline by a ramped abort of the open failover run, only when
+             the record lists that run as the drill's own; another operator's run is named
+             as left behind, never undone
+  candidates their process groups are stopped (only a group > 1 whose leader has the
+             recorded start time and is in the drill's session)
+  faults     every file the drill file names put back from its copy under the record's own
+             key (checked against the manifest's SHA-256)
+  temp dir   removed (only the one this host made: under the temp root, not a link, ours)
+
+A record is untrusted input: a record for another fleet file, or any part of one that is not
+provably the drill's, is refused and named, and nothing of it is touched.
 
 Run it on the host the drill ran on (its candidates and temp dir are there). Each record is
 closed with what was left behind. Exit codes: 0 nothing left behind; 1 something could not be
@@ -706,7 +712,7 @@ restored (listed); 3 a recorded drill still runs; 2 bad drill or fleet file.`,
 			if err != nil {
 				return err
 			}
-			cl := &drills.Cleaner{Fleet: r.Fleet, Manifest: r.Manifest, Open: a.opener(r.Fleet.State), Log: a.log}
+			cl := &drills.Cleaner{Fleet: r.Fleet, Manifest: r.Manifest, Drill: r.Drill, FleetDigest: r.FleetDigest.Digest, Open: a.opener(r.Fleet.State), Log: a.log}
 			res, err := cl.Cleanup(ctx)
 			if res == nil && err != nil {
 				return err

@@ -38,6 +38,9 @@ type BootOptions struct {
 	ModelInPlace bool
 	Launcher     Launcher
 	Env          []string // KEY=VALUE for the launched replica
+	PassEnv      []string // names of Lifeboat's environment passed as they are (Spec.PassEnv)
+	// Starting is told the replica's process group before its command runs (Spec.Starting).
+	Starting func(Started) error
 	// Probe says what warm means; Models and LoRAs default to the engine config's
 	// served-model-name(s) (else the model directory, as vLLM does) and lora-modules names.
 	Probe   ProbeOptions
@@ -115,7 +118,7 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 		o.StopTimeout = 30 * time.Second
 	}
 	restoreOK := true
-	spec := Spec{Env: o.Env}
+	spec := Spec{Env: o.Env, PassEnv: o.PassEnv, Starting: o.Starting}
 	if !o.NoRestore {
 		if o.Manifest == nil || o.Workdir == "" {
 			return res, fmt.Errorf("%w: a manifest and a working directory are needed to restore", ErrBootInput)

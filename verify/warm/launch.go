@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +28,15 @@ type Spec struct {
 	ModelDir     string   // the restored model directory (vllm serve's positional argument)
 	EngineConfig string   // the engine config YAML (vllm serve --config)
 	Env          []string // KEY=VALUE pairs added to the launched process's environment
-	LogPath      string   // where stdout and stderr go; "" = a new file under os.TempDir()
+	// PassEnv names variables of Lifeboat's own environment passed to the replica as they are
+	// (the fleet's launcher pass_env); nothing else of it is, beyond BaseEnvNames.
+	PassEnv []string
+	// Starting, when set, is told the replica's process group once the process exists and
+	// before its command runs: the process waits for it, and an error (or this process dying)
+	// ends it without running the command. A drill writes the group to its record there, so
+	// that no candidate ever runs unrecorded.
+	Starting func(Started) error
+	LogPath  string // where stdout and stderr go; "" = a new file under os.TempDir()
 	// DeployDir is the restored bundle's deployment part (the DR manifest's third part) and
 	// Manifest the manifest that proves it: what a launcher that applies the bundle's own
 	// deployment (Kubernetes) needs. Empty/nil when nothing was restored.
@@ -71,7 +80,7 @@ type ExecLauncher struct {
 	Command string        // the command template (required)
 	Host    string        // loopback address to bind; default "127.0.0.1"
 	Port    int           // 0 = pick a free port
-	Env     []string      // KEY=VALUE added after os.Environ() and before Spec.Env
+	Env     []string      // KEY=VALUE added after the base environment and before Spec.Env
 	Grace   time.Duration // SIGTERM → SIGKILL grace on Stop; default 10s
 }
 
@@ -163,13 +172,45 @@ func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec launcher: log file: %w", err)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(append(os.Environ(), l.Env...), s.Env...)
+	baseURL := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+	name, args := argv[0], argv[1:]
+	var gateR, gateW *os.File
+	if s.Starting != nil {
+		// The command runs only once the gate (fd 3) says so: sh waits on it, then execs the
+		// command in the same process (same pid, start time and group). argv is passed as "$@":
+		// nothing in it is expanded.
+		if gateR, gateW, err = os.Pipe(); err != nil {
+			logf.Close()
+			return nil, fmt.Errorf("exec launcher: %w", err)
+		}
+		defer gateR.Close()
+		defer gateW.Close()
+		name, args = "/bin/sh", append([]string{"-c", gateScript, "lifeboat-gate"}, argv...)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(append(BaseEnv(os.Environ(), s.PassEnv), l.Env...), s.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if gateR != nil {
+		cmd.ExtraFiles = []*os.File{gateR}
+	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("exec launcher: start %s: %w", argv[0], err)
+	}
+	if gateW != nil {
+		_ = gateR.Close()
+		pid := cmd.Process.Pid
+		err := s.Starting(Started{PGID: pid, Start: ProcStart(pid), BaseURL: baseURL})
+		if err == nil {
+			_, err = gateW.Write([]byte("run\n"))
+		}
+		if err != nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			logf.Close()
+			return nil, fmt.Errorf("exec launcher: %s not started: %w", argv[0], err)
+		}
 	}
 	grace := l.Grace
 	if grace <= 0 {
@@ -177,7 +218,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
 	}
 	inst := &execInstance{
 		cmd: cmd, pgid: cmd.Process.Pid, logPath: logf.Name(), grace: grace,
-		baseURL: "http://" + net.JoinHostPort(host, strconv.Itoa(port)),
+		baseURL: baseURL,
 		exited:  make(chan struct{}),
 		secrets: append(secretValues(l.Env, s.Env), providers.SecretFlagValues(argv)...),
 	}
@@ -199,6 +240,41 @@ func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
 		}()
 	}
 	return inst, nil
+}
+
+// gateScript waits for "run" on fd 3 before exec'ing its arguments; anything else (EOF: the
+// launching process died before recording the replica) exits 125 without running them.
+const gateScript = `IFS= read -r go <&3 && [ "$go" = run ] || exit 125; exec 3<&-; exec "$@"`
+
+// Started is a replica process as Spec.Starting is told it, before its command runs.
+type Started struct {
+	PGID    int    // its process group (its leader's pid)
+	Start   string // the leader's start time (/proc/PID/stat field 22)
+	BaseURL string // where it will serve
+}
+
+// BaseEnvNames are the variables of Lifeboat's own environment a replica gets: the search path,
+// home, temp dir, time zone and locale. Everything else (keys, passwords, cloud credentials,
+// webhook URLs) stays home unless the fleet's launcher names it in pass_env or sets it in env.
+var BaseEnvNames = []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE", "LC_*"}
+
+// BaseEnv is environ cut down to BaseEnvNames and the names in pass.
+func BaseEnv(environ, pass []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		keep := slices.Contains(pass, k)
+		for _, n := range BaseEnvNames {
+			keep = keep || k == n || strings.HasSuffix(n, "*") && strings.HasPrefix(k, strings.TrimSuffix(n, "*"))
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 type execInstance struct {

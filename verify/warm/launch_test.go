@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -204,5 +205,47 @@ func TestEndpointLauncher(t *testing.T) {
 	}
 	if _, err := (&EndpointLauncher{URL: "localhost:8000"}).Launch(context.Background(), Spec{}); err == nil {
 		t.Error("bad URL accepted")
+	}
+}
+
+// TestBaseEnv: a replica gets the allowlist and the names passed, nothing else of Lifeboat's
+// environment.
+func TestBaseEnv(t *testing.T) {
+	got := BaseEnv([]string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "LANG=C.UTF-8", "LIFEBOAT_KEY_PASSWORD=x", "COSIGN_PASSWORD=y",
+		"AWS_SECRET_ACCESS_KEY=z", "HF_TOKEN=t", "LC=no", "PATHX=no"}, []string{"HF_TOKEN"})
+	want := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "LANG=C.UTF-8", "HF_TOKEN=t"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("BaseEnv: %v, want %v", got, want)
+	}
+}
+
+// TestLaunchGate: with Starting, the command runs only after Starting returned nil; an error
+// from it ends the process without running the command.
+func TestLaunchGate(t *testing.T) {
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "ran")
+	l := &ExecLauncher{Command: "touch " + mark}
+	_, err := l.Launch(context.Background(), Spec{LogPath: filepath.Join(dir, "a.log"), Starting: func(st Started) error {
+		if st.PGID <= 1 || st.Start == "" {
+			t.Errorf("Starting got %+v", st)
+		}
+		if _, err := os.Stat(mark); err == nil {
+			t.Error("the command ran before Starting returned")
+		}
+		return errors.New("record not written")
+	}})
+	if err == nil || !strings.Contains(err.Error(), "record not written") {
+		t.Fatalf("Launch: %v", err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the command ran although Starting failed")
+	}
+	inst, err := l.Launch(context.Background(), Spec{LogPath: filepath.Join(dir, "b.log"), Starting: func(Started) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-inst.Exited()
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("the command did not run after Starting: %v", err)
 	}
 }

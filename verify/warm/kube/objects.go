@@ -100,7 +100,7 @@ func readObjects(dir string) ([]object, error) {
 // bootRef is what the launcher adds to every object of one boot.
 type bootRef struct {
 	run, region, namespace string
-	digest                 string // sha256:HEX of the manifest bytes in the owner ConfigMap
+	digest                 string         // sha256:HEX of the manifest bytes in the owner ConfigMap
 	owner                  map[string]any // the ownerReference to the boot's ConfigMap
 }
 

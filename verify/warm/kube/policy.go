@@ -30,13 +30,13 @@ var AllowKeys = []string{
 // from the operator's defaults, with no template in the object): the launcher cannot make them
 // mount the restored model, so they are refused even when they show no pod template.
 var servingKinds = map[string]bool{
-	"serving.kserve.io/LLMInferenceService":       true,
-	"serving.kserve.io/InferenceService":          true,
-	"orchestration.aibrix.ai/RayClusterFleet":     true,
-	"ray.io/RayCluster":                           true,
-	"ray.io/RayService":                           true,
-	"ray.io/RayJob":                               true,
-	"leaderworkerset.x-k8s.io/LeaderWorkerSet":    true,
+	"serving.kserve.io/LLMInferenceService":    true,
+	"serving.kserve.io/InferenceService":       true,
+	"orchestration.aibrix.ai/RayClusterFleet":  true,
+	"ray.io/RayCluster":                        true,
+	"ray.io/RayService":                        true,
+	"ray.io/RayJob":                            true,
+	"leaderworkerset.x-k8s.io/LeaderWorkerSet": true,
 }
 
 // refusal is one thing the policy refuses: the object, the field (a path in it), why, and the

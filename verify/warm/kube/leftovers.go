@@ -83,6 +83,14 @@ func (l *Launcher) remove(ctx context.Context, run string, refs []ref) error {
 	}
 }
 
+// removeBounded is remove within the teardown's bound: a leftover pod stuck terminating (a
+// finalizer, a node gone) is named, never waited on for ever.
+func (l *Launcher) removeBounded(ctx context.Context, run string, refs []ref) error {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.TeardownTimeout)
+	defer cancel()
+	return l.remove(ctx, run, refs)
+}
+
 // left lists what of one boot still exists, and apart the pods already terminating.
 func (l *Launcher) left(ctx context.Context, run string, refs []ref) (left, terminating []string) {
 	ns := l.cfg.Namespace
@@ -166,7 +174,7 @@ func (l *Launcher) CleanupLeftovers(ctx context.Context) ([]string, error) {
 			continue
 		}
 		refs := decodeRefs(data["objects"])
-		if err := l.remove(ctx, run, refs); err != nil {
+		if err := l.removeBounded(ctx, run, refs); err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
@@ -202,7 +210,7 @@ func (l *Launcher) CleanupLeftovers(ctx context.Context) ([]string, error) {
 		}
 		sort.Strings(runs)
 		for _, run := range runs {
-			if err := l.remove(ctx, run, nil); err != nil {
+			if err := l.removeBounded(ctx, run, nil); err != nil {
 				problems = append(problems, err.Error())
 				continue
 			}

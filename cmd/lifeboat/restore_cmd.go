@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,11 +19,11 @@ import (
 )
 
 func (a *app) restoreCmd() *cobra.Command {
-	var manifestFile, from, to, fleetFile string
+	var manifestFile, from, to, fleetFile, pin string
 	var trustKeys []string
 	var o replicate.Options
 	c := &cobra.Command{
-		Use:   "restore --manifest FILE --from URL --to DIR [--fleet FILE | --key PUB...] [-j N] [-o text|json]",
+		Use:   "restore --manifest FILE --from URL --to DIR [--fleet FILE | --key PUB...] [--manifest-digest sha256:HEX] [-j N] [-o text|json]",
 		Short: "Materialise a replica into a local directory, checking every byte against the manifest",
 		Long: `Restore copies the DR bundle of a replica (--from: a directory or a store URL, as for
 'lifeboat replicate') into the local directory --to, with the bundle layout the manifest names:
@@ -39,12 +41,18 @@ reported and left alone.
 
 Exit codes: 0 the bundle in DIR is complete and proven; 1 some files could not be restored
 (missing or corrupt in the source); 2 bad input (manifest, URL, DIR, a path outside DIR);
-3 refused: --fleet's trust: (or --key) accepts no signature on the manifest; 4 the store stayed
+3 refused: --fleet's trust: (or --key) accepts no signature on the manifest, or its digest is
+not --manifest-digest; 4 the store stayed
 unreachable.
 
 Signatures: with --key PUB (repeatable) or --fleet FILE whose trust: lists accepted keys, the
 manifest must carry a valid signature by one of them ('lifeboat manifest sign'), checked before
-anything is copied, on the very bytes then used (docs/signing.md).`,
+anything is copied, on the very bytes then used (docs/signing.md).
+
+Pinning: with --manifest-digest sha256:HEX the manifest's bytes must have that digest, or the
+restore is refused (exit 3) before anything is copied. The Kubernetes launcher passes the digest
+of the manifest it verified to its init container this way, so a manifest swapped in the
+ConfigMap between the boot's checks and the pod's restore is not used (docs/security.md).`,
 		Example: `  lifeboat restore --manifest dr/manifest.json --from 's3://dr-use1/llama/?region=us-east-1' --to /srv/restore/llama
   lifeboat restore --manifest dr/manifest.json --from gs://dr-usc1/llama/ --to ./llama -j 8 -o json
   vllm serve ./llama/model --config ./llama/engine/engine.yaml`,
@@ -63,7 +71,7 @@ anything is copied, on the very bytes then used (docs/signing.md).`,
 			if o.Jobs < 0 {
 				return usageErr("-j %d: must be at least 1", o.Jobs)
 			}
-			m, err := a.readTrustedManifest(cmd.Context(), manifestFile, ts, "restore")
+			m, err := a.readPinnedManifest(cmd.Context(), manifestFile, pin, ts)
 			if err != nil {
 				return err
 			}
@@ -84,9 +92,41 @@ anything is copied, on the very bytes then used (docs/signing.md).`,
 	f.IntVarP(&o.Jobs, "jobs", "j", replicate.DefaultJobs, "files copied at once")
 	f.StringVar(&fleetFile, "fleet", "", "require a signature by a key of this fleet's trust: section (and default --manifest to its model.manifest)")
 	f.StringArrayVar(&trustKeys, "key", nil, "require a signature by this PEM public key (repeatable)")
+	f.StringVar(&pin, "manifest-digest", "", "refuse the manifest unless its bytes have this digest (sha256:HEX): what a boot verified, pinned")
 	_ = c.MarkFlagFilename("manifest", "json")
 	_ = c.MarkFlagDirname("to")
 	return c
+}
+
+// readPinnedManifest is readTrustedManifest, and with pin (sha256:HEX) the bytes read must have
+// that digest: the signature check, the digest check and the parse all see the same bytes.
+func (a *app) readPinnedManifest(ctx context.Context, ref, pin string, ts *trustSpec) (*manifest.Manifest, error) {
+	if pin == "" {
+		return a.readTrustedManifest(ctx, ref, ts, "restore")
+	}
+	want, ok := strings.CutPrefix(pin, "sha256:")
+	if b, err := hex.DecodeString(want); !ok || err != nil || len(b) != sha256.Size || strings.ToLower(want) != want {
+		return nil, usageErr("--manifest-digest %q: want sha256: and 64 lower-case hex digits", pin)
+	}
+	data, err := a.requireTrusted(ctx, ref, ts, "restore")
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		if data, err = a.manifestBytes(ctx, ref); err != nil {
+			return nil, err
+		}
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != want {
+		return nil, withCode(exitRefused, fmt.Errorf("restore refused: the manifest %s is sha256:%s, not the %s it was pinned to (--manifest-digest): it changed after it was verified; nothing was copied",
+			providers.Redact(ref), got, pin))
+	}
+	m, err := manifest.Parse(data, ref)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	return m, nil
 }
 
 // restoreTrust is what restore accepts as the manifest's signer: --fleet's trust: and --key.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"os"
@@ -138,5 +140,45 @@ func TestRestoreAndBootUnreachable(t *testing.T) {
 	r = lifeboatAll(t, "boot", "--fleet", bootFleet(t, m, dead), "--region", "local", "--workdir", t.TempDir())
 	if r.code != 4 {
 		t.Fatalf("boot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// --manifest-digest pins the manifest's bytes (the Kubernetes launcher's init container gets the
+// digest of the manifest its boot verified): the same bytes restore, different ones are refused
+// (exit 3) before anything is written, and a malformed digest is bad input. Through the binary.
+func TestRestorePinnedDigest(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	data, err := os.ReadFile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	pin := "sha256:" + hex.EncodeToString(sum[:])
+
+	// Swapped: a manifest that differs from the verified one (what a tampered ConfigMap would
+	// hold), still one restore would otherwise act on.
+	swapped := bytes.Replace(data, []byte(`"size":`), []byte(`"size": `), 1)
+	if bytes.Equal(swapped, data) {
+		t.Fatal("the manifest has no size to change")
+	}
+	bad := filepath.Join(t.TempDir(), "manifest.json")
+	os.WriteFile(bad, swapped, 0o644)
+	to := filepath.Join(t.TempDir(), "restored")
+	r := cli(t, nil, "restore", "--manifest", bad, "--manifest-digest", pin, "--from", l.Root, "--to", to)
+	if r.code != 3 || !strings.Contains(r.stderr, "pinned to (--manifest-digest)") || !strings.Contains(r.stderr, pin) {
+		t.Fatalf("swapped manifest: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if ents, _ := os.ReadDir(to); len(ents) != 0 {
+		t.Fatalf("a refused restore wrote %d entries into %s", len(ents), to)
+	}
+
+	r = cli(t, nil, "restore", "--manifest", m, "--manifest-digest", pin, "--from", l.Root, "--to", to)
+	if r.code != 0 {
+		t.Fatalf("pinned manifest: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, d := range []string{"sha256:abc", strings.ToUpper(pin), "md5:" + strings.Repeat("0", 64)} {
+		if r := cli(t, nil, "restore", "--manifest", m, "--manifest-digest", d, "--from", l.Root, "--to", to); r.code != 2 || !strings.Contains(r.stderr, "--manifest-digest") {
+			t.Errorf("--manifest-digest %s: exit %d\n%s", d, r.code, r.stderr)
+		}
 	}
 }

@@ -331,6 +331,12 @@ func (g *Router) refs(class string, obj *unstructured.Unstructured) (rule map[st
 		if j, dup := seen[region]; dup {
 			return nil, nil, topo("spec.rules[0].backendRefs[%d] and [%d] are both region %s", j, i, region)
 		}
+		if elig, known := g.cfg.Classes[class]; known && !slices.Contains(elig, region) {
+			// a hand edit put an ineligible region's Service into the class's route: whatever its
+			// weight (0 is a drain, still reachable), the route breaks residency
+			return nil, nil, topo("spec.rules[0].backendRefs[%d] is %s, region %s's Service, which class %s must never reach (its regions: %s)",
+				i, providers.Sanitize(Backend{Namespace: ns, Name: name, Port: int(port)}.String(), 140), region, class, strings.Join(elig, ", "))
+		}
 		seen[region] = i
 		w := int64(1) // the Gateway API's default
 		if raw, ok := bm["weight"]; ok {
@@ -436,7 +442,7 @@ func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired f
 		}
 		b, ok := g.cfg.Services[r]
 		if !ok {
-			return nil, fmt.Errorf("gateway-api: region %s has no backend Service (router.services.%s)", r, r)
+			return nil, fmt.Errorf("gateway-api: httproute %s/%s of class %s: region %s has no backend Service (router.services.%s)", g.namespace, obj.GetName(), class, r, r)
 		}
 		m := map[string]any{"kind": "Service", "name": b.Name, "port": int64(b.Port), "weight": int64(w)}
 		if b.Namespace != "" && b.Namespace != g.namespace {
@@ -449,7 +455,7 @@ func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired f
 	}
 	for _, w := range want {
 		if w < 0 || w > MaxWeight {
-			return nil, fmt.Errorf("gateway-api: class %s: weight %d is not 0-%d", class, w, MaxWeight)
+			return nil, fmt.Errorf("gateway-api: httproute %s/%s of class %s: weight %d is not 0-%d", g.namespace, obj.GetName(), class, w, MaxWeight)
 		}
 	}
 	rule["backendRefs"] = brs
@@ -466,7 +472,7 @@ func (g *Router) ApplyIf(ctx context.Context, desired failover.RouterState, sinc
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		want, ok := since[class]
 		if !ok {
-			return fmt.Errorf("%s: class %s: this run has not read it back, so it cannot write it conditionally: %w", g, class, failover.ErrRouterConflict)
+			return fmt.Errorf("%s: class %s: httproute %s/%s: this run has not read it back, so it cannot write it conditionally: %w", g, class, g.namespace, g.cfg.Routes[class], failover.ErrRouterConflict)
 		}
 		g.mu.Lock()
 		base := g.last[class]
@@ -478,7 +484,7 @@ func (g *Router) ApplyIf(ctx context.Context, desired failover.RouterState, sinc
 				return err
 			}
 			if obj.GetResourceVersion() != want {
-				return fmt.Errorf("%s: class %s: httproute %s is at resourceVersion %s, not %s as this run last read it back (someone else edited it); nothing overwritten: %w", g, class, obj.GetName(), obj.GetResourceVersion(), want, failover.ErrRouterConflict)
+				return fmt.Errorf("%s: class %s: httproute %s/%s is at resourceVersion %s, not %s as this run last read it back (someone else edited it); nothing overwritten: %w", g, class, g.namespace, obj.GetName(), obj.GetResourceVersion(), want, failover.ErrRouterConflict)
 			}
 			base = obj
 		}

@@ -293,6 +293,7 @@ func TestGatewayAPIUnmappableRoutesRefused(t *testing.T) {
 		{"backend-filters", []any{map[string]any{"backendRefs": []any{ref("svc-eu-west-1", "filters", []any{map[string]any{"type": "RequestMirror", "requestMirror": map[string]any{"backendRef": map[string]any{"name": "svc-us-east-1", "port": int64(8000)}}}}), ref("svc-eu-central-1")}}}, "filters of its own"},
 		{"not-a-service", []any{map[string]any{"backendRefs": []any{ref("svc-eu-west-1"), ref("bucket", "group", "example.com", "kind", "Bucket")}}}, "not a Service"},
 		{"duplicate", []any{map[string]any{"backendRefs": []any{ref("svc-eu-west-1"), ref("svc-eu-west-1")}}}, "both region eu-west-1"},
+		{"ineligible", []any{map[string]any{"backendRefs": []any{ref("svc-eu-west-1"), ref("svc-us-east-1", "weight", int64(0))}}}, "region us-east-1's Service, which class eu-only must never reach"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -306,8 +307,8 @@ func TestGatewayAPIUnmappableRoutesRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = g.Read(ctx)
-			if !errors.Is(err, failover.ErrRouterTopology) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("read: %v, want ErrRouterTopology naming %q", err, c.want)
+			if !errors.Is(err, failover.ErrRouterTopology) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "httproute "+r.ns+"/"+name) {
+				t.Fatalf("read: %v, want ErrRouterTopology naming the HTTPRoute %s/%s and %q", err, r.ns, name, c.want)
 			}
 			t.Logf("%s: %v", c.name, err)
 			// even a write with the current version is refused, and the route stays as it is
@@ -535,8 +536,9 @@ func TestGatewayAPIHandEditOutsideRegionsRefused(t *testing.T) {
 		{"failover", "run", "--fleet", "fleet.yaml", "--evacuate", "eu-central-1", "--signals", "signals.json", "--yes", "--reason", "test"},
 	} {
 		code, out, errOut := lifeboat(t, dir, args...)
-		if code != 3 || !strings.Contains(errOut+out, "eu-only/us-east-1 (weight 5, ready)") || !strings.Contains(errOut+out, "topology") {
-			t.Fatalf("%v: exit %d, want 3 naming eu-only/us-east-1\n%s\n%s", args[:2], code, out, errOut)
+		if code != 3 || !strings.Contains(errOut+out, "httproute "+r.ns+"/route-eu of class eu-only") ||
+			!strings.Contains(errOut+out, "region us-east-1's Service, which class eu-only must never reach") || !strings.Contains(errOut+out, "topology") {
+			t.Fatalf("%v: exit %d, want 3 naming the HTTPRoute %s/route-eu and us-east-1\n%s\n%s", args[:2], code, r.ns, out, errOut)
 		}
 	}
 	if rv := r.get(t, "route-eu").GetResourceVersion(); rv != before {

@@ -32,6 +32,7 @@ const (
 	CrashLoop     Verdict = "CRASH_LOOP"    // a container keeps exiting (CrashLoopBackOff; its last log lines attached)
 	OOMKilled     Verdict = "OOM_KILLED"    // a container was killed for exceeding its memory limit
 	NotReady      Verdict = "NOT_READY"     // running, but not Ready (its readiness probe fails, or it cannot be created)
+	PortForward   Verdict = "PORT_FORWARD"  // Ready, but the port-forward to it through the API server cannot open
 )
 
 // LaunchFailure is an Instance's ExitErr (with Exited closed) when its launcher knows why the
@@ -52,7 +53,7 @@ type Diagnoser interface {
 }
 
 // verdictRank orders failures: the first failure in this order names the verdict.
-var verdictRank = []Verdict{Unschedulable, ImagePull, OOMKilled, CrashLoop, NotReady, Exited, Loading, EngineDead, ModelMissing, AdapterMissing, ChatFailed, Saturated, Slow}
+var verdictRank = []Verdict{Unschedulable, ImagePull, OOMKilled, CrashLoop, NotReady, PortForward, Exited, Loading, EngineDead, ModelMissing, AdapterMissing, ChatFailed, Saturated, Slow}
 
 // ProbeResult is the evidence behind a verdict. JSON field names are stable.
 type ProbeResult struct {

@@ -3,7 +3,9 @@ package kube
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -40,6 +42,14 @@ type FleetConfig struct {
 	RestoreSecret   string        `json:"restore_secret,omitempty"`
 	ScheduleTimeout time.Duration `json:"schedule_timeout,omitempty"`
 	Heartbeat       time.Duration `json:"heartbeat,omitempty"`
+	TeardownTimeout time.Duration `json:"teardown_timeout,omitempty"`
+	// ReplaceInitContainers names the bundle's init containers that write into the model (or
+	// engine) volume and that Lifeboat's own restore replaces; any other such init container is
+	// refused.
+	ReplaceInitContainers []string `json:"replace_init_containers,omitempty"`
+	// Allow names what the content policy (policy.go) refuses by default: privileged,
+	// host-path, host-network … (AllowKeys).
+	Allow []string `json:"allow,omitempty"`
 }
 
 var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
@@ -63,9 +73,50 @@ func (c *FleetConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
 		"model_volume":     func(n *yaml.Node, at string) { c.ModelVolume = name(n, at) },
 		"engine_volume":    func(n *yaml.Node, at string) { c.EngineVolume = name(n, at) },
 		"restore_secret":   func(n *yaml.Node, at string) { c.RestoreSecret = d.Str(n, at, true) },
-		"schedule_timeout": func(n *yaml.Node, at string) { c.ScheduleTimeout = d.Duration(n, at) },
+		"schedule_timeout": func(n *yaml.Node, at string) { c.ScheduleTimeout = zeroOrDuration(d, n, at) },
 		"heartbeat":        func(n *yaml.Node, at string) { c.Heartbeat = d.Duration(n, at) },
+		"teardown_timeout": func(n *yaml.Node, at string) { c.TeardownTimeout = d.Duration(n, at) },
+		"replace_init_containers": func(n *yaml.Node, at string) {
+			seen := map[string]bool{}
+			for i, s := range d.StrList(n, at, "init container names") {
+				if !dnsLabelRE.MatchString(s) {
+					d.Errf(n.Content[i].Line, fmt.Sprintf("%s[%d]", at, i), "%q is not a container name (lower-case letters, digits and '-', at most 63)", s)
+					continue
+				}
+				if seen[s] {
+					d.Errf(n.Content[i].Line, fmt.Sprintf("%s[%d]", at, i), "%s is listed twice", s)
+					continue
+				}
+				seen[s] = true
+				c.ReplaceInitContainers = append(c.ReplaceInitContainers, s)
+			}
+		},
+		"allow": func(n *yaml.Node, at string) {
+			seen := map[string]bool{}
+			for i, s := range d.StrList(n, at, "content policy keys") {
+				iat := fmt.Sprintf("%s[%d]", at, i)
+				switch {
+				case !slices.Contains(AllowKeys, s):
+					d.Errf(n.Content[i].Line, iat, "want one of %s, got %q%s", strings.Join(AllowKeys, ", "), s, yamlnode.DidYouMean(s, AllowKeys))
+				case seen[s]:
+					d.Errf(n.Content[i].Line, iat, "%s is listed twice", s)
+				default:
+					seen[s] = true
+					c.Allow = append(c.Allow, s)
+				}
+			}
+		},
 	}
+}
+
+// zeroOrDuration decodes a duration that may be 0 (schedule_timeout's default: at once).
+func zeroOrDuration(d *failover.FleetDecoder, n *yaml.Node, at string) time.Duration {
+	if n.Kind == yaml.ScalarNode && !yamlnode.IsNull(n) {
+		if v, err := time.ParseDuration(n.Value); err == nil && v == 0 {
+			return 0
+		}
+	}
+	return d.Duration(n, at)
 }
 
 func (c *FleetConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *failover.Region) {
@@ -100,7 +151,8 @@ func (c *FleetConfig) Config(f *failover.Fleet, r *failover.Region) Config {
 		Region: r.Name, Kubeconfig: c.Kubeconfig, Context: c.Context, Namespace: c.Namespace, URL: c.URL,
 		Image: c.Image, Replica: r.Replica, RestoreSecret: c.RestoreSecret, Port: c.Port,
 		ModelVolume: c.ModelVolume, EngineVolume: c.EngineVolume,
-		ScheduleTimeout: c.ScheduleTimeout, Heartbeat: c.Heartbeat,
+		ScheduleTimeout: c.ScheduleTimeout, Heartbeat: c.Heartbeat, TeardownTimeout: c.TeardownTimeout,
+		ReplaceInitContainers: c.ReplaceInitContainers, Allow: c.Allow,
 	}
 	if r.Launcher != nil {
 		keys := make([]string, 0, len(r.Launcher.Env))

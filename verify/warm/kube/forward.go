@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"lifeboat/verify/warm"
 )
 
 // forward is one port-forward through the API server to a pod.
@@ -51,6 +53,10 @@ func (in *instance) ensureForward(ctx context.Context) {
 		f, err := in.l.portForward(in.ns, p.Name, in.localPort, in.port)
 		if err != nil {
 			in.l.cfg.Log.Warn("port-forward", "pod", p.Name, "err", err)
+			in.mu.Lock()
+			in.fwdErr = fmt.Errorf("pod %s port %d: %w", p.Name, in.port, err)
+			in.fwdFails++
+			in.mu.Unlock()
 			return
 		}
 		in.mu.Lock()
@@ -60,6 +66,7 @@ func (in *instance) ensureForward(ctx context.Context) {
 			return
 		}
 		in.pf = f
+		in.fwdErr, in.fwdFails = nil, 0
 		in.mu.Unlock()
 		in.l.cfg.Log.Info("port-forward", "pod", p.Name, "local", in.localPort, "port", in.port)
 		return
@@ -103,4 +110,18 @@ func (l *Launcher) portForward(ns, pod string, local, remote int) (*forward, err
 		}
 		return nil, fmt.Errorf("port-forward to pod %s: %w", pod, err)
 	}
+}
+
+// forwardFailure is the verdict of a port-forward that cannot open (nil when the last one
+// opened, or none was tried): the pod is Ready, so this is not a replica still loading.
+func (in *instance) forwardFailure() *warm.LaunchFailure {
+	in.mu.Lock()
+	err, n := in.fwdErr, in.fwdFails
+	in.mu.Unlock()
+	if err == nil {
+		return nil
+	}
+	return &warm.LaunchFailure{Verdict: warm.PortForward, Reason: fmt.Sprintf(
+		"the port-forward through the API server (pods/portforward in namespace %s) cannot open (%d attempt(s)): %s; the launcher's identity needs get and create on pods/portforward, or give the launcher a url where the replica is reachable",
+		in.ns, n, sanitize(err.Error()))}
 }

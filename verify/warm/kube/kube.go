@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,11 @@ const (
 	DefaultHeartbeat    = 10 * time.Second
 	DefaultPoll         = time.Second
 	DefaultLogLines     = 40
+	// DefaultTeardownTimeout is longer than a pod's default grace period (30 s): a teardown
+	// waits until the pods are gone, not only deleted.
+	DefaultTeardownTimeout = 2 * time.Minute
+	// forwardAttempts is how many port-forwards in a row may fail before that is the verdict.
+	forwardAttempts = 3
 )
 
 // Config is one region's Kubernetes launcher.
@@ -73,7 +79,16 @@ type Config struct {
 	ScheduleTimeout time.Duration
 	Heartbeat       time.Duration // the owner's heartbeat (default 10s)
 	Poll            time.Duration // how often the rollout is looked at (default 1s)
-	Log             *slog.Logger
+	// TeardownTimeout bounds a teardown, which waits until the boot's pods are gone (default
+	// DefaultTeardownTimeout); what remains then is named in the error.
+	TeardownTimeout time.Duration
+	// ReplaceInitContainers are the bundle's init containers that write the model (or engine)
+	// volume and that the launcher's own restore replaces (they are dropped); any other init
+	// container writing there is refused (policy.go).
+	ReplaceInitContainers []string
+	// Allow lists what the content policy lets the bundle's objects do (AllowKeys).
+	Allow []string
+	Log   *slog.Logger
 }
 
 // Launcher is the Kubernetes launcher (warm.Launcher).
@@ -118,6 +133,14 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
+	}
+	if cfg.TeardownTimeout <= 0 {
+		cfg.TeardownTimeout = DefaultTeardownTimeout
+	}
+	for _, a := range cfg.Allow {
+		if !slices.Contains(AllowKeys, a) {
+			return nil, fmt.Errorf("kubernetes launcher: allow: %q is not one of %s", a, strings.Join(AllowKeys, ", "))
+		}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

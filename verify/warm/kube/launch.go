@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"lifeboat/failover"
 	"lifeboat/verify/warm"
 )
 
@@ -75,17 +78,14 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 	if len(mdata) > maxManifestBytes {
 		return nil, fmt.Errorf("kubernetes launcher: the manifest is %d bytes, more than the %d a ConfigMap holds", len(mdata), maxManifestBytes)
 	}
+	sum := sha256.Sum256(mdata)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
 	ns := l.cfg.Namespace
-	if removed, err := l.CleanupLeftovers(ctx); err != nil {
-		return nil, fmt.Errorf("kubernetes launcher: leftovers of an earlier boot in namespace %s: %w", ns, err)
-	} else {
-		for _, r := range removed {
-			l.cfg.Log.Info("removed a leftover boot", "namespace", ns, "what", r)
-		}
+	// The content policy and the mapping come before anything is written (leftovers included):
+	// a bundle refused leaves the cluster as it was.
+	if err := l.checkObjects(objs); err != nil {
+		return nil, fmt.Errorf("kubernetes launcher: %w", err)
 	}
-
-	// Map each object and refuse any that exists already: a boot creates what it applies, and
-	// never takes over (or, through its owner, garbage-collects) an object it did not create.
 	refs := make([]ref, len(objs))
 	for i, o := range objs {
 		gvk := o.obj.GroupVersionKind()
@@ -94,9 +94,23 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 			return nil, fmt.Errorf("kubernetes launcher: %s: %w", o, err)
 		}
 		if !namespaced {
-			return nil, fmt.Errorf("kubernetes launcher: %s is cluster-scoped: a boot applies namespaced objects only (apply it once yourself)", o)
+			return nil, fmt.Errorf("kubernetes launcher: %s %s/%s: kind: %s is cluster-scoped: a boot applies namespaced objects only, which its owner and teardown reach; no launcher key allows it (apply it once yourself): %w",
+				gvk.Kind, ns, o.obj.GetName(), o.file, failover.ErrRefused)
 		}
 		refs[i] = ref{gvr: gvr, kind: gvk.Kind, name: o.obj.GetName()}
+	}
+	if removed, err := l.CleanupLeftovers(ctx); err != nil {
+		return nil, fmt.Errorf("kubernetes launcher: leftovers of an earlier boot in namespace %s: %w", ns, err)
+	} else {
+		for _, r := range removed {
+			l.cfg.Log.Info("removed a leftover boot", "namespace", ns, "what", r)
+		}
+	}
+
+	// Refuse any object that exists already: a boot creates what it applies, and never takes
+	// over (or, through its owner, garbage-collects) an object it did not create.
+	for i, o := range objs {
+		gvr := refs[i].gvr
 		gctx, cancel := withTimeout(ctx)
 		cur, err := l.dyn.Resource(gvr).Namespace(ns).Get(gctx, o.obj.GetName(), metav1.GetOptions{})
 		cancel()
@@ -130,6 +144,7 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 			"pid_start":   warm.ProcStart(os.Getpid()),
 			"heartbeat_s": strconv.FormatFloat(l.cfg.Heartbeat.Seconds(), 'f', -1, 64),
 			"objects":     encodeRefs(refs),
+			"digest":      digest,
 		},
 	}}
 	actx, cancel := withTimeout(ctx)
@@ -138,12 +153,12 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes launcher: create the boot's owner ConfigMap %s in namespace %s: %w", ownerName(run), ns, err)
 	}
-	b := bootRef{run: run, region: l.cfg.Region, namespace: ns, owner: map[string]any{
+	b := bootRef{run: run, region: l.cfg.Region, namespace: ns, digest: digest, owner: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap", "name": cm.GetName(), "uid": string(cm.GetUID()),
 	}}
 	applied := make([]*unstructured.Unstructured, 0, len(objs))
 	fail := func(err error) (warm.Instance, error) {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.TeardownTimeout)
 		defer cancel()
 		if rerr := l.remove(sctx, run, refs); rerr != nil {
 			err = fmt.Errorf("%w (and the teardown: %v)", err, rerr)
@@ -181,9 +196,7 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 		go func() {
 			select {
 			case <-ctx.Done():
-				sctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				_ = in.Stop(sctx)
+				_ = in.Stop(context.Background())
 			case <-in.stop:
 			}
 		}()
@@ -225,6 +238,10 @@ type instance struct {
 	stopped bool
 	wg      sync.WaitGroup
 	pf      *forward
+	// fwdErr is the last port-forward's failure (nil once one opens), fwdFails how many failed
+	// in a row: forwardAttempts of them are the verdict PORT_FORWARD, never a LOADING.
+	fwdErr   error
+	fwdFails int
 }
 
 var (
@@ -323,6 +340,13 @@ func (in *instance) watch() {
 		}
 		if in.localPort != 0 {
 			in.ensureForward(ctx)
+			in.mu.Lock()
+			failed := in.fwdFails >= forwardAttempts
+			in.mu.Unlock()
+			if failed {
+				in.fail(in.forwardFailure())
+				return
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -334,12 +358,19 @@ func (in *instance) watch() {
 
 // Diagnose names why the replica is not serving when the probe's time ran out (warm.Diagnoser).
 func (in *instance) Diagnose(ctx context.Context) *warm.LaunchFailure {
-	return in.diagnose(ctx, true)
+	if f := in.diagnose(ctx, true); f != nil {
+		return f
+	}
+	return in.forwardFailure()
 }
 
 // Stop tears the boot down: the port-forward, every object it applied and its owner, waiting
-// (until ctx ends) until they and their pods are gone. Idempotent.
+// until they and their pods are gone — for the launcher's TeardownTimeout, whatever ctx's
+// deadline or cancellation (the pods' grace period is the cluster's, often longer than a
+// caller's default; an interrupted boot still removes what it made). Idempotent.
 func (in *instance) Stop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.l.cfg.TeardownTimeout)
+	defer cancel()
 	in.mu.Lock()
 	if !in.stopped {
 		in.stopped = true

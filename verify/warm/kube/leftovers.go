@@ -61,31 +61,34 @@ func (l *Launcher) remove(ctx context.Context, run string, refs []ref) error {
 	if len(problems) > 0 {
 		return fmt.Errorf("teardown of boot %s in namespace %s: %s", run, ns, strings.Join(problems, "; "))
 	}
-	// Wait until nothing of it is left but pods already terminating (the kubelet ends them after
-	// their grace period, which can be longer than a teardown may wait), then a little for those.
-	var grace <-chan time.Time
+	// Wait until nothing of it is left, terminating pods included: a pod being deleted still
+	// holds its node's GPUs until the kubelet has stopped it (its grace period).
 	for {
 		left, terminating := l.left(ctx, run, refs)
 		if len(left) == 0 && len(terminating) == 0 {
 			return nil
 		}
-		if len(left) == 0 && grace == nil {
-			grace = time.After(5 * time.Second)
-		}
 		select {
 		case <-ctx.Done():
-			if len(left) == 0 {
-				return nil // only terminating pods: deleted, on their way out
+			var what []string
+			if len(left) > 0 {
+				what = append(what, "still there: "+strings.Join(left, ", "))
 			}
-			return fmt.Errorf("teardown of boot %s in namespace %s: still there: %s: %w", run, ns, strings.Join(left, ", "), ctx.Err())
-		case <-grace:
-			if len(left) == 0 {
-				l.cfg.Log.Info("teardown: pods still terminating", "namespace", ns, "run", run, "pods", strings.Join(terminating, ", "))
-				return nil
+			if len(terminating) > 0 {
+				what = append(what, "deleted, still terminating: Pod "+strings.Join(terminating, ", Pod "))
 			}
+			return fmt.Errorf("teardown of boot %s in namespace %s did not finish: %s: %w", run, ns, strings.Join(what, "; "), ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// removeBounded is remove within the teardown's bound: a leftover pod stuck terminating (a
+// finalizer, a node gone) is named, never waited on for ever.
+func (l *Launcher) removeBounded(ctx context.Context, run string, refs []ref) error {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.TeardownTimeout)
+	defer cancel()
+	return l.remove(ctx, run, refs)
 }
 
 // left lists what of one boot still exists, and apart the pods already terminating.
@@ -171,7 +174,7 @@ func (l *Launcher) CleanupLeftovers(ctx context.Context) ([]string, error) {
 			continue
 		}
 		refs := decodeRefs(data["objects"])
-		if err := l.remove(ctx, run, refs); err != nil {
+		if err := l.removeBounded(ctx, run, refs); err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
@@ -207,7 +210,7 @@ func (l *Launcher) CleanupLeftovers(ctx context.Context) ([]string, error) {
 		}
 		sort.Strings(runs)
 		for _, run := range runs {
-			if err := l.remove(ctx, run, nil); err != nil {
+			if err := l.removeBounded(ctx, run, nil); err != nil {
 				problems = append(problems, err.Error())
 				continue
 			}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -99,6 +100,7 @@ func readObjects(dir string) ([]object, error) {
 // bootRef is what the launcher adds to every object of one boot.
 type bootRef struct {
 	run, region, namespace string
+	digest                 string         // sha256:HEX of the manifest bytes in the owner ConfigMap
 	owner                  map[string]any // the ownerReference to the boot's ConfigMap
 }
 
@@ -189,20 +191,37 @@ func (l *Launcher) mountBundle(d *appsv1.Deployment, o object, b bootRef) error 
 			Items:                []corev1.KeyToPath{{Key: manifestKey, Path: manifestKey}},
 		}}})
 	ps.Volumes = vols
-	serving := -1
-	for i := range ps.Containers {
-		c := &ps.Containers[i]
+	remap := func(c *corev1.Container) (model bool) {
 		for j := range c.VolumeMounts {
 			vm := &c.VolumeMounts[j]
 			switch vm.Name {
 			case l.cfg.ModelVolume:
 				vm.Name, vm.SubPath = BundleVolume, path.Join("model", vm.SubPath)
-				serving = i
+				model = true
 			case l.cfg.EngineVolume:
 				vm.Name, vm.SubPath = BundleVolume, path.Join("engine", vm.SubPath)
 			}
 		}
+		return model
 	}
+	serving := -1
+	for i := range ps.Containers {
+		if remap(&ps.Containers[i]) {
+			serving = i
+		}
+	}
+	// Init containers: one the fleet's replace_init_containers names is replaced by the restore
+	// below; the others read the restored bundle where they mounted the model (checkObjects
+	// refused any that would write it).
+	inits := make([]corev1.Container, 0, len(ps.InitContainers))
+	for _, c := range ps.InitContainers {
+		if slices.Contains(l.cfg.ReplaceInitContainers, c.Name) {
+			continue
+		}
+		remap(&c)
+		inits = append(inits, c)
+	}
+	ps.InitContainers = inits
 	if serving < 0 {
 		return fmt.Errorf("%s: no container mounts the volume %q: which one serves the model?", o, l.cfg.ModelVolume)
 	}
@@ -213,7 +232,10 @@ func (l *Launcher) mountBundle(d *appsv1.Deployment, o object, b bootRef) error 
 	init := corev1.Container{
 		Name:  InitContainer,
 		Image: l.cfg.Image,
-		Args:  []string{"restore", "--manifest", manifestMount + "/" + manifestKey, "--from", l.cfg.Replica, "--to", bundleMount},
+		// The digest pins the manifest this host verified: a ConfigMap swapped between apply and
+		// restore (anyone with patch on ConfigMaps in the namespace) is refused by the restore.
+		Args: []string{"restore", "--manifest", manifestMount + "/" + manifestKey, "--manifest-digest", b.digest,
+			"--from", l.cfg.Replica, "--to", bundleMount},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: BundleVolume, MountPath: bundleMount},
 			{Name: "lifeboat-manifest", MountPath: manifestMount, ReadOnly: true},
@@ -255,7 +277,8 @@ func servingPort(objs []*unstructured.Unstructured, cfg Config) int {
 			if len(c.Ports) > 0 {
 				return int(c.Ports[0].ContainerPort)
 			}
+			return vllmPort(c)
 		}
 	}
-	return 8000 // vLLM's default
+	return vllmDefaultPort
 }

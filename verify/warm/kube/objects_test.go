@@ -47,7 +47,8 @@ func TestPrepareSampleDeployment(t *testing.T) {
 	if len(objs) != 2 || objs[0].obj.GetKind() != "Deployment" || objs[1].obj.GetKind() != "Service" {
 		t.Fatalf("objects: %v", objs)
 	}
-	b := bootRef{run: "r1", region: "eu", namespace: "drills", owner: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "lifeboat-boot-r1", "uid": "u-1"}}
+	pin := "sha256:" + strings.Repeat("0f", 32)
+	b := bootRef{run: "r1", region: "eu", namespace: "drills", digest: pin, owner: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "lifeboat-boot-r1", "uid": "u-1"}}
 	for _, o := range objs {
 		u, err := l.prepare(o, b)
 		if err != nil {
@@ -71,7 +72,7 @@ func TestPrepareSampleDeployment(t *testing.T) {
 			t.Fatalf("pod labels %v, selector %v (the selector must stay the bundle's)", d.Spec.Template.Labels, d.Spec.Selector.MatchLabels)
 		}
 		if len(ps.InitContainers) != 1 || ps.InitContainers[0].Name != InitContainer || ps.InitContainers[0].Image != "registry.example.com/lifeboat:1" ||
-			strings.Join(ps.InitContainers[0].Args, " ") != "restore --manifest /lifeboat/manifest/manifest.json --from s3://dr-eu/llama/ --to /lifeboat/bundle" {
+			strings.Join(ps.InitContainers[0].Args, " ") != "restore --manifest /lifeboat/manifest/manifest.json --manifest-digest "+pin+" --from s3://dr-eu/llama/ --to /lifeboat/bundle" {
 			t.Fatalf("init containers: %+v", ps.InitContainers)
 		}
 		var vols []string

@@ -105,7 +105,7 @@ func journalRecords(t *testing.T, state string) map[string][]Record {
 func TestClonedHostHolderIsWaitedOut(t *testing.T) {
 	needRootNamespaces(t)
 	d := newHTTPDocRouter(t, binStart)
-	dir, state := binDir(t, d.fleetLine(), "step_interval: 1500ms, lock_ttl: 2s")
+	dir, state := binDir(t, d.fleetLine(), "step_interval: 6s, lock_ttl: 2s")
 	boot := filepath.Join(dir, "boot_id")
 	if err := os.WriteFile(boot, []byte("0c10ed00-0000-4000-8000-00000000c10e\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestHidepidHolderIsWaitedOut(t *testing.T) {
 	copyFile(t, testbed.LifeboatBinary(t), bin, 0o755)
 	state := fmt.Sprintf("s3://%s/%s?region=%s&endpoint=%s", testbed.Bucket, testbed.FreshPrefix("hidepid"), gw.Region, url.QueryEscape(gw.Endpoint))
 	d := newHTTPDocRouter(t, binStart)
-	writeBinFleet(t, dir, d.fleetLine(), state, "step_interval: 1500ms, lock_ttl: 2s")
+	writeBinFleet(t, dir, d.fleetLine(), state, "step_interval: 6s, lock_ttl: 2s")
 	env := []string{"AWS_ACCESS_KEY_ID=" + gw.AccessKey, "AWS_SECRET_ACCESS_KEY=" + gw.SecretKey, "AWS_EC2_METADATA_DISABLED=true", "HOME=" + dir}
 	a := startWrapped(t, dir, env, []string{"env"}, bin, runArgs...)
 	deadline := time.Now().Add(time.Minute)
@@ -208,7 +208,7 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 // to write. The take-over is written into the store as Acquire writes one (the next token).
 func TestOldTokenJournalsNothing(t *testing.T) {
 	d := newHTTPDocRouter(t, binStart)
-	dir, state := binDir(t, d.fleetLine(), "step_interval: 1500ms, lock_ttl: 30s")
+	dir, state := binDir(t, d.fleetLine(), "step_interval: 3s, lock_ttl: 30s")
 	a := startLB(t, dir, nil, runArgs...)
 	waitJournal(t, a, strings.TrimPrefix(state, "file://"), RecResult, 0, time.Minute)
 	store := testbed.OpenStore(t, state, testbed.StoreOptions())

@@ -135,8 +135,9 @@ func (e *Executor) resumeInFlight(s *session, o RunOptions, h failoverState, pla
 	}
 	in := e.Input(ctx, cur, sig, h, o)
 	in.Event = plan.Event
-	if vs := CheckStep(in, plan.Steps[k]); slices.ContainsFunc(vs, func(v Violation) bool { return v.Rule == RuleStep }) {
-		return e.replan(s, o, h, plan, k, cur, sig, vs, out)
+	vs := CheckStep(in, plan.Steps[k])
+	if i := slices.IndexFunc(vs, func(v Violation) bool { return v.Rule == RuleStep }); i >= 0 {
+		return e.replan(s, o, h, plan, k, cur, sig, vs[i], out)
 	}
 	if held, err := e.checkBefore(s, o, plan, k, h, &cur); err != nil || held != "" {
 		if err == nil {
@@ -171,23 +172,30 @@ func (e *Executor) settleLanded(s *session, plan *Plan, k int, now RouterState, 
 }
 
 // replan plans the rest of the run again from the router as it reads now (cur), under the lock:
-// the step in flight cannot be made from here within step_percent (vs). The new plan is made by
-// the planner with every rule, journaled (RecReplan) before its first change, and carried out.
-func (e *Executor) replan(s *session, o RunOptions, h failoverState, old *Plan, k int, cur RouterState, sig map[string]RegionSignal, vs []Violation, out *Outcome) (*Plan, error) {
+// the step in flight cannot be made from here within step_percent (v). The new plan is made by
+// the planner with every rule, journaled (RecReplan) before its first change, and carried out. A
+// plan from here that is refused is journaled as a hold on the step in flight (the run's own plan
+// stays in force) and refused.
+func (e *Executor) replan(s *session, o RunOptions, h failoverState, old *Plan, k int, cur RouterState, sig map[string]RegionSignal, v Violation, out *Outcome) (*Plan, error) {
 	ctx := s.ctx
 	ro := o
 	ro.Event, ro.Classes, ro.Overrides, ro.Immediate = old.Event, old.Classes, old.Overrides, old.Immediate
 	next := MakePlan(e.Input(ctx, cur, sig, h, ro))
-	why := fmt.Sprintf("step %d of %d cannot be made from the router as it reads now (%s): the router restarted or reloaded during the step; the rest of the run is planned again from here", k+1, len(old.Steps), vs[0])
+	why := fmt.Sprintf("step %d of %d cannot be made from the router as it reads now (%s): the router restarted or reloaded during the step; the rest of the run is planned again from here", k+1, len(old.Steps), v)
+	if next.Refused {
+		step := k
+		why += "; and the plan from here is refused: " + next.Reason
+		if _, err := s.j.Append(ctx, Record{Kind: RecHold, Step: &step, Detail: why, Violations: []Violation{v}}); err != nil {
+			return nil, err
+		}
+		out.Held = why
+		return next, fmt.Errorf("%w: %s", ErrRefused, why)
+	}
 	if _, err := s.j.Append(ctx, Record{Kind: RecReplan, Detail: why, Plan: next}); err != nil {
 		return nil, err
 	}
 	e.log().Warn("re-planning", "why", why, "steps", len(next.Steps))
 	out.Plan = next
-	if next.Refused {
-		out.Held = next.Reason
-		return next, fmt.Errorf("%w: %s; and the plan from here is refused: %s", ErrRefused, why, next.Reason)
-	}
 	if o.Plan != nil {
 		o.Plan(next)
 	}

@@ -59,6 +59,8 @@ type Executor struct {
 	Holder  string       // who runs this (user@host pid N); empty: derived
 	LockTTL time.Duration
 	Now     func() time.Time
+	// Owners judges whether a lock holder's process still runs (nil: this host, for real).
+	Owners *OwnerChecker
 	// OnRecord is called, on the run's goroutine, after each journal record is durably written:
 	// the fleet's notifications hang here (RunNotifier.Record, hooked by the CLI), and tests use
 	// it to watch or crash a run between records. It must not block: a step waits for it.

@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,15 @@ import (
 
 // apply journals the intent, changes the router, reads it back and journals the result.
 func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) error {
+	return e.applyStep(s, plan, k, before, false)
+}
+
+// applyStep is apply; inherited says the step's intent was another holder's (resume), whose
+// write may still land while this one is made: a conditional write that finds the router
+// changed, every class now reading either as the step's intent (that write, landed) or as this
+// run read it (before), is that holder's own write, not someone else's edit; the step is
+// finished from there (written again conditionally on what the router reads now).
+func (e *Executor) applyStep(s *session, plan *Plan, k int, before RouterState, inherited bool) error {
 	ctx := s.ctx
 	target := plan.Scope(plan.After(k)) // never a class the plan does not cover
 	if err := s.checkLock(ctx); err != nil {
@@ -20,6 +30,15 @@ func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) erro
 	}
 	e.log().Info("applying", "step", fmt.Sprintf("%d/%d", k+1, len(plan.Steps)), "weights", plan.Steps[k].Weights.Text(), "drain", strings.Join(plan.Steps[k].Drain, ","), "withdraw", strings.Join(plan.Steps[k].Withdraw, ","))
 	after, err := e.applyAndReadBack(s, target)
+	detail := ""
+	if err != nil && inherited && errors.Is(err, ErrRouterConflict) {
+		if now, v, rerr := e.readVersioned(ctx); rerr == nil && e.onlyTowards(before, target, now) {
+			detail = "the previous holder's write landed while this one took the step over: finished from there"
+			e.log().Info("the router changed to the interrupted step's intent while resume took over: the previous holder's write landed; finishing the step", "step", k+1)
+			s.seen = v
+			after, err = e.applyAndReadBack(s, target)
+		}
+	}
 	if err != nil {
 		_, _ = s.j.Append(ctx, Record{Kind: RecFailed, Step: &step, Detail: err.Error()})
 		return err
@@ -28,8 +47,20 @@ func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) erro
 	if e.AfterApply != nil {
 		e.AfterApply(k)
 	}
-	_, err = s.j.Append(ctx, Record{Kind: RecResult, Step: &step, Before: &before, After: &after})
+	_, err = s.j.Append(ctx, Record{Kind: RecResult, Step: &step, Before: &before, After: &after, Detail: detail})
 	return err
+}
+
+// onlyTowards says whether every class of target reads in now either as in target or as in
+// before: nothing but a write of target (whole classes at a time) happened since before.
+func (e *Executor) onlyTowards(before, target, now RouterState) bool {
+	for c := range target.Weights {
+		only := []string{c}
+		if len(e.diff(restrictTo(target, only), restrictTo(now, only))) > 0 && len(e.diff(restrictTo(before, only), restrictTo(now, only))) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // applyAndReadBack writes target conditionally on the router's version this run last saw, the

@@ -19,7 +19,16 @@ func (e *Executor) lockTTL() time.Duration {
 	return DefaultLockTTL
 }
 
-func (e *Executor) locker() *Locker { return &Locker{Store: e.Store, TTL: e.lockTTL(), Now: e.Now} }
+func (e *Executor) locker() *Locker {
+	return &Locker{Store: e.Store, TTL: e.lockTTL(), Now: e.Now, Owners: e.Owners}
+}
+
+func (e *Executor) owners() *OwnerChecker {
+	if e.Owners != nil {
+		return e.Owners
+	}
+	return &OwnerChecker{}
+}
 
 // session is one process's hold on the lock, renewed in the background.
 type session struct {
@@ -40,10 +49,12 @@ type session struct {
 	// lastRead is what this run last read back from the router (after its last write, or when
 	// it took over the run); a router that reads otherwise later has drifted.
 	lastRead *RouterState
-	j        *Journal
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	done     chan struct{}
+	// expire ends ctx when the lease runs out (reset by every successful renewal).
+	expire *time.Timer
+	j      *Journal
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
 }
 
 // takeOver is which held locks begin takes over.
@@ -75,10 +86,17 @@ func (e *Executor) begin(ctx context.Context, operation, reason, run string, nex
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	s := &session{e: e, lock: lk, lease: lk.lease, ctx: sctx, cancel: cancel, done: make(chan struct{})}
-	s.j = &Journal{Store: e.Store, Run: run, Holder: lk.Holder, Token: lk.Token, Fleet: e.fleetID(), next: next, Now: e.Now, OnRecord: e.OnRecord, fence: s.fence}
+	s.j = &Journal{Store: e.Store, Run: run, Holder: lk.Holder, Token: lk.Token, Fleet: e.fleetID(), next: next, Now: e.Now, OnRecord: e.OnRecord, fence: s.fence, current: s.checkLock}
 	ttl := l.ttl()
+	// The lease is enforced on its own timer, whatever the run or the renewal is doing: a store
+	// that stops answering holds a store call, never the holder. When the lease runs out the
+	// session's context ends, which ends every store and router call made under it.
+	s.expire = time.AfterFunc(time.Until(lk.lease), func() {
+		cancel(fmt.Errorf("%w: token %d: its lease ran out on this host's clock (no renewal succeeded within lock_ttl %s minus the safety margin: the state store did not answer in time); stopped, nothing more is written", ErrLockLost, lk.Token, ttl))
+	})
 	go func() {
 		defer close(s.done)
+		defer s.expire.Stop()
 		t := time.NewTicker(ttl / 5)
 		defer t.Stop()
 		for {
@@ -91,7 +109,7 @@ func (e *Executor) begin(ctx context.Context, operation, reason, run string, nex
 					return
 				}
 				s.mu.Lock()
-				err := l.Renew(sctx, s.lock) // updates *s.lock only on success
+				err := l.Renew(sctx, s.lock) // updates *s.lock only on success; sctx ends with the lease
 				lease := s.lock.lease
 				s.mu.Unlock()
 				if err != nil {
@@ -103,7 +121,10 @@ func (e *Executor) begin(ctx context.Context, operation, reason, run string, nex
 					continue
 				}
 				s.leaseMu.Lock()
-				s.lease = lease
+				if s.ctx.Err() == nil {
+					s.lease = lease
+					s.expire.Reset(time.Until(lease))
+				}
 				s.leaseMu.Unlock()
 			}
 		}
@@ -156,11 +177,12 @@ func (s *session) observe(ctx context.Context) (RouterState, error) {
 	return rs, err
 }
 
-// end stops renewal and releases the lock (with a fresh context: release even when cancelled).
+// end stops renewal and releases the lock (with a fresh context: release even when cancelled),
+// waiting at most one TTL for the store: a holder whose store stopped answering still exits.
 func (s *session) end() {
 	s.cancel(nil)
 	<-s.done
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), min(30*time.Second, s.e.lockTTL()))
 	defer cancel()
 	if err := s.e.locker().Release(ctx, s.lock); err != nil {
 		s.e.log().Warn("lock not released", "err", err)

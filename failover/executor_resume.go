@@ -70,7 +70,8 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 	if v.Expired && !v.Done || v.Expired && v.Done && !v.Closed {
 		return out, fmt.Errorf("%w: run %s expired at %s; fail back with `lifeboat failover restore` or abort", ErrExpired, run, v.Start.Expires.Format(time.RFC3339))
 	}
-	if _, err := e.preflight(ctx); err != nil {
+	sig, err := e.preflight(ctx)
+	if err != nil {
 		return out, err
 	}
 	if v.Done {
@@ -98,19 +99,10 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 	}
 	s.lastRead = &cur
 	if v.InFlight >= 0 {
-		// The intent was written, the result was not: check it again from the router as it is
-		// now, apply it again (idempotent) and record its one result.
-		if held, err := e.checkBefore(s, o, plan, v.InFlight, h, &cur); err != nil || held != "" {
-			if err == nil {
-				out.Held = held
-				err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume` again, or `lifeboat failover abort`)", ErrHeld, v.InFlight+1, len(plan.Steps), held)
-			}
+		replanned, err := e.resumeInFlight(s, o, h, plan, v, cur, sig, out)
+		if err != nil || replanned != nil {
 			return out, err
 		}
-		if err := e.apply(s, plan, v.InFlight, cur); err != nil {
-			return out, err
-		}
-		out.Steps++
 	} else if v.LastApplied >= 0 {
 		if target := plan.Scope(plan.After(v.LastApplied)); len(e.diff(target, cur)) > 0 {
 			if _, err := e.reassert(s, o, h, v.LastApplied, cur, target); err != nil {
@@ -120,6 +112,98 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 	}
 	next := max(v.InFlight, v.LastApplied) + 1
 	return e.steps(s, o, plan, next, h, out)
+}
+
+// resumeInFlight settles the step whose intent was journaled and whose result was not, from the
+// router as it reads now, under the lock:
+//   - the router reads as that intent: the previous holder's own write landed; its result is
+//     journaled (nothing is written again) and the run goes on;
+//   - the step can be made from here: it is checked (checkBefore) and applied; a conditional write
+//     that finds the router changed meanwhile towards the intent is that same write landing late,
+//     and the step is finished from there (applyStep);
+//   - the step would move more than step_percent from here (the router restarted or reloaded
+//     from its configuration during the step): the rest of the run is planned again from the
+//     router as it reads, with every rule of a new plan (step_percent from here, residency,
+//     headroom...), journaled (replan) and carried out. A replan is returned (non-nil) when the
+//     run went on with it: out then says how it ended.
+func (e *Executor) resumeInFlight(s *session, o RunOptions, h failoverState, plan *Plan, v RunView, cur RouterState, sig map[string]RegionSignal, out *Outcome) (*Plan, error) {
+	ctx := s.ctx
+	k := v.InFlight
+	target := plan.Scope(plan.After(k))
+	if len(e.diff(target, cur)) == 0 {
+		return nil, e.settleLanded(s, plan, k, cur, out)
+	}
+	in := e.Input(ctx, cur, sig, h, o)
+	in.Event = plan.Event
+	vs := CheckStep(in, plan.Steps[k])
+	if i := slices.IndexFunc(vs, func(v Violation) bool { return v.Rule == RuleStep }); i >= 0 {
+		return e.replan(s, o, h, plan, k, cur, sig, vs[i], out)
+	}
+	if held, err := e.checkBefore(s, o, plan, k, h, &cur); err != nil || held != "" {
+		if err == nil {
+			out.Held = held
+			err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume` again, or `lifeboat failover abort`)", ErrHeld, k+1, len(plan.Steps), held)
+		}
+		return nil, err
+	}
+	if err := e.applyStep(s, plan, k, cur, true); err != nil {
+		return nil, err
+	}
+	out.Steps++
+	return nil, nil
+}
+
+// settleLanded journals the result of step k, which the router already reads as (now): the
+// previous holder's write, made under its token, landed before or while this one took over.
+func (e *Executor) settleLanded(s *session, plan *Plan, k int, now RouterState, out *Outcome) error {
+	step := k
+	before := plan.Scope(plan.After(k - 1))
+	e.log().Info("the router already reads as the interrupted step's intent: the previous holder's write landed; recording its result", "step", fmt.Sprintf("%d/%d", k+1, len(plan.Steps)))
+	if _, err := s.j.Append(s.ctx, Record{Kind: RecResult, Step: &step, Before: &before, After: &now,
+		Detail: "the router read as this step's journaled intent when resume took over: the previous holder's write landed (nothing written again)"}); err != nil {
+		return err
+	}
+	if _, err := s.observe(s.ctx); err != nil { // the next write is conditional on this version
+		return err
+	}
+	s.lastRead = &now
+	out.Steps++
+	return nil
+}
+
+// replan plans the rest of the run again from the router as it reads now (cur), under the lock:
+// the step in flight cannot be made from here within step_percent (v). The new plan is made by
+// the planner with every rule, journaled (RecReplan) before its first change, and carried out. A
+// plan from here that is refused is journaled as a hold on the step in flight (the run's own plan
+// stays in force) and refused.
+func (e *Executor) replan(s *session, o RunOptions, h failoverState, old *Plan, k int, cur RouterState, sig map[string]RegionSignal, v Violation, out *Outcome) (*Plan, error) {
+	ctx := s.ctx
+	ro := o
+	ro.Event, ro.Classes, ro.Overrides, ro.Immediate = old.Event, old.Classes, old.Overrides, old.Immediate
+	next := MakePlan(e.Input(ctx, cur, sig, h, ro))
+	why := fmt.Sprintf("step %d of %d cannot be made from the router as it reads now (%s): the router restarted or reloaded during the step; the rest of the run is planned again from here", k+1, len(old.Steps), v)
+	if next.Refused {
+		step := k
+		why += "; and the plan from here is refused: " + next.Reason
+		if _, err := s.j.Append(ctx, Record{Kind: RecHold, Step: &step, Detail: why, Violations: []Violation{v}}); err != nil {
+			return nil, err
+		}
+		out.Held = why
+		return next, fmt.Errorf("%w: %s", ErrRefused, why)
+	}
+	if _, err := s.j.Append(ctx, Record{Kind: RecReplan, Detail: why, Plan: next}); err != nil {
+		return nil, err
+	}
+	e.log().Warn("re-planning", "why", why, "steps", len(next.Steps))
+	out.Plan = next
+	if o.Plan != nil {
+		o.Plan(next)
+	}
+	res, err := e.steps(s, ro, next, 0, h, out)
+	if res != nil {
+		*out = *res
+	}
+	return next, err
 }
 
 // validateJournaled checks a journaled plan and baseline against this fleet before resume or

@@ -64,7 +64,7 @@ func (e *Executor) RecentRuns(ctx context.Context, n int) ([]RunSummary, error) 
 	held = held && !lk.Released
 	dead := ""
 	if held && lk.Owner != nil {
-		if d, why := lk.Owner.dead(); d {
+		if d, why := e.owners().gone(lk.Owner); d {
 			dead = why
 		}
 	}

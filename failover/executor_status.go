@@ -37,7 +37,7 @@ func ViewRun(run string, recs []Record, now time.Time) RunView {
 		switch r.Kind {
 		case RecStart:
 			v.Start, v.Plan = r, r.Plan
-		case RecRollback:
+		case RecRollback, RecReplan:
 			v.Plan, v.LastApplied, v.InFlight = r.Plan, -1, -1
 		case RecRefused:
 			v.Refused, v.Done, v.Plan = true, true, r.Plan
@@ -125,7 +125,7 @@ func (e *Executor) Status(ctx context.Context) (*Status, error) {
 	} else if ok && !lk.Released { // held until released or taken over: its expiry is another clock's
 		st.Lock = &lk
 		if lk.Owner != nil {
-			if dead, why := lk.Owner.dead(); dead {
+			if dead, why := e.owners().gone(lk.Owner); dead {
 				st.HolderDead = why
 			}
 		}

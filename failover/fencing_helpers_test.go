@@ -269,3 +269,19 @@ func (d *httpDocRouter) doc(class string) HTTPRouterDoc {
 func (d *httpDocRouter) fleetLine() string {
 	return fmt.Sprintf("router: {driver: http, url: %q, backends: {eu-only: eu-only, global: global}}", d.srv.URL)
 }
+
+// restart puts every document back to start, as a router reloaded from its configuration does
+// (a new version: a write conditional on an older one answers 412).
+func (d *httpDocRouter) restart(start RouterState) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for class, w := range start.Weights {
+		doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]State{}}
+		for r, v := range w {
+			doc.Weights[r] = v
+		}
+		d.docs[class] = doc
+		d.version[class]++
+		d.writes = append(d.writes, fmt.Sprintf("%s v%d: restart", class, d.version[class]))
+	}
+}

@@ -31,16 +31,19 @@ const (
 	// RecReassertIntent is written before a re-assert changes the router: the state about to be
 	// applied (Target) over the router as it was (Before).
 	RecReassertIntent = "reassert_intent"
-	RecRollback       = "rollback"      // --rollback-on-fail: the plan back to the baseline
-	RecDone           = "done"          // the run reached the end of its plan
-	RecFailed         = "failed"        // the run stopped on an error
-	RecUnlock         = "unlock"        // break-glass unlock
-	RecOverride       = "override"      // a rule bypassed with --override
-	RecResume         = "resume"        // a new process took over the run
-	RecTakeover       = "takeover"      // the lock of a dead or silent holder was taken over
-	RecAbortRequest   = "abort_request" // another operator asked the run to abort (who, why)
-	runsDir           = "failover/runs"
-	maxRecordLen      = 1 << 20 // one record, read whole
+	RecRollback       = "rollback" // --rollback-on-fail: the plan back to the baseline
+	// RecReplan: resume planned the rest of the run again from the router as it read under the
+	// lock (a restart or reload during a step left the step in flight out of step_percent's reach).
+	RecReplan       = "replan"
+	RecDone         = "done"          // the run reached the end of its plan
+	RecFailed       = "failed"        // the run stopped on an error
+	RecUnlock       = "unlock"        // break-glass unlock
+	RecOverride     = "override"      // a rule bypassed with --override
+	RecResume       = "resume"        // a new process took over the run
+	RecTakeover     = "takeover"      // the lock of a dead or silent holder was taken over
+	RecAbortRequest = "abort_request" // another operator asked the run to abort (who, why)
+	runsDir         = "failover/runs"
+	maxRecordLen    = 1 << 20 // one record, read whole
 )
 
 // Record is one journal entry. Records are append-only objects, each created with a
@@ -87,6 +90,9 @@ type Journal struct {
 	OnRecord func(Record)
 	// fence, when set, is the lock holder's own lease check: no record is written once it fails.
 	fence func() error
+	// current, when set, checks in the store that the journal's token is still the lock's
+	// (id, token, not released): nothing is written under a token that is no longer current.
+	current func(context.Context) error
 }
 
 func recordKey(run string, seq int) string { return fmt.Sprintf("%s/%s/%06d.json", runsDir, run, seq) }
@@ -100,6 +106,14 @@ func (j *Journal) Append(ctx context.Context, rec Record) (Record, error) {
 	if j.fence != nil {
 		if err := j.fence(); err != nil {
 			return rec, err
+		}
+	}
+	// The lease alone is this process's view: another may have taken the lock over (a break, a
+	// take-over) while it still runs, and the record would carry a token no longer current. The
+	// record itself is a conditional create, so it never replaces another's either.
+	if j.current != nil {
+		if err := j.current(ctx); err != nil {
+			return rec, fmt.Errorf("journal record %d of run %s not written: %w", j.next, j.Run, err)
 		}
 	}
 	rec.Seq, rec.Run, rec.Holder, rec.Token, rec.Time, rec.Fleet = j.next, j.Run, j.Holder, j.Token, now, j.Fleet
@@ -340,7 +354,7 @@ func ScanRun(ctx context.Context, s providers.Store, run string) (RunJournal, er
 			return j, nil
 		}
 		switch rec.Kind {
-		case RecStart, RecRollback, RecRefused:
+		case RecStart, RecRollback, RecRefused, RecReplan:
 			if rec.Plan != nil {
 				plan = rec.Plan
 			}
@@ -385,9 +399,9 @@ func checkRecord(rec Record, run string, want, seq int, plan *Plan) error {
 		return fmt.Errorf("run is %q, the object is in run %s", rec.Run, run)
 	}
 	switch rec.Kind {
-	case RecRollback:
+	case RecRollback, RecReplan:
 		if rec.Plan == nil {
-			return errors.New("a rollback record without a plan")
+			return fmt.Errorf("a %s record without a plan", rec.Kind)
 		}
 	case RecStart:
 		if rec.Event == nil {

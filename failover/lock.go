@@ -40,8 +40,8 @@ type Lock struct {
 	TTLMS int64 `json:"ttl_ms,omitempty"`
 	// Renewal counts the holder's renewals: every renewal changes the record.
 	Renewal int64 `json:"renewal"`
-	// Owner is the holder's process, so that a lock whose holder died on this host is taken over
-	// at once.
+	// Owner is the holder's process, so that a lock whose holder provably died on this host
+	// (JudgeOwner: Gone) is taken over at once; any other is waited out.
 	Owner *LockOwner `json:"owner,omitempty"`
 	// Token is the fencing token: it grows by one with every new owner and is written into
 	// every journal record.
@@ -102,6 +102,15 @@ type Locker struct {
 	TakeDead bool
 	// Watching, when set, is told when Wait starts watching a held lock, and for how long.
 	Watching func(held Lock, d time.Duration)
+	// Owners judges whether a holder's process still runs (nil: this host, for real).
+	Owners *OwnerChecker
+}
+
+func (l *Locker) owners() *OwnerChecker {
+	if l.Owners != nil {
+		return l.Owners
+	}
+	return &OwnerChecker{}
 }
 
 func (l *Locker) ttl() time.Duration {
@@ -270,7 +279,7 @@ func (l *Locker) Acquire(ctx context.Context, holder, operation, reason string) 
 			if cur.Token < 0 || cur.Token == math.MaxInt64 {
 				return nil, fmt.Errorf("%w: %s has fencing token %d: the next owner's would wrap; nothing taken (a new lock needs a new state store or a fresh %s)", ErrTokenExhausted, LockKey, cur.Token, LockKey)
 			}
-			switch dead, why := cur.Owner.dead(); {
+			switch dead, why := l.owners().gone(cur.Owner); {
 			case cur.Released:
 			case dead && (l.Wait || l.TakeDead):
 				lk.tookOver, lk.why = &cur, why

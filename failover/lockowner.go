@@ -2,18 +2,16 @@ package failover
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"io"
-	"os"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 )
 
-// LockOwner is the process that holds a lock: a holder on this host (same machine id, boot and
-// pid namespace) whose pid is gone, or now names a process with another start time (the pid was
-// reused), is dead.
+// LockOwner is the process that holds a lock, as its holder recorded it: the host's machine id,
+// the boot of its kernel, its pid namespace, its pid and its start time. Only an observer on the
+// same host, boot and pid namespace can look at that pid; for any other the holder's liveness
+// cannot be told (see OwnerChecker).
 type LockOwner struct {
 	Machine string `json:"machine,omitempty"` // /etc/machine-id
 	Boot    string `json:"boot,omitempty"`    // /proc/sys/kernel/random/boot_id
@@ -22,94 +20,127 @@ type LockOwner struct {
 	Start   uint64 `json:"start,omitempty"` // field 22 of /proc/PID/stat: clock ticks after boot
 }
 
-var self struct {
-	once sync.Once
-	o    *LockOwner
-}
+// Liveness is what an observer can tell about a lock holder's process.
+type Liveness int
 
-// thisOwner describes this process; fields it cannot learn stay empty (and then no one can judge
-// it dead).
-func thisOwner() *LockOwner {
-	self.once.Do(func() {
-		o := &LockOwner{PID: os.Getpid()}
-		if runtime.GOOS == "linux" {
-			o.Machine = firstOf(smallFile("/etc/machine-id"), smallFile("/var/lib/dbus/machine-id"))
-			o.Boot = smallFile("/proc/sys/kernel/random/boot_id")
-			o.PIDNS, _ = os.Readlink("/proc/self/ns/pid")
-			o.Start, _, _ = procStart(o.PID)
-		}
-		self.o = o
-	})
-	c := *self.o
-	return &c
-}
+const (
+	// CannotTell: another host, an earlier boot of this one, another pid namespace, a record or a
+	// host that does not identify itself, or a process that exists but whose start time cannot be
+	// read (/proc mounted hidepid, another user's process). A lock so held is waited out: taken
+	// over only once its record stayed unchanged for its TTL on the observer's own clock.
+	CannotTell Liveness = iota
+	// Alive: the recorded process runs (the pid exists, with the recorded start time).
+	Alive
+	// Gone: the recorded process provably no longer runs: kill(pid, 0) answers ESRCH, or the pid
+	// now names a process with another start time, or the process is a zombie.
+	Gone
+)
 
-func firstOf(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
+func (l Liveness) String() string {
+	switch l {
+	case Alive:
+		return "alive"
+	case Gone:
+		return "gone"
 	}
-	return ""
+	return "cannot tell"
 }
 
-// smallFile is a short local file's first line (bounded), "" when it cannot be read.
-func smallFile(path string) string {
-	f, err := os.Open(path)
+// OwnerChecker judges whether a lock holder's process still runs, from this host. The zero value
+// looks at this host for real (on Linux: /proc and kill(2); elsewhere it cannot tell); each field
+// replaces one source, for tests.
+type OwnerChecker struct {
+	// Self is this process as a LockOwner; nil: this host's identity.
+	Self *LockOwner
+	// ReadStat returns /proc/PID/stat; nil: the real file (Linux).
+	ReadStat func(pid int) ([]byte, error)
+	// Signal0 is kill(pid, 0): nil error or EPERM when the process exists, ESRCH when it does
+	// not; nil: the real system call (Linux).
+	Signal0 func(pid int) error
+}
+
+// JudgeOwner is what this host can tell of o: Gone only when proven, CannotTell whenever it
+// cannot be known. It is the one judgement every package uses before breaking or taking over a
+// lock (failover resume and abort, failover status, drill cleanup).
+func JudgeOwner(o *LockOwner) (Liveness, string) { return (&OwnerChecker{}).Judge(o) }
+
+// Judge says whether o runs, and why. Gone needs the same machine id, the same boot and the same
+// pid namespace as this process — a different boot id is another host that shares the machine
+// id (a cloned VM) as much as an earlier boot of this one, so it cannot be told — and then either
+// kill(pid, 0) answering ESRCH, or the pid's start time differing from the recorded one, or the
+// process being a zombie. EPERM means the process exists (another user's); a start time that
+// cannot be read (hidepid) leaves it CannotTell.
+func (c *OwnerChecker) Judge(o *LockOwner) (Liveness, string) {
+	if o == nil || o.PID <= 0 || o.Machine == "" || o.Boot == "" || o.PIDNS == "" || o.Start == 0 {
+		return CannotTell, "the lock record does not identify its holder's process"
+	}
+	me := c.Self
+	if me == nil {
+		me = thisOwner()
+	}
+	switch {
+	case me.Machine == "" || me.Boot == "" || me.PIDNS == "":
+		return CannotTell, "this host cannot identify itself (machine id, boot id, pid namespace)"
+	case o.Machine != me.Machine:
+		return CannotTell, fmt.Sprintf("pid %d runs on another host", o.PID)
+	case o.Boot != me.Boot:
+		return CannotTell, fmt.Sprintf("pid %d ran on another host with this machine id, or on this host before its last reboot: cannot tell which", o.PID)
+	case o.PIDNS != me.PIDNS:
+		return CannotTell, fmt.Sprintf("pid %d runs in another pid namespace (%s)", o.PID, o.PIDNS)
+	}
+	signal0 := c.Signal0
+	if signal0 == nil {
+		signal0 = signalZero
+	}
+	switch err := signal0(o.PID); {
+	case errors.Is(err, errNoProcess):
+		return Gone, fmt.Sprintf("pid %d no longer runs on this host", o.PID)
+	case err != nil && !errors.Is(err, errNotPermitted):
+		return CannotTell, fmt.Sprintf("pid %d: kill(0): %v", o.PID, err)
+	}
+	readStat := c.ReadStat
+	if readStat == nil {
+		readStat = readProcStat
+	}
+	b, err := readStat(o.PID)
 	if err != nil {
-		return ""
+		return CannotTell, fmt.Sprintf("pid %d exists, but its start time cannot be read (%v): it may be the holder", o.PID, err)
 	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, 256))
-	line, _, _ := strings.Cut(string(b), "\n")
-	return strings.TrimSpace(line)
+	start, state, ok := parseProcStat(b)
+	switch {
+	case !ok:
+		return CannotTell, fmt.Sprintf("pid %d exists, but its /proc stat cannot be read", o.PID)
+	case start != o.Start:
+		return Gone, fmt.Sprintf("pid %d is now another process (started at tick %d, the holder at %d)", o.PID, start, o.Start)
+	case state == "Z" || state == "X":
+		return Gone, fmt.Sprintf("pid %d has exited (state %s)", o.PID, state)
+	}
+	return Alive, fmt.Sprintf("pid %d runs, with the holder's start time", o.PID)
 }
 
-// procStart reads a process's start time and state from /proc/PID/stat; exists false when
-// there is no such process.
-func procStart(pid int) (start uint64, state string, exists bool) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, "", !os.IsNotExist(err)
+// gone is Judge reduced to what a taker acts on: true (and why) only when o provably no longer
+// runs.
+func (c *OwnerChecker) gone(o *LockOwner) (bool, string) {
+	if l, why := c.Judge(o); l == Gone {
+		return true, why
 	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, 4096))
+	return false, ""
+}
+
+// parseProcStat reads the start time (field 22) and the state (field 3) of /proc/PID/stat.
+func parseProcStat(b []byte) (start uint64, state string, ok bool) {
 	// "PID (COMM) S PPID ...": COMM may hold spaces and parentheses; the fields follow the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, "", true
+		return 0, "", false
 	}
 	fields := strings.Fields(string(b[i+1:]))
 	if len(fields) < 20 {
-		return 0, "", true
+		return 0, "", false
 	}
-	start, _ = strconv.ParseUint(fields[19], 10, 64)
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil || start == 0 {
+		return 0, "", false
+	}
 	return start, fields[0], true
-}
-
-// dead says whether o is a process on this host that no longer runs, and why; false when that
-// cannot be known (another host, another boot is handled as dead, a missing field is not).
-func (o *LockOwner) dead() (bool, string) {
-	if o == nil || o.PID <= 0 || o.Machine == "" || o.Boot == "" || o.PIDNS == "" || o.Start == 0 {
-		return false, ""
-	}
-	me := thisOwner()
-	if me.Machine == "" || me.Boot == "" || me.PIDNS == "" || o.Machine != me.Machine || o.PIDNS != me.PIDNS {
-		return false, "" // another host, or a pid namespace this process cannot see into
-	}
-	if o.Boot != me.Boot {
-		return true, fmt.Sprintf("pid %d ran on this host before its last reboot", o.PID)
-	}
-	start, state, exists := procStart(o.PID)
-	switch {
-	case !exists:
-		return true, fmt.Sprintf("pid %d no longer runs on this host", o.PID)
-	case start == 0:
-		return false, "" // unreadable
-	case start != o.Start:
-		return true, fmt.Sprintf("pid %d is now another process (started at tick %d, the holder at %d)", o.PID, start, o.Start)
-	case state == "Z" || state == "X":
-		return true, fmt.Sprintf("pid %d has exited (state %s)", o.PID, state)
-	}
-	return false, ""
 }

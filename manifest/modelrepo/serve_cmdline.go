@@ -266,11 +266,11 @@ func ParseServeArgs(words []ArgWord, name string) *ServeArgs {
 		}
 		f := ServeFlag{Written: text, Line: w.Line}
 		if strings.HasPrefix(text, "--") {
-			name := text[2:]
-			if k := strings.IndexByte(name, '.'); k > 0 && engineFlags[strings.ReplaceAll(name[:k], "_", "-")] == tJSON {
-				f.Flag, f.Dotted = strings.ReplaceAll(name[:k], "_", "-"), true
+			opt := text[2:]
+			if k := strings.IndexByte(opt, '.'); k > 0 && engineFlags[strings.ReplaceAll(opt[:k], "_", "-")] == tJSON {
+				f.Flag, f.Dotted = strings.ReplaceAll(opt[:k], "_", "-"), true
 			} else {
-				flag, neg, note, err := resolveLong(name)
+				flag, neg, note, err := resolveLong(opt)
 				if err != nil {
 					bad(w, text, "%v", err)
 					continue

@@ -73,7 +73,7 @@ var engineRules = []Rule{
 	},
 	{
 		ID: "replica-mismatch", Severity: Error,
-		Summary: "a vLLM container loads something other than the bundle's model (a Hub id, vLLM's default), or never reads the bundle's engine config, so the model, engine config and deployment do not describe one replica (warning: a value is unknown, or the command line overrides the engine config)",
+		Summary: "a vLLM container loads something other than the bundle's model (a Hub id, vLLM's default), or never reads the bundle's engine config, so the model, engine config and deployment do not describe one replica (warning: a value is unknown, --config names another file, or the command line overrides the engine config)",
 		Hint:    "serve the mounted bundle model and pass --config with the bundle's engine config",
 		Check:   checkReplicaMismatch,
 	},

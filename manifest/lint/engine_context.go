@@ -2,6 +2,7 @@ package lint
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"sort"
@@ -169,11 +170,17 @@ type vllmContainer struct {
 	obj  modelrepo.K8sObject
 	c    modelrepo.Container
 	inv  modelrepo.ServeInvocation
+	// From the command line (engine_runs.go): the server start, its arguments and the settings it
+	// runs; cfg is nil when no vLLM start was recognised in the command line.
+	serve       modelrepo.ServeCommand
+	args        *modelrepo.ServeArgs
+	cfg         *modelrepo.EngineConfig
+	readsEngine bool // --config names the bundle's engine config
 }
 
-func (c *Context) vllmContainers() []vllmContainer {
+func (c *Context) vllmContainers() []*vllmContainer {
 	v, _ := c.Memo("engine:vllm-containers", func() (any, error) {
-		var out []vllmContainer
+		var out []*vllmContainer
 		engineBase := ""
 		if p := c.engineDoc().path; p != "" {
 			engineBase = path.Base(p)
@@ -193,15 +200,17 @@ func (c *Context) vllmContainers() []vllmContainer {
 						cp := strings.ToLower(inv.ConfigPath)
 						inv.IsVLLM = strings.Contains(cp, "vllm") || engineBase != "" && path.Base(inv.ConfigPath) == engineBase
 					}
-					if inv.IsVLLM {
-						out = append(out, vllmContainer{file: d.file.Path, obj: o, c: ct, inv: inv})
+					vc := &vllmContainer{file: d.file.Path, obj: o, c: ct, inv: inv}
+					c.serveContainer(vc)
+					if vc.inv.IsVLLM {
+						out = append(out, vc)
 					}
 				}
 			}
 		}
 		return out, nil
 	})
-	return v.([]vllmContainer)
+	return v.([]*vllmContainer)
 }
 
 // engineAdapter is a LoRA adapter directory: found in the manifest (it has an adapter_config.json)
@@ -226,8 +235,22 @@ func (a *engineAdapter) bundlePath() string {
 
 func (a *engineAdapter) configPath() string { return a.bundlePath() + "adapter_config.json" }
 
+// engineAdapters returns the adapters with the lora-modules of the engine config file.
 func (c *Context) engineAdapters() []*engineAdapter {
-	v, _ := c.Memo("engine:adapters", func() (any, error) {
+	var r *engineRun
+	if cfg, file := c.engineCfg(); cfg != nil {
+		r = &engineRun{cfg: cfg, file: file}
+	}
+	return c.runAdapters(r)
+}
+
+// runAdapters returns the adapters with the lora-modules of one run (nil: none).
+func (c *Context) runAdapters(r *engineRun) []*engineAdapter {
+	key := "engine:adapters"
+	if r != nil && r.vc != nil {
+		key = fmt.Sprintf("engine:adapters:%p", r.vc)
+	}
+	v, _ := c.Memo(key, func() (any, error) {
 		byDir := map[string]*engineAdapter{}
 		get := func(dir string) *engineAdapter {
 			a := byDir[dir]
@@ -246,9 +269,9 @@ func (c *Context) engineAdapters() []*engineAdapter {
 				get(dir)
 			}
 		}
-		if cfg, _ := c.engineCfg(); cfg != nil {
-			mount := c.engineModelPath()
-			for _, m := range cfg.LoRAModules {
+		if r != nil {
+			mount := r.mount(c)
+			for _, m := range r.cfg.LoRAModules {
 				if rel, ok := underMount(mount, m.Path); ok {
 					a := get(rel)
 					a.modules = append(a.modules, m)

@@ -84,6 +84,18 @@ func checkDeployModelMount(c *Context) {
 	for _, vc := range c.vllmContainers() {
 		model := vc.inv.Model
 		source := "positional model argument"
+		if vc.cfg != nil {
+			if k, ok := vc.cfg.Key("model"); ok {
+				switch {
+				case k.File != vc.file:
+					source = "engine config model"
+				case k.Key == "model (positional)":
+					source = "positional model argument"
+				default:
+					source = k.Key + ", " + k.At()
+				}
+			}
+		}
 		if model == "" {
 			model, source = engineModel, "engine config model"
 		}

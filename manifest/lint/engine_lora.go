@@ -11,16 +11,18 @@ import (
 // Checks of LoRA adapters: those the engine's lora-modules names and those in the bundle.
 
 func checkLoRAMissing(c *Context) {
-	cfg, file := c.engineCfg()
-	if cfg == nil {
-		return
+	for _, r := range c.engineRuns() {
+		checkLoRAMissingRun(c, r)
 	}
-	for _, a := range c.engineAdapters() {
+}
+
+func checkLoRAMissingRun(c *Context, r *engineRun) {
+	for _, a := range c.runAdapters(r) {
 		if len(a.modules) == 0 || a.config && a.weights {
 			continue
 		}
 		m := a.modules[0]
-		where := at(file, m.Line)
+		where := at(r.fileOf("lora-modules"), m.Line)
 		switch {
 		case !c.modelPathExists(a.dir):
 			c.Errorf(a.bundlePath(), "", "%s: lora-modules %s: path %s resolves to %s, which is not in the bundle: vLLM fails to load the adapter and aborts start-up", where, m.Name, m.Path, a.bundlePath())
@@ -35,15 +37,17 @@ func checkLoRAMissing(c *Context) {
 }
 
 func checkLoRANotEnabled(c *Context) {
-	cfg, file := c.engineCfg()
-	if cfg == nil || len(cfg.LoRAModules) == 0 || cfg.EnableLoRA {
-		return
+	for _, r := range c.engineRuns() {
+		cfg := r.cfg
+		if len(cfg.LoRAModules) == 0 || cfg.EnableLoRA || r.unresolved("enable-lora") {
+			continue
+		}
+		why := "enable-lora is not set"
+		if cfg.Has("enable-lora") {
+			why = "enable-lora is false (" + r.at("enable-lora") + ")"
+		}
+		c.Errorf(r.fileOf("lora-modules"), "", "%s: lora-modules lists %d adapter(s) but %s: vLLM does not load them", r.at("lora-modules"), len(cfg.LoRAModules), why)
 	}
-	why := "enable-lora is not set"
-	if cfg.Has("enable-lora") {
-		why = "enable-lora is false (" + at(file, cfg.Line("enable-lora")) + ")"
-	}
-	c.Errorf(file, "", "%s: lora-modules lists %d adapter(s) but %s: vLLM does not load them", at(file, cfg.Line("lora-modules")), len(cfg.LoRAModules), why)
 }
 
 func checkLoRAInvalid(c *Context) {
@@ -71,19 +75,25 @@ func checkLoRAInvalid(c *Context) {
 }
 
 func checkLoRARank(c *Context) {
-	cfg, file := c.engineCfg()
-	if cfg == nil || !cfg.EnableLoRA {
+	for _, r := range c.engineRuns() {
+		checkLoRARankRun(c, r)
+	}
+}
+
+func checkLoRARankRun(c *Context, r *engineRun) {
+	cfg := r.cfg
+	if !cfg.EnableLoRA || r.unresolved("max-lora-rank") {
 		return
 	}
 	limit := cfg.MaxLoRARank
 	if !modelrepo.AllowedMaxLoRARank(limit) {
-		c.Errorf(file, "", "%s: max-lora-rank %d is not one of vLLM's allowed values (1, 8, 16, 32, 64, 128, 256, 320, 512): vLLM refuses to start", at(file, cfg.Line("max-lora-rank")), limit)
+		c.Errorf(r.fileOf("max-lora-rank"), "", "%s: max-lora-rank %d is not one of vLLM's allowed values (1, 8, 16, 32, 64, 128, 256, 320, 512): vLLM refuses to start", r.at("max-lora-rank"), limit)
 	}
 	src := "the default"
 	if cfg.Has("max-lora-rank") {
-		src = at(file, cfg.Line("max-lora-rank"))
+		src = r.at("max-lora-rank")
 	}
-	for _, a := range c.engineAdapters() {
+	for _, a := range c.runAdapters(r) {
 		if a.cfg == nil || a.cfg.R <= limit {
 			continue
 		}

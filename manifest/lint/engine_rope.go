@@ -153,16 +153,27 @@ func textIsNested(mc *modelrepo.ModelConfig) bool {
 }
 
 func checkRopeScalingDropped(c *Context) {
+	runs := c.engineRuns()
+	if len(runs) == 0 {
+		checkRopeScalingDroppedRun(c, nil)
+	}
+	for _, r := range runs {
+		checkRopeScalingDroppedRun(c, r)
+	}
+}
+
+func checkRopeScalingDroppedRun(c *Context, r *engineRun) {
 	mc, err := c.ModelConfig()
 	if err != nil || mc == nil {
 		return
 	}
-	cfg, engineFile := c.engineCfg()
+	var cfg *modelrepo.EngineConfig
 	path := "model/config.json"
-	if cfg != nil {
+	if r != nil {
+		cfg = r.cfg
 		mc, _ = overriddenModelConfig(mc, cfg.HFOverrides)
 		if _, ok := cfg.HFOverrides["rope_scaling"]; ok {
-			path = engineFile
+			path = r.fileOf("hf-overrides")
 		}
 	}
 	rs, err := mc.RopeScaling()

@@ -184,8 +184,15 @@ func (c *Context) add(f Finding) {
 		f.Hint = c.rule.Hint
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	// The engine rules run on the engine config and on each deployment's merged settings; a
+	// setting both share gives the same finding once.
+	for _, g := range c.findings {
+		if g == f {
+			return
+		}
+	}
 	c.findings = append(c.findings, f)
-	c.mu.Unlock()
 }
 
 // ModelFiles returns the manifest's model files keyed by their path relative to the model root

@@ -52,6 +52,38 @@ var engineRules = []Rule{
 		Check:   checkRopeScalingDropped,
 	},
 
+	// How the replica splits the model, and whether the parts describe one replica.
+	{
+		ID: "tensor-parallel", Severity: Error,
+		Summary: "tensor-parallel-size does not divide the model's attention heads, or does not divide (or is not divided by) its key-value heads (vLLM refuses to start)",
+		Hint:    "choose a tensor-parallel-size that divides num_attention_heads and num_key_value_heads (or is a multiple of the latter)",
+		Check:   checkTensorParallel,
+	},
+	{
+		ID: "pipeline-parallel", Severity: Error,
+		Summary: "pipeline-parallel-size exceeds the model's hidden layers, or disagrees with VLLM_PP_LAYER_PARTITION (warning: it does not divide the layers)",
+		Hint:    "choose a pipeline-parallel-size no larger than num_hidden_layers, and one that divides it",
+		Check:   checkPipelineParallel,
+	},
+	{
+		ID: "gpu-count", Severity: Error,
+		Summary: "a single-pod vLLM container requests fewer GPUs than tensor × pipeline (× data) parallel ranks (warning: more, which sit idle)",
+		Hint:    "request as many GPUs (nvidia.com/gpu limits) as tensor-parallel-size × pipeline-parallel-size",
+		Check:   checkGPUCount,
+	},
+	{
+		ID: "replica-mismatch", Severity: Error,
+		Summary: "a vLLM container loads something other than the bundle's model (a Hub id, vLLM's default), or never reads the bundle's engine config, so the model, engine config and deployment do not describe one replica (warning: a value is unknown, --config names another file, or the command line overrides the engine config)",
+		Hint:    "serve the mounted bundle model and pass --config with the bundle's engine config",
+		Check:   checkReplicaMismatch,
+	},
+	{
+		ID: "served-model-name", Severity: Error,
+		Summary: "a vLLM container serves the model under a name other than the engine config's served-model-name, or an empty one",
+		Hint:    "serve the name the engine config gives, or read the engine config with --config",
+		Check:   checkServedModelName,
+	},
+
 	// LoRA adapters.
 	{
 		ID: "lora-missing", Severity: Error,

@@ -44,6 +44,7 @@ type Container struct {
 	Args         []string
 	VolumeMounts []VolumeMount
 	Env          []EnvVar
+	Exec         ContainerExec // command line, environment and accelerators (deploy_exec.go)
 }
 
 // VolumeMount is a container's volumeMounts entry.
@@ -294,7 +295,7 @@ func (w *podWalker) podSpec(n *yaml.Node, at string) (PodSpec, error) {
 }
 
 func (w *podWalker) container(n *yaml.Node, kind, where string) (Container, error) {
-	c := Container{Kind: kind, Line: n.Line}
+	c := Container{Kind: kind, Line: n.Line, Exec: containerExec(n)}
 	var err error
 	if c.Name, _, err = scalarField(n, "name", w.name, where); err != nil {
 		return c, err

@@ -25,28 +25,53 @@ type EngineConfig struct {
 	Unknown  []EngineKey     // keys vLLM does not know (Form KeyUnknown or KeyLegacy)
 	Problems []EngineProblem // invalid values and key forms, in file order
 
-	Model            string
-	ServedModelNames []string
-	Tokenizer        string
-	Quantization     string
-	DType            string
-	MaxModelLen      int64 // 0 when unset
-	MaxModelLenAuto  bool  // -1 or "auto": fit to memory
-	EnableLoRA       bool
-	MaxLoRARank      int // 16 unless set
-	MaxLoRAs         int // 1 unless set
-	LoRAModules      []LoRAModule
-	ChatTemplate     string
-	GenerationConfig string
-	Revision         string
-	TokenizerRev     string
-	CodeRevision     string
-	DownloadDir      string
-	HFConfigPath     string
-	TrustRemoteCode  bool
-	Port             int                  // 8000 unless set
-	HFOverrides      map[string]any       // hf-overrides as JSON values (numbers are json.Number)
-	byFlag           map[string]EngineKey // canonical flag → first key that set it
+	Model             string
+	ServedModelNames  []string
+	Tokenizer         string
+	Quantization      string
+	DType             string
+	MaxModelLen       int64 // 0 when unset
+	MaxModelLenAuto   bool  // -1 or "auto": fit to memory
+	EnableLoRA        bool
+	MaxLoRARank       int // 16 unless set
+	MaxLoRAs          int // 1 unless set
+	LoRAModules       []LoRAModule
+	ChatTemplate      string
+	GenerationConfig  string
+	Revision          string
+	TokenizerRev      string
+	CodeRevision      string
+	DownloadDir       string
+	HFConfigPath      string
+	TrustRemoteCode   bool
+	Port              int            // 8000 unless set
+	HFOverrides       map[string]any // hf-overrides as JSON values (numbers are json.Number)
+	TensorParallel    int            // 1 unless set
+	PipelineParallel  int            // 1 unless set
+	DataParallel      int            // 1 unless set
+	DataParallelLocal int            // 0 unless set
+	NNodes            int            // 1 unless set
+	ExecutorBackend   string         // distributed-executor-backend
+	ConfigPath        string         // --config given on the command line
+	// Unresolved lists flags of a command line whose value the lint cannot know (a $(VAR) from a
+	// Secret or ConfigMap); their typed fields keep the default. Overrides lists the settings of
+	// the config file a command-line flag replaced.
+	Unresolved []EngineUnresolved
+	Overrides  []EngineOverride
+	byFlag     map[string]EngineKey // canonical flag → first key that set it
+}
+
+// EngineUnresolved is a command-line flag whose value is not known to the lint.
+type EngineUnresolved struct {
+	Key EngineKey
+	Why string
+}
+
+// EngineOverride is a setting of the config file that a command-line flag replaced (vLLM puts
+// the config file's flags before the command line's, and the last one wins).
+type EngineOverride struct {
+	File EngineKey // in the config file
+	Flag EngineKey // on the command line
 }
 
 // Defaults vLLM applies when the engine config does not set a value.
@@ -79,6 +104,16 @@ type EngineKey struct {
 	Line   int
 	Column int
 	Note   string // legacy: why it is gone; unknown: "did you mean …"
+	File   string // the file that set it: the engine config, or the deploy file of a command line
+	Value  string // the value as written (lists joined with ", "); "" for a bare flag
+}
+
+// At formats where the key was written: "file:line".
+func (k EngineKey) At() string {
+	if k.Line > 0 {
+		return fmt.Sprintf("%s:%d", k.File, k.Line)
+	}
+	return k.File
 }
 
 // ProblemKind classifies an engine config problem, so a linter can grade them.
@@ -90,6 +125,9 @@ const (
 	ProblemUnderscore ProblemKind = "underscore"  // underscore spelling of a flag (vLLM accepts it)
 	ProblemDuplicate  ProblemKind = "duplicate"   // a flag set twice
 	ProblemLoRAModule ProblemKind = "lora-module" // a lora-modules entry vLLM cannot parse
+	// ProblemAbbreviation: a command-line flag written as a prefix of its name, which argparse
+	// accepts until vLLM adds a flag with the same prefix.
+	ProblemAbbreviation ProblemKind = "abbreviation"
 )
 
 // EngineProblem is one problem at one line.
@@ -98,10 +136,14 @@ type EngineProblem struct {
 	Line int
 	Key  string
 	Msg  string
+	File string // the file the problem is in, when it is not the one Format is given
 }
 
 // Format renders the problem as "name:line: key: msg".
 func (p EngineProblem) Format(name string) string {
+	if p.File != "" {
+		name = p.File
+	}
 	return fmt.Sprintf("%s:%d: %s: %s", name, p.Line, p.Key, p.Msg)
 }
 
@@ -190,7 +232,38 @@ func ParseEngineConfig(data []byte, name string) (cfg *EngineConfig, err error) 
 	} else if !errors.Is(err, io.EOF) {
 		return nil, yamlError(name, err)
 	}
-	root := &doc
+	root, err := engineRoot(&doc, name)
+	if err != nil {
+		return nil, err
+	}
+	p := newEngineParser(name)
+	for _, kv := range mappingPairs(root) {
+		p.pair(kv[0], kv[1])
+	}
+	cfg = p.cfg
+	if len(cfg.Problems) > 0 {
+		return cfg, &EngineConfigError{Name: name, Problems: cfg.Problems}
+	}
+	return cfg, nil
+}
+
+func newEngineParser(name string) *engineParser {
+	return &engineParser{cfg: &EngineConfig{
+		Name:             name,
+		MaxLoRARank:      DefaultMaxLoRARank,
+		MaxLoRAs:         DefaultMaxLoRAs,
+		Port:             DefaultPort,
+		TensorParallel:   1,
+		PipelineParallel: 1,
+		DataParallel:     1,
+		NNodes:           1,
+		byFlag:           map[string]EngineKey{},
+	}, seenKey: map[string]int{}, src: name}
+}
+
+// engineRoot returns the mapping of a decoded engine config document.
+func engineRoot(doc *yaml.Node, name string) (*yaml.Node, error) {
+	root := doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
 			return nil, fmt.Errorf("%s: empty document: want a mapping of vLLM flag names to values", name)
@@ -205,21 +278,7 @@ func ParseEngineConfig(data []byte, name string) (cfg *EngineConfig, err error) 
 		}
 		return nil, fmt.Errorf("%s:%d: want a mapping of vLLM flag names to values, got %s", name, line, what)
 	}
-	p := &engineParser{cfg: &EngineConfig{
-		Name:        name,
-		MaxLoRARank: DefaultMaxLoRARank,
-		MaxLoRAs:    DefaultMaxLoRAs,
-		Port:        DefaultPort,
-		byFlag:      map[string]EngineKey{},
-	}, seenKey: map[string]int{}}
-	for _, kv := range mappingPairs(root) {
-		p.pair(kv[0], kv[1])
-	}
-	cfg = p.cfg
-	if len(cfg.Problems) > 0 {
-		return cfg, &EngineConfigError{Name: name, Problems: cfg.Problems}
-	}
-	return cfg, nil
+	return root, nil
 }
 
 // mappingPairs returns the key/value pairs of a mapping, expanding YAML merge keys ("<<") the way
@@ -267,10 +326,16 @@ func mappingPairs(m *yaml.Node) [][2]*yaml.Node {
 type engineParser struct {
 	cfg     *EngineConfig
 	seenKey map[string]int // flag (or raw key) → line
+	src     string         // the file being read: stamps keys and problems
+	written string         // a command-line flag as written, for the key being read
 }
 
 func (p *engineParser) problem(kind ProblemKind, line int, key, format string, args ...any) {
-	p.cfg.Problems = append(p.cfg.Problems, EngineProblem{Kind: kind, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+	pr := EngineProblem{Kind: kind, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
+	if p.src != p.cfg.Name {
+		pr.File = p.src
+	}
+	p.cfg.Problems = append(p.cfg.Problems, pr)
 }
 
 func (p *engineParser) pair(kn, vn *yaml.Node) {
@@ -290,7 +355,10 @@ func (p *engineParser) pair(kn, vn *yaml.Node) {
 		return
 	}
 	ek := classifyEngineKey(kn.Value, len(p.cfg.Unknown) < maxSuggestions)
-	ek.Line, ek.Column = kn.Line, kn.Column
+	ek.Line, ek.Column, ek.File, ek.Value = kn.Line, kn.Column, p.src, nodeText(vn)
+	if p.written != "" {
+		ek.Key = p.written
+	}
 	p.cfg.Keys = append(p.cfg.Keys, ek)
 
 	dupKey := ek.Flag
@@ -437,8 +505,13 @@ var (
 		"trust-remote-code": func(c *EngineConfig) *bool { return &c.TrustRemoteCode },
 	}
 	engineIntFields = map[string]func(*EngineConfig) *int{
-		"max-lora-rank": func(c *EngineConfig) *int { return &c.MaxLoRARank },
-		"max-loras":     func(c *EngineConfig) *int { return &c.MaxLoRAs },
+		"max-lora-rank":            func(c *EngineConfig) *int { return &c.MaxLoRARank },
+		"max-loras":                func(c *EngineConfig) *int { return &c.MaxLoRAs },
+		"tensor-parallel-size":     func(c *EngineConfig) *int { return &c.TensorParallel },
+		"pipeline-parallel-size":   func(c *EngineConfig) *int { return &c.PipelineParallel },
+		"data-parallel-size":       func(c *EngineConfig) *int { return &c.DataParallel },
+		"data-parallel-size-local": func(c *EngineConfig) *int { return &c.DataParallelLocal },
+		"nnodes":                   func(c *EngineConfig) *int { return &c.NNodes },
 	}
 	engineStrFields = map[string]func(*EngineConfig) *string{
 		"model":              func(c *EngineConfig) *string { return &c.Model },
@@ -452,6 +525,9 @@ var (
 		"code-revision":      func(c *EngineConfig) *string { return &c.CodeRevision },
 		"download-dir":       func(c *EngineConfig) *string { return &c.DownloadDir },
 		"hf-config-path":     func(c *EngineConfig) *string { return &c.HFConfigPath },
+		"config":             func(c *EngineConfig) *string { return &c.ConfigPath },
+
+		"distributed-executor-backend": func(c *EngineConfig) *string { return &c.ExecutorBackend },
 	}
 )
 
@@ -840,4 +916,24 @@ func ParseLoRAModule(s string) (LoRAModule, error) {
 		return LoRAModule{}, fmt.Errorf("field path is missing")
 	}
 	return m, nil
+}
+
+// nodeText renders a value node for messages and comparisons: a scalar as written, a list of
+// scalars joined with ", ".
+func nodeText(n *yaml.Node) string {
+	switch {
+	case n == nil:
+		return ""
+	case n.Kind == yaml.ScalarNode:
+		return n.Value
+	case n.Kind == yaml.SequenceNode:
+		parts := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c = deref(c); c != nil && c.Kind == yaml.ScalarNode {
+				parts = append(parts, c.Value)
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	return kindName(n)
 }

@@ -11,6 +11,7 @@ import (
 
 	"lifeboat/internal/enginesim"
 	"lifeboat/internal/sample"
+	"lifeboat/internal/testbed"
 )
 
 // The probe against production vLLM shapes (issue 27 item 4), through the built binary.
@@ -145,3 +146,55 @@ func TestProbeBinaryFailureRate(t *testing.T) {
 		t.Errorf("--requests 0: exit %d", r.code)
 	}
 }
+
+// TestBootBinaryAuth: boot of a candidate started with vLLM's --api-key (the launcher's env gives
+// the engine its VLLM_API_KEY): the fleet's probe section names the variable the prober reads in
+// Lifeboat's own environment — WARM; without it, AUTH_FAILED (not MODEL_MISSING). The token is in
+// no output of either.
+func TestBootBinaryAuth(t *testing.T) {
+	l, m := fixture(t, sample.Options{})
+	exe := testbedBinary(t)
+	dir := t.TempDir()
+	write := func(name, probe string) string {
+		fleet := "model:\n  name: llama-demo\n  manifest: " + m + "\n" + probe + `regions:
+  local:
+    replica: ` + l.Root + `
+    launcher:
+      kind: exec
+      env: {VLLM_API_KEY: ` + testAPIKey + `}
+      command: ` + exe + ` engine-sim {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}} --sim-itl 1ms
+tenants:
+  eu-only: [local]
+`
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(fleet), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	env := []string{"LB_BOOT_KEY=" + testAPIKey}
+	for _, tc := range []struct {
+		name, probe, want string
+		code              int
+	}{
+		{"named", "probe: {api_key_env: LB_BOOT_KEY}\n", "WARM", exitOK},
+		{"not named", "", "AUTH_FAILED", exitProblem},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fleet := write(tc.name+".yaml", tc.probe)
+			r := cli(t, env, "boot", "--fleet", fleet, "--region", "local", "--workdir", t.TempDir(), "--timeout", "90s", "--ttft-budget", "10s", "-o", "json")
+			var b struct {
+				Verdict string `json:"verdict"`
+				Reason  string `json:"reason"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &b); err != nil || r.code != tc.code || b.Verdict != tc.want {
+				t.Fatalf("exit %d verdict %s (%s), want %d %s: %v\n%s", r.code, b.Verdict, b.Reason, tc.code, tc.want, err, r.stderr)
+			}
+			if strings.Contains(r.stdout+r.stderr, testAPIKey) {
+				t.Fatalf("the token is in boot's output:\n%s%s", r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func testbedBinary(t *testing.T) string { return testbed.LifeboatBinary(t) }

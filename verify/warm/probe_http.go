@@ -272,7 +272,7 @@ func (p *prober) authMessage(code int, msg string) string {
 // (UNREACHABLE). "" when it is neither.
 func connVerdict(err error) (Verdict, string) {
 	var (
-		unknownCA *x509.UnknownAuthorityError
+		unknownCA x509.UnknownAuthorityError
 		hostname  x509.HostnameError
 		invalid   x509.CertificateInvalidError
 		record    tls.RecordHeaderError

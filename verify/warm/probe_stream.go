@@ -27,7 +27,7 @@ type streamed struct {
 	tokens int
 	v      Verdict
 	msg    string
-	spent  bool // it failed by using up its deadline (a stall, a stream without end)
+	spent  bool // it failed by using up its deadline or a size cap (a stall, a stream without end)
 }
 
 // once sends one streamed request and reads it to [DONE] under the request and stall deadlines.
@@ -45,7 +45,7 @@ func (p *prober) once(ctx context.Context, model string) streamed {
 	}
 	defer resp.Body.Close()
 	if v, msg, ok := st.read(ctx, resp.Body, p.streamErr); !ok {
-		return streamed{v: v, msg: msg, spent: ctx.Err() != nil}
+		return streamed{v: v, msg: msg, spent: ctx.Err() != nil || st.capped}
 	}
 	return st.judge()
 }
@@ -186,6 +186,7 @@ type stream struct {
 	o        ProbeOptions
 	watchdog *time.Timer
 	stalled  atomic.Bool
+	capped   bool // a size cap ended it
 
 	sent, firstAt, lastAt time.Time
 	ttft                  time.Duration
@@ -201,9 +202,11 @@ func (st *stream) read(ctx context.Context, body io.Reader, streamErr func(error
 	for {
 		line, err := readLine(r)
 		if errors.Is(err, errTooLarge) {
+			st.capped = true
 			return ChatFailed, fmt.Sprintf("event stream line longer than %d bytes (%d chunks, %d tokens)", MaxSSELineBytes, st.chunks, st.tokens), false
 		}
 		if counted.n > MaxStreamBytes {
+			st.capped = true
 			return ChatFailed, fmt.Sprintf("event stream larger than %d bytes without [DONE] (%d chunks, %d tokens)", MaxStreamBytes, st.chunks, st.tokens), false
 		}
 		if err != nil {

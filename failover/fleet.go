@@ -19,6 +19,7 @@ import (
 	"lifeboat/failover/notify"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers"
+	"lifeboat/verify/warm"
 )
 
 // Fleet is a parsed, validated fleet file: the model, its regions (replica, endpoint, capacity,
@@ -37,6 +38,28 @@ type Fleet struct {
 	// Notify are the webhooks told of runs and drill verdicts (fleet_notify.go).
 	Notify []notify.Webhook `json:"notify,omitempty"`
 	Trust  *Trust           `json:"trust,omitempty"` // accepted signers of the manifest; nil: none required
+	// Probe is how the warm prober reaches every region's replicas (a region's own probe
+	// section replaces it): where the bearer token of a vLLM started with --api-key comes from.
+	Probe *ProbeConfig `json:"probe,omitempty"`
+}
+
+// ProbeConfig is a probe section: probe: {api_key_env: NAME} or {api_key_file: PATH}. It names
+// where the token is, never the token: the variable is read from Lifeboat's own environment, the
+// file (resolved against the fleet file's directory) when a probe starts.
+type ProbeConfig struct {
+	Auth warm.APIKeySource `json:"auth"`
+}
+
+// ProbeAuth is where the warm prober of region gets its bearer token: the region's probe
+// section, else the fleet's; zero when neither names one.
+func (f *Fleet) ProbeAuth(region string) warm.APIKeySource {
+	if r := f.Regions[region]; r != nil && r.Probe != nil {
+		return r.Probe.Auth
+	}
+	if f.Probe != nil {
+		return f.Probe.Auth
+	}
+	return warm.APIKeySource{}
 }
 
 // Model names the served model and its DR manifest.
@@ -55,6 +78,8 @@ type Region struct {
 	Capacity Capacity  `json:"capacity"`
 	Launcher *Launcher `json:"launcher,omitempty"`
 	Signals  Signals   `json:"signals"`
+	// Probe replaces the fleet's probe section for this region's replicas.
+	Probe *ProbeConfig `json:"probe,omitempty"`
 }
 
 // Signals says where the failover reads a region's load.
@@ -332,6 +357,7 @@ func (p *fleetParser) parse(data []byte) *Fleet {
 		},
 		"notify": func(n *yaml.Node, at string) { f.Notify = p.notifyHooks(n, at) },
 		"trust":  func(n *yaml.Node, at string) { p.trust(f, n, at) },
+		"probe":  func(n *yaml.Node, at string) { f.Probe = p.probe(n, at) },
 		"sla": func(n *yaml.Node, at string) {
 			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
 				"rto": func(n *yaml.Node, at string) { f.SLA.RTO = p.Duration(n, at) },
@@ -640,6 +666,7 @@ func (p *fleetParser) region(name string, line int, n *yaml.Node, at string) *Re
 			})
 		},
 		"launcher": func(n *yaml.Node, at string) { r.Launcher = p.launcher(n, at) },
+		"probe":    func(n *yaml.Node, at string) { r.Probe = p.probe(n, at) },
 		"signals": func(n *yaml.Node, at string) {
 			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
 				"metrics":            func(n *yaml.Node, at string) { r.Signals.Metrics = p.httpURL(n, at) },
@@ -782,6 +809,31 @@ func (p *fleetParser) kindMapping(n *yaml.Node, at, what, kindDesc string, known
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// probe decodes a probe section: exactly one of api_key_env (an environment variable's name) and
+// api_key_file (a local path). A token itself has no key to go in: a value that looks like one
+// in api_key_env is refused as not a variable name.
+func (p *fleetParser) probe(n *yaml.Node, at string) *ProbeConfig {
+	c := &ProbeConfig{}
+	p.lines.field[at] = n.Line
+	p.mapping(n, at, false, map[string]func(*yaml.Node, string){
+		"api_key_env": func(n *yaml.Node, at string) {
+			v := p.str(n, at, true)
+			switch {
+			case v == "":
+			case !envNameRE.MatchString(v):
+				p.errf(n.Line, at, "want the name of an environment variable (such as VLLM_API_KEY) that holds the token, not the token itself")
+			default:
+				c.Auth.Env = v
+			}
+		},
+		"api_key_file": func(n *yaml.Node, at string) { c.Auth.File = p.path(n, at) },
+	})
+	if c.Auth.Env != "" && c.Auth.File != "" {
+		p.errf(n.Line, at, "api_key_env and api_key_file both set: name one")
+	}
+	return c
+}
 
 func (p *fleetParser) router(n *yaml.Node, at string) Router {
 	r := Router{Timeout: DefaultRouterTimeout}

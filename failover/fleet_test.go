@@ -308,3 +308,41 @@ func TestParseFleetManifestInRegistry(t *testing.T) {
 		}
 	}
 }
+
+// The probe section names where a replica's bearer token is (issue 27): an environment
+// variable's name or a file, one of them, the region's replacing the fleet's — never a token.
+func TestParseFleetProbeAuth(t *testing.T) {
+	dir := t.TempDir()
+	f, err := ParseFleet([]byte(`model: {name: demo, manifest: m.json}
+probe: {api_key_env: VLLM_API_KEY}
+regions:
+  a: {replica: ./r}
+  b:
+    replica: ./r
+    probe: {api_key_file: secrets/b.key}
+`), filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ProbeAuth("a"); got != (warm.APIKeySource{Env: "VLLM_API_KEY"}) {
+		t.Errorf("a: %+v", got)
+	}
+	if got := f.ProbeAuth("b"); got != (warm.APIKeySource{File: filepath.Join(dir, "secrets/b.key")}) {
+		t.Errorf("b: %+v (a file resolves against the fleet file's directory)", got)
+	}
+	const head = "model: {name: demo, manifest: m.json}\n"
+	for _, c := range []struct{ name, yaml, want string }{
+		{"token as env", head + "probe: {api_key_env: sk-abc123}\nregions: {a: {replica: ./r}}\n", "fleet.yaml:2: probe.api_key_env: want the name of an environment variable"},
+		{"both", head + "regions:\n  a:\n    replica: ./r\n    probe: {api_key_env: K, api_key_file: /k}\n", "fleet.yaml:5: regions.a.probe: api_key_env and api_key_file both set"},
+		{"a token key", head + "probe: {api_key: sk-abc123}\nregions: {a: {replica: ./r}}\n", "fleet.yaml:2: probe.api_key: unknown key"},
+		{"not a mapping", head + "probe: VLLM_API_KEY\nregions: {a: {replica: ./r}}\n", "fleet.yaml:2: probe: want a mapping"},
+	} {
+		_, err := ParseFleet([]byte(c.yaml), "fleet.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "sk-abc123") {
+			t.Errorf("%s: the error repeats a token-like value: %v", c.name, err)
+		}
+	}
+}

@@ -133,6 +133,9 @@ func (l *LiveSignals) region(ctx context.Context, r *Region, preflight bool) Reg
 		if o.Timeout <= 0 {
 			o.Timeout = 10 * time.Second
 		}
+		if o.Auth.IsZero() {
+			o.Auth = l.Fleet.ProbeAuth(r.Name) // the region's probe section, else the fleet's
+		}
 		if o.MaxWaiting == 0 {
 			o.MaxWaiting = -1 // a serving region has a queue; saturation is the queue-wait estimate's job
 		}

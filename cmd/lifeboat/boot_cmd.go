@@ -81,6 +81,7 @@ unreachable.`,
 				return usageErr("%v", err)
 			}
 			o.Keep, o.Probe, o.Restore = keep, a.probeHooks(po, "boot"), replicate.Options{Jobs: jobs, Log: a.log}
+			o.Probe.Auth = fl.ProbeAuth(region) // the fleet names where the replica's bearer token is
 			closeSrc, err := a.prepareBootRestore(ctx, fl, region, workdir, &o)
 			if err != nil {
 				return err

@@ -37,9 +37,15 @@ Only then does it listen, serving /health, /ping, /version, /v1/models, /v1/chat
 /v1/completions (SSE streaming as vLLM), /tokenize, /metrics and, with
 VLLM_ALLOW_RUNTIME_LORA_UPDATING=true, /v1/load_lora_adapter.
 
+With --api-key KEY or VLLM_API_KEY (vLLM's own), every route but /health, /ping, /load,
+/version and /metrics answers 401 {"error": "Unauthorized"} without "Authorization: Bearer KEY".
+With --enable-sleep-mode it serves vLLM's POST /sleep?level=1|2, POST /wake_up and
+GET /is_sleeping; vllm:engine_sleep_state says which state it is in.
+
 Latency model: TTFT = queue wait + prompt tokens / --sim-prefill-rate; --sim-itl between tokens;
 at most --sim-max-num-seqs sequences run at once, the rest wait (vllm:num_requests_waiting).
-Fault flags: --sim-load-delay, --sim-crash-after, --sim-engine-dead-after, --sim-saturate.`,
+Fault flags: --sim-load-delay, --sim-crash-after, --sim-engine-dead-after, --sim-saturate,
+--sim-fail-rate (with --sim-seed), --sim-hold-waiting, --sim-wake-broken.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -52,6 +58,15 @@ Fault flags: --sim-load-delay, --sim-crash-after, --sim-engine-dead-after, --sim
 				}
 			}
 			so.AllowRuntimeLoRA = envTrue(os.Getenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING"))
+			if so.APIKey == "" {
+				so.APIKey = os.Getenv("VLLM_API_KEY") // as vLLM: the flag, else the variable
+			}
+			if so.FailRate < 0 || so.FailRate > 1 {
+				return usageErr("--sim-fail-rate %g: want a share in [0, 1]", so.FailRate)
+			}
+			if so.HoldWaiting < 0 {
+				return usageErr("--sim-hold-waiting %d: want 0 or more", so.HoldWaiting)
+			}
 			start := time.Now()
 			fmt.Fprintf(a.stderr, "INFO engine-sim: loading %s\n", args[0])
 			m, err := enginesim.Load(ctx, args[0], configPath, lo)
@@ -88,6 +103,13 @@ Fault flags: --sim-load-delay, --sim-crash-after, --sim-engine-dead-after, --sim
 	f.IntVar(&so.EngineDeadAfter, "sim-engine-dead-after", 0, "fault: engine dies after N generation requests: /health 503, error frames (0 = never)")
 	f.BoolVar(&so.Saturate, "sim-saturate", false, "fault: saturated engine: long waiting queue, KV cache usage near 1, slow admission")
 	f.DurationVar(&so.SaturateWait, "sim-saturate-wait", 2*time.Second, "queue wait added to each request with --sim-saturate")
+	f.StringVar(&so.APIKey, "api-key", "", "vLLM's --api-key: the bearer token every non-public route wants (default: $VLLM_API_KEY)")
+	f.BoolVar(&so.EnableSleepMode, "enable-sleep-mode", false, "vLLM's sleep mode: POST /sleep, POST /wake_up, GET /is_sleeping")
+	f.BoolVar(&so.WakeBroken, "sim-wake-broken", false, "fault: after POST /wake_up every generation fails with an error frame while /health stays 200")
+	f.Float64Var(&so.FailRate, "sim-fail-rate", 0, "fault: this share (0..1) of generation requests fails with HTTP 500")
+	f.Uint64Var(&so.Seed, "sim-seed", 1, "seed of --sim-fail-rate's draws (the same seed fails the same requests, in order)")
+	f.IntVar(&so.HoldWaiting, "sim-hold-waiting", 0, "fault: this many phantom requests wait in the queue until the first generation request has waited --sim-hold-wait behind them")
+	f.DurationVar(&so.HoldWait, "sim-hold-wait", time.Second, "how long the first request waits behind --sim-hold-waiting")
 	return cmd
 }
 

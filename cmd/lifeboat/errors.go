@@ -49,10 +49,17 @@ type problemError struct{ msg string }
 func (e *problemError) Error() string        { return e.msg }
 func (e *problemError) Is(target error) bool { return target == errProblem }
 
-// unreachable marks a dependency that stayed unreachable (exit 4) — a replica that never listened.
+// unreachable marks a dependency that stayed unreachable (exit 4) — a replica that never
+// listened, a store. Its message is the caller's alone: providers.ErrUnreachable's own text
+// ("store unreachable") would misname a replica.
 func unreachable(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), providers.ErrUnreachable)
+	return &unreachableError{msg: fmt.Sprintf(format, args...)}
 }
+
+type unreachableError struct{ msg string }
+
+func (e *unreachableError) Error() string        { return e.msg }
+func (e *unreachableError) Is(target error) bool { return target == providers.ErrUnreachable }
 
 // unknownSubcommand makes a command group refuse what it does not know (exit 2, with a
 // suggestion) instead of printing its help and exiting 0. Without arguments it prints its help.

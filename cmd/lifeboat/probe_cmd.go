@@ -26,31 +26,43 @@ func (a *app) probeCmd() *cobra.Command {
   listen      the port accepts connections (vLLM only listens once the engine is ready;
               refused means loading or dead). Polled with a backoff capped at 200 ms, so a
               replica that starts listening is seen within ~250 ms.
-  health      GET /health is 200 (503: the engine died).
+  health      GET /health is 200 (503: the engine died; a TLS failure is TLS_FAILED).
+  awake       GET /is_sleeping and vllm:engine_sleep_state: an engine in vLLM's sleep mode
+              is SLEEPING (the probe never wakes it).
   models      GET /v1/models lists every --served-model-name (vLLM's flag of that name) and
               every --lora as an adapter whose parent is one of them.
-  generate    a streamed /v1/chat/completions (/v1/completions with --completions-only) on the
-              first --served-model-name, then on each --lora: tokens arrive, [DONE] arrives, no error frame.
-              TTFT is the time to the first chunk with content; tokens/s is the decode rate.
+  generate    --requests (default 8) streamed /v1/chat/completions (/v1/completions with
+              --completions-only), one after another, on the first --served-model-name, then one
+              on each --lora: tokens arrive, [DONE] arrives, no error frame. Any failed request
+              is not WARM; the result counts them (requests.sent, failed, failure_rate).
+              TTFT is the median time to the first chunk with content; tokens/s the decode rate.
   metrics     /metrics (Prometheus text): vllm:cache_config_info num_gpu_blocks > 0,
               vllm:request_success_total rose, vllm:num_requests_waiting <= --max-waiting,
-              vllm:kv_cache_usage_perc (or vllm:gpu_cache_usage_perc) <= --max-kv-usage.
+              vllm:kv_cache_usage_perc (or vllm:gpu_cache_usage_perc) <= --max-kv-usage —
+              the worst read before, every 100 ms while the requests are in flight (the
+              probe's own request not counted) and after them.
               A series the server does not export is reported as skipped, not OK.
+
+A vLLM started with --api-key (or VLLM_API_KEY) wants "Authorization: Bearer TOKEN": name the
+variable (--api-key-env NAME) or file (--api-key-file PATH) that holds it; the token is sent
+to the replica only and never printed. A 401 or 403 is AUTH_FAILED.
 
 --timeout is the total time the probe may take, from the first connection attempt to the last
 check (as --timeout is everywhere in lifeboat). Within it every exchange has its own deadline
 (--request-timeout for a whole request, --stall-timeout for a silent stream), so a server that
 closes mid-stream, sends an error frame or garbage, or stalls gets a verdict, never a hang.
 
-Verdicts: WARM, or the first failure in this order: LOADING (never listened within --timeout,
-or engine not initialised), ENGINE_DEAD (/health not 200, engine error frames, /metrics
-unusable), MODEL_MISSING, ADAPTER_MISSING, CHAT_FAILED (generation failed: no chat template,
-error frame, truncated or garbage stream, stall; or the engine did not count the request),
-SATURATED (healthy but queue or KV cache over thresholds), SLOW (TTFT over --ttft-budget).
+Verdicts: WARM, or the first failure in this order: UNREACHABLE (the URL never accepted a
+connection within --timeout: loading, down or a wrong URL — a probe of a URL cannot tell
+which), LOADING (engine not initialised), TLS_FAILED (certificate not trusted, not for this
+host name, or no TLS on the port), ENGINE_DEAD (/health not 200, engine error frames, /metrics
+unusable), AUTH_FAILED (401/403: no token, or the wrong one), SLEEPING, MODEL_MISSING,
+ADAPTER_MISSING, CHAT_FAILED (generation failed: no chat template, error frame, truncated or
+garbage stream, stall, a share of the requests failing; or the engine did not count them),
+SATURATED (healthy but queue or KV cache over thresholds), SLOW (median TTFT over --ttft-budget).
 
-Exit status: 0 WARM; 1 any other verdict from a replica that listened; 4 LOADING because the
-replica never accepted a connection within --timeout (unreachable: loading, down, or wrong
-URL — a probe of a URL cannot tell these apart); 2 bad input.`,
+Exit status: 0 WARM; 1 any other verdict from a replica that listened; 4 UNREACHABLE; 2 bad
+input (an --api-key-env that is unset or empty, an unreadable --api-key-file included).`,
 		Example: `  lifeboat probe http://10.0.3.7:8000 --served-model-name llama-3.3-70b-instruct --lora sql-lora
   lifeboat probe http://127.0.0.1:8000 --served-model-name llama-demo --ttft-budget 500ms --timeout 15m -o json`,
 		Args: cobra.ArbitraryArgs,
@@ -77,6 +89,12 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 			if err := checkProbeOptions(o); err != nil {
 				return err
 			}
+			if o.Auth.Env != "" && o.Auth.File != "" {
+				return usageErr("--api-key-env and --api-key-file: name one")
+			}
+			if _, err := o.Auth.Token(); err != nil {
+				return usageErr("--api-key-env/--api-key-file: %v", err)
+			}
 			if a.verbose {
 				a.log.Debug("probing", "url", base, "models", o.Models, "loras", o.LoRAs)
 			}
@@ -101,6 +119,8 @@ URL — a probe of a URL cannot tell these apart); 2 bad input.`,
 	_ = f.MarkHidden("model")
 	f.StringArrayVar(&o.LoRAs, "lora", nil, "LoRA adapter that must be listed with a --served-model-name as parent, and answer (repeatable)")
 	f.BoolVar(&o.CompletionsOnly, "completions-only", false, "the model serves no chat: probe /v1/completions instead")
+	f.StringVar(&o.Auth.Env, "api-key-env", "", "name of the environment variable holding the bearer token of a vLLM started with --api-key (the name, never the token)")
+	f.StringVar(&o.Auth.File, "api-key-file", "", "file holding the bearer token of a vLLM started with --api-key")
 	addProbeFlags(f, &o, warm.DefaultMaxWaiting, "the default allows a replica already taking traffic")
 	return c
 }
@@ -115,7 +135,8 @@ func addProbeFlags(f *pflag.FlagSet, o *warm.ProbeOptions, maxWaiting int, why s
 	f.DurationVar(&o.StallTimeout, "stall-timeout", warm.DefaultProbeStallTimeout, "a stream silent this long fails")
 	f.IntVar(&o.MaxWaiting, "max-waiting", maxWaiting, "most requests allowed in vllm:num_requests_waiting (over it: SATURATED); "+why)
 	f.Float64Var(&o.MaxKVUsage, "max-kv-usage", warm.DefaultMaxKVUsage, "highest KV-cache usage allowed, 0..1 (over it: SATURATED)")
-	f.IntVar(&o.MaxTokens, "max-tokens", 8, "output tokens the probe request asks for")
+	f.IntVar(&o.MaxTokens, "max-tokens", 8, "output tokens each probe request asks for")
+	f.IntVar(&o.Requests, "requests", warm.DefaultProbeRequests, "streamed requests sent to the first served name; any failure is not WARM (a replica failing half its requests passes all 8 with probability 0.5^8 ≈ 0.4 %)")
 }
 
 // checkProbeOptions refuses probe settings that cannot work.
@@ -133,6 +154,8 @@ func checkProbeOptions(o warm.ProbeOptions) error {
 		return usageErr("--max-kv-usage %g: want a fraction in (0, 1]", o.MaxKVUsage)
 	case o.MaxTokens <= 0:
 		return usageErr("--max-tokens %d: want 1 or more", o.MaxTokens)
+	case o.Requests <= 0 || o.Requests > 1000:
+		return usageErr("--requests %d: want 1 to 1000", o.Requests)
 	}
 	return nil
 }
@@ -156,8 +179,8 @@ func probeErr(r warm.ProbeResult) error {
 	switch {
 	case r.Verdict == warm.Warm:
 		return nil
-	case r.Verdict == warm.Loading && r.Timings.ListenS == nil:
-		return unreachable("%s never accepted a connection: %s", r.URL, r.Reason)
+	case r.Verdict == warm.Unreachable || r.Verdict == warm.Loading && r.Timings.ListenS == nil:
+		return unreachable("%s is %s: %s", r.URL, r.Verdict, r.Reason)
 	default:
 		return problem("%s is %s: %s", r.URL, r.Verdict, r.Reason)
 	}

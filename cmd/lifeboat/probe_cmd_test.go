@@ -101,7 +101,7 @@ func TestProbeCmd(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	ln.Close()
 	r = probeRun(t, "probe", closed, "--served-model-name", "m", "--timeout", "300ms", "-o", "json")
-	if err := json.Unmarshal([]byte(r.stdout), &pj); err != nil || r.code != exitUnreachable || pj.Verdict != "LOADING" {
+	if err := json.Unmarshal([]byte(r.stdout), &pj); err != nil || r.code != exitUnreachable || pj.Verdict != "UNREACHABLE" { // nothing Lifeboat started: UNREACHABLE (issue 27)
 		t.Errorf("never listens: exit %d %v\n%s", r.code, err, r.stdout)
 	}
 }

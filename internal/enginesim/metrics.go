@@ -89,6 +89,16 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(running))
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(waiting))
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", kv)
+	// vLLM's gauge (vllm/v1/metrics/loggers.py): one series per sleep_state, the current one 1.
+	fmt.Fprintf(&b, "# HELP vllm:engine_sleep_state Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.\n# TYPE vllm:engine_sleep_state gauge\n")
+	level := s.sleepLevel.Load()
+	for i, st := range []string{"awake", "weights_offloaded", "discard_all"} {
+		v := 0
+		if int32(i) == level {
+			v = 1
+		}
+		fmt.Fprintf(&b, "vllm:engine_sleep_state{%s,sleep_state=\"%s\"} %d\n", lbl, st, v)
+	}
 
 	m := &s.met
 	m.mu.Lock()

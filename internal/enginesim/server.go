@@ -3,6 +3,7 @@ package enginesim
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -35,6 +36,25 @@ type ServerOptions struct {
 	SaturateWait    time.Duration // queue wait added to each request when saturated (default 2s)
 
 	AllowRuntimeLoRA bool // VLLM_ALLOW_RUNTIME_LORA_UPDATING
+
+	// APIKey is vLLM's --api-key (or VLLM_API_KEY): every route but the public ones (/health,
+	// /ping, /load, /version, /metrics) answers 401 {"error": "Unauthorized"} without
+	// "Authorization: Bearer APIKEY", as vLLM's AuthenticationMiddleware does.
+	APIKey string
+	// EnableSleepMode serves vLLM's sleep mode: POST /sleep, POST /wake_up, GET /is_sleeping.
+	EnableSleepMode bool
+	// WakeBroken: fault: after POST /wake_up the engine cannot generate (an error frame on every
+	// request) while /health still answers 200 — weights that did not come back.
+	WakeBroken bool
+	// FailRate: fault: this share of generation requests fails with HTTP 500, drawn from a
+	// generator seeded with Seed (the same seed, the same failures, in request order).
+	FailRate float64
+	Seed     uint64
+	// HoldWaiting: fault: this many phantom requests wait in the queue from the start; the first
+	// generation request waits HoldWait behind them, and then they are gone (a queue that has
+	// drained by the time a request that waited in it is done).
+	HoldWaiting int
+	HoldWait    time.Duration
 }
 
 func (o *ServerOptions) defaults() {
@@ -58,6 +78,9 @@ func (o *ServerOptions) defaults() {
 	}
 	if o.SaturateWait <= 0 {
 		o.SaturateWait = 2 * time.Second
+	}
+	if o.HoldWait <= 0 {
+		o.HoldWait = time.Second
 	}
 }
 
@@ -83,6 +106,12 @@ type Server struct {
 	kvTokens    int // tokens held by running sequences
 	loraRunning map[string]int
 	met         metrics
+
+	sleepLevel atomic.Int32 // 0 awake, 1 weights offloaded, 2 all discarded
+	broken     atomic.Bool  // woken with --sim-wake-broken
+	held       atomic.Int64 // phantom waiting requests (--sim-hold-waiting)
+	failMu     sync.Mutex
+	failRNG    *rand.Rand
 }
 
 // NewServer builds the server for m.
@@ -92,6 +121,8 @@ func NewServer(m *Model, o ServerOptions) *Server {
 	s.loras = append(s.loras, m.LoRAs...)
 	s.loraRunning = map[string]int{}
 	s.met.init()
+	s.held.Store(int64(o.HoldWaiting))
+	s.failRNG = rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("GET /ping", s.health)
 	s.mux.HandleFunc("POST /ping", s.health)
@@ -107,11 +138,77 @@ func NewServer(m *Model, o ServerOptions) *Server {
 		s.mux.HandleFunc("POST /v1/load_lora_adapter", s.loadLoRA)
 		s.mux.HandleFunc("POST /v1/unload_lora_adapter", s.unloadLoRA)
 	}
+	if o.EnableSleepMode {
+		s.mux.HandleFunc("POST /sleep", s.sleep)
+		s.mux.HandleFunc("POST /wake_up", s.wakeUp)
+		s.mux.HandleFunc("GET /is_sleeping", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, 200, map[string]bool{"is_sleeping": s.sleepLevel.Load() > 0})
+		})
+	}
 	return s
 }
 
+// publicPaths are the routes vLLM's AuthenticationMiddleware leaves open with --api-key
+// (vllm/entrypoints/serve/middleware/authenticate.py, PUBLIC_ENDPOINTS); every other route is
+// guarded. Older vLLMs guarded only /v1/…: a probe that sends its token everywhere passes both.
+var publicPaths = []string{"/health", "/ping", "/load", "/version", "/metrics"}
+
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.o.APIKey != "" && r.Method != http.MethodOptions && !public(r.URL.Path) && !s.authorized(r) {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func public(path string) bool {
+	for _, p := range publicPaths {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// authorized compares the bearer token as vLLM does: scheme "bearer" in any case, the token's
+// SHA-256 compared in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "bearer") {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(tok)), sha256.Sum256([]byte(s.o.APIKey))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// sleep is vLLM's POST /sleep?level=1|2: the engine offloads (1) or discards (2) its weights
+// and serves no generation until POST /wake_up.
+func (s *Server) sleep(w http.ResponseWriter, r *http.Request) {
+	level := int32(1)
+	if r.URL.Query().Get("level") == "2" {
+		level = 2
+	}
+	s.sleepLevel.Store(level)
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) wakeUp(w http.ResponseWriter, _ *http.Request) {
+	if s.sleepLevel.Swap(0) > 0 && s.o.WakeBroken {
+		s.broken.Store(true)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// failNext draws whether the next generation request fails (--sim-fail-rate).
+func (s *Server) failNext() bool {
+	if s.o.FailRate <= 0 {
+		return false
+	}
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	return s.failRNG.Float64() < s.o.FailRate
+}
 
 // Crashed is closed when --sim-crash-after is reached; the process should exit non-zero.
 func (s *Server) Crashed() <-chan struct{} { return s.crashed }
@@ -146,6 +243,8 @@ func errType(code int) string {
 		return "BadRequestError"
 	case 404:
 		return "NotFoundError"
+	case 503:
+		return "ServiceUnavailableError"
 	default:
 		return "InternalServerError"
 	}
@@ -327,6 +426,12 @@ func (s *Server) admit(ctx context.Context, kv int) (time.Duration, error) {
 	if s.o.Saturate {
 		err = wait.Sleep(ctx, s.o.SaturateWait)
 	}
+	if err == nil && s.held.Load() > 0 {
+		// behind the phantom queue, which has drained once this request is through it
+		if err = wait.Sleep(ctx, s.o.HoldWait); err == nil {
+			s.held.Store(0)
+		}
+	}
 	if err == nil {
 		select {
 		case s.slots <- struct{}{}:
@@ -398,6 +503,18 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	if s.dead.Load() {
 		s.engineDeadReply(w, c.stream)
+		return
+	}
+	if s.sleepLevel.Load() > 0 {
+		writeError(w, http.StatusServiceUnavailable, "The engine is sleeping (POST /wake_up wakes it).")
+		return
+	}
+	if s.broken.Load() {
+		s.brokenReply(w, c.stream)
+		return
+	}
+	if s.failNext() {
+		writeError(w, http.StatusInternalServerError, "engine-sim: simulated request failure (--sim-fail-rate %g)", s.o.FailRate)
 		return
 	}
 	defer func() {
@@ -601,6 +718,19 @@ func engineDeadFrame() map[string]apiError {
 	return map[string]apiError{"error": {Message: "EngineCore encountered an issue. See stack trace (above) for the root cause.", Type: "EngineDeadError", Code: 500}}
 }
 
+// brokenReply is a woken engine whose weights did not come back: an error frame, /health 200.
+func (s *Server) brokenReply(w http.ResponseWriter, stream bool) {
+	frame := map[string]apiError{"error": {Message: "CUDA error: an illegal memory access was encountered", Type: "InternalServerError", Code: 500}}
+	if !stream {
+		writeJSON(w, 500, frame)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(200)
+	b, _ := json.Marshal(frame)
+	fmt.Fprintf(w, "data: %s\n\n", b)
+}
+
 func (s *Server) engineDeadReply(w http.ResponseWriter, stream bool) {
 	if !stream {
 		writeJSON(w, 500, engineDeadFrame())
@@ -616,7 +746,7 @@ func (s *Server) engineDeadReply(w http.ResponseWriter, stream bool) {
 func (s *Server) snapshot() (running, waiting int, kvUsage float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	running, waiting = s.running, s.waiting
+	running, waiting = s.running, s.waiting+int(s.held.Load())
 	kvUsage = float64(s.kvTokens) / float64(s.o.NumGPUBlocks*s.o.BlockSize)
 	if s.o.Saturate {
 		waiting += saturatedWaiting

@@ -24,7 +24,11 @@ const (
 	AdapterMissing Verdict = "ADAPTER_MISSING" // an expected LoRA adapter is missing or has another parent
 	ChatFailed     Verdict = "CHAT_FAILED"     // the streamed generation failed (no chat template, error frame, garbage, stall …)
 	Slow           Verdict = "SLOW"            // TTFT over budget
-	Saturated      Verdict = "SATURATED"       // healthy, but waiting queue or KV-cache usage over thresholds
+	Saturated      Verdict = "SATURATED"       // healthy, but waiting queue or KV-cache usage over thresholds (before or while the probe's requests are in flight)
+	Unreachable    Verdict = "UNREACHABLE"     // a URL nothing Lifeboat started never accepted a connection (refused, no route, no such host)
+	TLSFailed      Verdict = "TLS_FAILED"      // the TLS handshake failed: certificate not trusted, not for this host name, expired, or not TLS
+	AuthFailed     Verdict = "AUTH_FAILED"     // 401/403: the replica wants a bearer token (vLLM --api-key) and none, or another, was sent
+	Sleeping       Verdict = "SLEEPING"        // vLLM's sleep mode: /is_sleeping true or vllm:engine_sleep_state awake=0 (the prober never wakes it)
 
 	// What a launcher that schedules the replica (Kubernetes) can say before it ever listens.
 	Unschedulable Verdict = "UNSCHEDULABLE" // no node fits the pod (insufficient nvidia.com/gpu, a taint …)
@@ -53,7 +57,7 @@ type Diagnoser interface {
 }
 
 // verdictRank orders failures: the first failure in this order names the verdict.
-var verdictRank = []Verdict{Unschedulable, ImagePull, OOMKilled, CrashLoop, NotReady, PortForward, Exited, Loading, EngineDead, ModelMissing, AdapterMissing, ChatFailed, Saturated, Slow}
+var verdictRank = []Verdict{Unschedulable, ImagePull, OOMKilled, CrashLoop, NotReady, PortForward, Exited, Unreachable, Loading, TLSFailed, EngineDead, AuthFailed, Sleeping, ModelMissing, AdapterMissing, ChatFailed, Saturated, Slow}
 
 // ProbeResult is the evidence behind a verdict. JSON field names are stable.
 type ProbeResult struct {
@@ -63,6 +67,18 @@ type ProbeResult struct {
 	Timings ProbeTimings `json:"timings"`
 	Checks  []ProbeCheck `json:"checks"`
 	LogTail string       `json:"log_tail,omitempty"`
+	// Requests counts the streamed requests sent to the first served name and how many failed.
+	Requests ProbeRequests `json:"requests"`
+	// Auth names where the bearer token came from ("" when none was configured); never the token.
+	Auth string `json:"auth,omitempty"`
+}
+
+// ProbeRequests is the failure count of the probe's streamed requests; failure_rate is null
+// when none was sent.
+type ProbeRequests struct {
+	Sent        int      `json:"sent"`
+	Failed      int      `json:"failed"`
+	FailureRate *float64 `json:"failure_rate"`
 }
 
 // ProbeTimings are seconds since the probe started (tokens_per_s is a rate); null when not reached.
@@ -96,6 +112,8 @@ type prober struct {
 	base  string
 	start time.Time
 	res   *ProbeResult
+	token string   // the bearer token, "" when none; never in res
+	press pressure // the worst queue and KV usage seen before and while requests are in flight
 }
 
 func secs(d time.Duration) *float64 {
@@ -173,7 +191,24 @@ func Probe(ctx context.Context, baseURL string, o ProbeOptions) ProbeResult {
 	defer cancel()
 	res := ProbeResult{URL: baseURL}
 	p := &prober{o: o, base: strings.TrimRight(baseURL, "/"), start: time.Now(), res: &res}
-	p.run(ctx)
+	if !o.Auth.IsZero() {
+		res.Auth = o.Auth.String()
+		tok, err := o.Auth.Token()
+		if err != nil {
+			p.check("auth", false, AuthFailed, "%v", err)
+		} else {
+			p.token = tok
+			p.run(ctx)
+		}
+	} else {
+		p.run(ctx)
+	}
+	// A replica's text is a peer's: it must not carry the token out, whatever it echoes.
+	res.Reason = redact(res.Reason, p.token)
+	res.LogTail = redact(res.LogTail, p.token)
+	for i := range res.Checks {
+		res.Checks[i].Detail = redact(res.Checks[i].Detail, p.token)
+	}
 	res.Verdict, res.Reason = Warm, "listening, healthy, models listed, streamed generation within budget, metrics in bounds"
 	for _, v := range verdictRank {
 		for _, c := range res.Checks {
@@ -185,6 +220,7 @@ func Probe(ctx context.Context, baseURL string, o ProbeOptions) ProbeResult {
 	}
 	res.Timings.WarmS = p.since()
 done:
+	res.Reason = redact(res.Reason, p.token)
 	if res.Checks == nil {
 		res.Checks = []ProbeCheck{}
 	}
@@ -200,18 +236,26 @@ func (p *prober) run(ctx context.Context) {
 	}
 	p.res.Timings.HealthyS = p.since()
 
-	before, _ := p.metrics(ctx) // errors are reported by the second scrape
+	before, _ := p.metrics(ctx) // errors are reported by the scrape after
+	p.press.observe(before, 0, "before the probe's requests")
+	if !p.awake(ctx, before) {
+		return
+	}
 	model, ok := p.models(ctx)
 	if !ok {
 		return
 	}
 
-	genOK := p.generate(ctx, "generate", model, true)
+	// Queue and KV pressure are read while the requests are in flight: a queue that the
+	// probe's own request waited behind has often drained by the time it is done.
+	stop := p.watchPressure(ctx)
+	genOK := p.generateN(ctx, model)
 	for _, l := range p.o.LoRAs {
 		if genOK {
-			genOK = p.generate(ctx, "generate lora "+l, l, false)
+			genOK = p.generateOne(ctx, "generate lora "+l, l)
 		}
 	}
+	stop()
 	if !genOK {
 		// Tell an engine death from a request failure.
 		if p.exited() {
@@ -226,6 +270,7 @@ func (p *prober) run(ctx context.Context) {
 	if err != nil {
 		p.check("metrics", false, EngineDead, "%v", err)
 	} else {
+		p.press.observe(after, 0, "after the probe's requests")
 		p.checkMetrics(before, after)
 	}
 	if p.exited() {

@@ -5,6 +5,8 @@ package warm
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"lifeboat/internal/base/wait"
@@ -86,6 +90,13 @@ func (p *prober) waitListen(ctx context.Context) bool {
 					return false
 				}
 			}
+			if why == "timed out" && (p.o.Instance == nil || p.o.Instance.Exited() == nil) {
+				// Nothing Lifeboat started: a URL whose port never took a connection. It may be a
+				// replica still loading (vLLM listens only when ready), one that is down, or a
+				// wrong address — the probe cannot tell which, and says so instead of guessing.
+				p.check("listen", false, Unreachable, "%s never accepted a connection (%s after %s, %d attempts; last: %v): nothing listens there — a replica still loading or down, or a wrong URL", addr, why, time.Since(p.start).Round(time.Millisecond), attempts, lastErr)
+				return false
+			}
 			p.check("listen", false, Loading, "%s did not listen (%s after %s, %d attempts; last: %v)", addr, why, time.Since(p.start).Round(time.Millisecond), attempts, lastErr)
 			return false
 		}
@@ -100,6 +111,7 @@ func (p *prober) get(ctx context.Context, path string) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	p.authorize(req)
 	resp, err := p.o.HTTPClient.Do(req)
 	if err != nil {
 		if be := budgetSpent(ctx); be != nil {
@@ -148,6 +160,9 @@ func (p *prober) health(ctx context.Context, name string) bool {
 			p.exitCheck()
 			return false
 		}
+		if v, what := connVerdict(err); v != "" {
+			return p.check(name, false, v, "GET /health: %s", what)
+		}
 		return p.check(name, false, EngineDead, "GET /health: %v", err)
 	case code == http.StatusOK:
 		return p.check(name, true, "", "GET /health: 200")
@@ -165,6 +180,11 @@ type modelCard struct {
 
 func (p *prober) models(ctx context.Context) (string, bool) {
 	code, body, err := p.get(ctx, "/v1/models")
+	if err == nil && isAuthStatus(code) {
+		msg, _ := apiErrorMessage(body)
+		p.check("models", false, AuthFailed, "GET /v1/models: %s", p.authMessage(code, msg))
+		return "", false
+	}
 	if err != nil || code != http.StatusOK {
 		if err == nil {
 			err = fmt.Errorf("HTTP %d: %s", code, snippet(body))
@@ -222,6 +242,106 @@ func (p *prober) models(ctx context.Context) (string, bool) {
 		}
 	}
 	return want[0], ok
+}
+
+// authorize adds the bearer token, when one is configured. Only to the replica's own scheme,
+// host and port: SameHostRedirects refuses any other, and net/http drops Authorization on a
+// redirect to another host anyway.
+func (p *prober) authorize(req *http.Request) {
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+}
+
+// isAuthStatus: vLLM's --api-key middleware answers 401 {"error": "Unauthorized"}; a gateway in
+// front of it may answer 403.
+func isAuthStatus(code int) bool {
+	return code == http.StatusUnauthorized || code == http.StatusForbidden
+}
+
+// authMessage says why a 401/403 happened, naming the token's source (never the token).
+func (p *prober) authMessage(code int, msg string) string {
+	if p.o.Auth.IsZero() {
+		return fmt.Sprintf("HTTP %d %s: the replica wants a bearer token (vLLM --api-key or VLLM_API_KEY) and none is configured: name it in the fleet (probe: {api_key_env: NAME} or {api_key_file: PATH}) or with --api-key-env/--api-key-file", code, msg)
+	}
+	return fmt.Sprintf("HTTP %d %s: the replica refused the bearer token from %s", code, msg, p.o.Auth)
+}
+
+// connVerdict names a request error that is not the engine's: a TLS handshake that failed
+// (TLS_FAILED, with why) or a connection refused or without a route after the port had listened
+// (UNREACHABLE). "" when it is neither.
+func connVerdict(err error) (Verdict, string) {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+		alert     tls.AlertError
+		verify    *tls.CertificateVerificationError
+	)
+	switch {
+	case errors.As(err, &unknownCA):
+		return TLSFailed, "certificate not trusted: signed by an authority this host does not trust (" + providers.Sanitize(err.Error(), 200) + ")"
+	case errors.As(err, &hostname):
+		return TLSFailed, "certificate not valid for this host name (" + providers.Sanitize(hostname.Error(), 200) + ")"
+	case errors.As(err, &invalid):
+		return TLSFailed, "certificate invalid (" + providers.Sanitize(invalid.Error(), 200) + ")"
+	case errors.As(err, &verify):
+		return TLSFailed, "certificate not verified (" + providers.Sanitize(verify.Error(), 200) + ")"
+	case errors.As(err, &record):
+		return TLSFailed, "the server does not speak TLS on this port (is the URL https:// for a plain-HTTP replica?)"
+	case errors.As(err, &alert):
+		return TLSFailed, "TLS handshake refused by the server (" + providers.Sanitize(err.Error(), 200) + ")"
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return Unreachable, "connection refused or no route (" + providers.Sanitize(err.Error(), 200) + ")"
+	}
+	return "", ""
+}
+
+// awake checks vLLM's sleep mode: GET /is_sleeping ({"is_sleeping": true}; served with
+// --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1, else 404) and the vllm:engine_sleep_state gauge
+// (sleep_state="awake" 0 on any engine). A sleeping replica is SLEEPING and gets no generation:
+// the prober never wakes it (POST /wake_up is an operator's act), and a woken one is held to
+// the whole contract like any other, so a woken engine that cannot generate is not WARM.
+func (p *prober) awake(ctx context.Context, before scrape) bool {
+	var why, seen []string
+	if f := before["vllm:engine_sleep_state"]; f != nil {
+		seen = append(seen, "vllm:engine_sleep_state awake")
+		for _, m := range f.GetMetric() {
+			if s, _ := label(m, "sleep_state"); s == "awake" && value(m) == 0 {
+				eng, _ := label(m, "engine")
+				why = append(why, fmt.Sprintf("vllm:engine_sleep_state{engine=%q,sleep_state=\"awake\"} 0", eng))
+			}
+		}
+	}
+	code, body, err := p.get(ctx, "/is_sleeping")
+	switch {
+	case err != nil:
+		// a replica without /is_sleeping that drops the request says nothing about sleep
+	case isAuthStatus(code):
+		msg, _ := apiErrorMessage(body)
+		return p.check("awake", false, AuthFailed, "GET /is_sleeping: %s", p.authMessage(code, msg))
+	case code == http.StatusOK:
+		var st struct {
+			IsSleeping *bool `json:"is_sleeping"`
+		}
+		if json.Unmarshal(body, &st) == nil && st.IsSleeping != nil {
+			seen = append(seen, "GET /is_sleeping false")
+			if *st.IsSleeping {
+				why = append(why, `GET /is_sleeping: {"is_sleeping": true}`)
+			}
+		}
+	default:
+		// 404: sleep mode off (or dev mode off): nothing to learn here
+	}
+	if len(why) > 0 {
+		return p.check("awake", false, Sleeping, "the engine is asleep (vLLM sleep mode): %s; POST /wake_up wakes it", strings.Join(why, "; "))
+	}
+	if len(seen) == 0 {
+		p.skip("awake", "no sleep mode: neither GET /is_sleeping nor vllm:engine_sleep_state answers")
+		return true
+	}
+	return p.check("awake", true, "", "%s", strings.Join(seen, ", "))
 }
 
 // snippet is a replica's text as one sanitised, bounded line (providers.Sanitize).

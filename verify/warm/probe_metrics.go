@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -142,26 +143,101 @@ func (p *prober) checkMetrics(before, after scrape) {
 		}
 		p.check("probe counted", a > b, ChatFailed, "vllm:request_success_total %g → %g", b, a)
 	}
-	// Waiting queue.
+	// Waiting queue and KV-cache usage: the worst seen before, while and after the requests.
+	pr := p.press.snapshot()
 	if p.o.MaxWaiting >= 0 {
-		if w, ok := after.maxOf("vllm:num_requests_waiting"); ok {
-			p.check("waiting queue", w <= float64(p.o.MaxWaiting), Saturated, "vllm:num_requests_waiting %g (max %d)", w, p.o.MaxWaiting)
+		if pr.hasWaiting {
+			p.check("waiting queue", pr.waiting <= float64(p.o.MaxWaiting), Saturated, "vllm:num_requests_waiting %g %s (max %d; the probe's own request not counted; %d scrapes)", pr.waiting, pr.waitingWhen, p.o.MaxWaiting, pr.scrapes)
 		} else {
 			p.skip("waiting queue", "vllm:num_requests_waiting not exported")
 		}
 	}
-	// KV-cache usage (newer name first).
 	if p.o.MaxKVUsage >= 0 {
-		name := "vllm:kv_cache_usage_perc"
-		kv, ok := after.maxOf(name)
-		if !ok {
-			name = "vllm:gpu_cache_usage_perc"
-			kv, ok = after.maxOf(name)
-		}
-		if ok {
-			p.check("kv cache usage", kv <= p.o.MaxKVUsage, Saturated, "%s %.3g (max %.3g)", name, kv, p.o.MaxKVUsage)
+		if pr.hasKV {
+			p.check("kv cache usage", pr.kv <= p.o.MaxKVUsage, Saturated, "%s %.3g %s (max %.3g; %d scrapes)", pr.kvName, pr.kv, pr.kvWhen, p.o.MaxKVUsage, pr.scrapes)
 		} else {
 			p.skip("kv cache usage", "neither vllm:kv_cache_usage_perc nor vllm:gpu_cache_usage_perc exported")
 		}
 	}
+}
+
+// pressure is the worst waiting queue and KV-cache usage seen, and when.
+type pressure struct {
+	mu                  sync.Mutex
+	scrapes             int
+	waiting, kv         float64
+	hasWaiting, hasKV   bool
+	waitingWhen, kvWhen string
+	kvName              string
+}
+
+// observe takes one scrape (nil: none); own is how many of the probe's requests were in flight,
+// not counted against the queue (they may be waiting themselves).
+func (pr *pressure) observe(s scrape, own int, when string) {
+	if s == nil {
+		return
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.scrapes++
+	if w, ok := s.maxOf("vllm:num_requests_waiting"); ok {
+		w = max(w-float64(own), 0)
+		if !pr.hasWaiting || w > pr.waiting {
+			pr.waiting, pr.waitingWhen = w, when
+		}
+		pr.hasWaiting = true
+	}
+	name := "vllm:kv_cache_usage_perc"
+	kv, ok := s.maxOf(name)
+	if !ok {
+		name = "vllm:gpu_cache_usage_perc"
+		kv, ok = s.maxOf(name)
+	}
+	if ok {
+		if !pr.hasKV || kv > pr.kv {
+			pr.kv, pr.kvWhen, pr.kvName = kv, when, name
+		}
+		pr.hasKV = true
+	}
+}
+
+type pressureSnapshot struct {
+	scrapes             int
+	waiting, kv         float64
+	hasWaiting, hasKV   bool
+	waitingWhen, kvWhen string
+	kvName              string
+}
+
+func (pr *pressure) snapshot() pressureSnapshot {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pressureSnapshot{pr.scrapes, pr.waiting, pr.kv, pr.hasWaiting, pr.hasKV, pr.waitingWhen, pr.kvWhen, pr.kvName}
+}
+
+// watchPressure reads /metrics every PressureInterval in one goroutine until the returned stop
+// is called (stop waits for it). A failed read is skipped: the scrape after the requests
+// reports an unusable /metrics.
+func (p *prober) watchPressure(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if wait.Sleep(ctx, PressureInterval) != nil {
+				return
+			}
+			code, body, err := p.get(ctx, "/metrics")
+			if err != nil || code != http.StatusOK {
+				continue
+			}
+			parser := expfmt.NewTextParser(model.UTF8Validation)
+			fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+			if err != nil {
+				continue
+			}
+			p.press.observe(fams, 1, "while the probe's requests were in flight")
+		}
+	}()
+	return func() { cancel(); <-done }
 }

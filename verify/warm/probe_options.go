@@ -22,6 +22,12 @@ const (
 	DefaultProbeStallTimeout = 30 * time.Second
 	DefaultMaxWaiting        = 16 // the CLI's --max-waiting default (a replica already taking traffic)
 	DefaultMaxKVUsage        = 0.9
+	// DefaultProbeRequests is how many streamed requests the probe sends the first served name:
+	// any that fails makes the replica not WARM, so one failing a share p of its requests passes
+	// by luck with probability (1-p)^n — 0.5^8 ≈ 0.4 % at p = 0.5, 0.8^8 ≈ 17 % at p = 0.2.
+	DefaultProbeRequests = 8
+	// PressureInterval is how often /metrics is read while the probe's requests are in flight.
+	PressureInterval = 100 * time.Millisecond
 	// MaxPollInterval bounds the wait between connection attempts, so a replica that starts to
 	// listen is seen within it (plus one loopback connect).
 	MaxPollInterval = 200 * time.Millisecond
@@ -37,10 +43,16 @@ type ProbeOptions struct {
 	TTFTBudget     time.Duration // time to first content token (default 2s; negative: no budget)
 	RequestTimeout time.Duration // deadline of each HTTP exchange, whole stream included (default 60s)
 	StallTimeout   time.Duration // a stream silent this long fails (default 30s)
-	MaxWaiting     int           // vllm:num_requests_waiting must be <= this after the probe (zero value: an empty queue, right for a fresh replica; negative: no check)
+	MaxWaiting     int           // vllm:num_requests_waiting must be <= this before, while and after the probe's requests are in flight, its own not counted (zero value: an empty queue, right for a fresh replica; negative: no check)
 	MaxKVUsage     float64       // vllm:kv_cache_usage_perc must be <= this (default 0.9; negative: no check)
 	MaxTokens      int           // output tokens asked for (default 8)
+	Requests       int           // streamed requests to the first served name, one after another (default DefaultProbeRequests); any failure is not WARM
 	Prompt         string        // default "Reply with one word: ready?"
+
+	// Auth names where the bearer token of a replica started with vLLM's --api-key comes from
+	// (an environment variable or a file); it is read when the probe starts and sent on every
+	// request to the replica, and appears in no result, log or error.
+	Auth APIKeySource
 
 	Instance   Instance     // optional: the launched replica (its exit ends the wait with EXITED)
 	HTTPClient *http.Client // optional (no client-level timeout is needed: every exchange has its own)
@@ -72,6 +84,9 @@ func (o *ProbeOptions) defaults() {
 	}
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = 8
+	}
+	if o.Requests <= 0 {
+		o.Requests = DefaultProbeRequests
 	}
 	if o.Prompt == "" {
 		o.Prompt = "Reply with one word: ready?"

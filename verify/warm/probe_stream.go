@@ -6,23 +6,33 @@ package warm
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 )
 
-// generate sends one streamed request and reads it to [DONE] under the request and stall
-// deadlines. primary marks the request whose TTFT and rate are the result's timings.
-func (p *prober) generate(ctx context.Context, name, model string, primary bool) bool {
-	path, body := p.generateRequest(model)
-	name += " " + path
+// streamed is one streamed request's outcome: its TTFT and decode rate, or the verdict and
+// message of its failure (v != "").
+type streamed struct {
+	ttft   time.Duration
+	rate   float64
+	tokens int
+	v      Verdict
+	msg    string
+	spent  bool // it failed by using up its deadline or a size cap (a stall, a stream without end)
+}
 
+// once sends one streamed request and reads it to [DONE] under the request and stall deadlines.
+func (p *prober) once(ctx context.Context, model string) streamed {
+	path, body := p.generateRequest(model)
 	ctx, cancel := context.WithTimeout(ctx, p.o.RequestTimeout)
 	defer cancel()
 	st := &stream{o: p.o}
@@ -31,13 +41,87 @@ func (p *prober) generate(ctx context.Context, name, model string, primary bool)
 
 	resp, v, msg := p.openStream(ctx, path, body, st)
 	if resp == nil {
-		return p.check(name, false, v, "%s", msg)
+		return streamed{v: v, msg: msg, spent: ctx.Err() != nil}
 	}
 	defer resp.Body.Close()
 	if v, msg, ok := st.read(ctx, resp.Body, p.streamErr); !ok {
-		return p.check(name, false, v, "%s", msg)
+		return streamed{v: v, msg: msg, spent: ctx.Err() != nil || st.capped}
 	}
-	return p.judgeStream(name, model, primary, st)
+	return st.judge()
+}
+
+// generateN sends o.Requests streamed requests to model, one after another, and records one
+// check: every request must stream to [DONE] with content. A share of failures is reported as
+// counted (failed of sent, the rate) with the worst failure's verdict; the median TTFT is held
+// to the budget and is the result's ttft_s.
+func (p *prober) generateN(ctx context.Context, model string) bool {
+	path, _ := p.generateRequest(model)
+	name := "generate " + path
+	var ok []streamed
+	var worst *streamed
+	for i := 0; i < p.o.Requests; i++ {
+		r := p.once(ctx, model)
+		p.res.Requests.Sent++
+		if r.v != "" {
+			p.res.Requests.Failed++
+			if worst == nil || rank(r.v) < rank(worst.v) {
+				worst = &r
+			}
+		} else {
+			ok = append(ok, r)
+		}
+		if p.exited() || ctx.Err() != nil || r.spent {
+			// Nothing more to learn from a process that is gone or a spent budget; and a
+			// request that held its whole deadline already says not WARM, where seven more
+			// would only make the verdict wait seven deadlines.
+			break
+		}
+	}
+	sent, failed := p.res.Requests.Sent, p.res.Requests.Failed
+	rate := float64(failed) / float64(sent)
+	p.res.Requests.FailureRate = &rate
+	if worst != nil {
+		return p.check(name, false, worst.v, "%d of %d requests failed (%.0f %%); %s", failed, sent, rate*100, worst.msg)
+	}
+	slices.SortFunc(ok, func(a, b streamed) int { return cmp.Compare(a.ttft, b.ttft) })
+	med := ok[len(ok)/2]
+	rates := make([]float64, len(ok))
+	for i, r := range ok {
+		rates[i] = r.rate
+	}
+	slices.Sort(rates)
+	tps := rates[len(rates)/2]
+	p.check(name, true, "", "%d of %d requests streamed to [DONE] (%d tokens each); ttft median %s, max %s; %.1f tokens/s",
+		len(ok), sent, med.tokens, med.ttft.Round(time.Millisecond), ok[len(ok)-1].ttft.Round(time.Millisecond), tps)
+	p.res.Timings.TTFTS = secs(med.ttft)
+	p.res.Timings.TokensPerS = &tps
+	if p.o.TTFTBudget > 0 {
+		p.check("ttft "+model, med.ttft <= p.o.TTFTBudget, Slow, "median %s of %d requests (budget %s)", med.ttft.Round(time.Millisecond), len(ok), p.o.TTFTBudget)
+	}
+	return true
+}
+
+// generateOne sends one streamed request to an adapter and records its check.
+func (p *prober) generateOne(ctx context.Context, name, model string) bool {
+	path, _ := p.generateRequest(model)
+	name += " " + path
+	r := p.once(ctx, model)
+	if r.v != "" {
+		return p.check(name, false, r.v, "%s", r.msg)
+	}
+	p.check(name, true, "", "%d tokens, [DONE], ttft %s, %.1f tokens/s", r.tokens, r.ttft.Round(time.Millisecond), r.rate)
+	if p.o.TTFTBudget > 0 {
+		p.check("ttft "+model, r.ttft <= p.o.TTFTBudget, Slow, "%s (budget %s)", r.ttft.Round(time.Millisecond), p.o.TTFTBudget)
+	}
+	return true
+}
+
+// rank is v's place in verdictRank (earlier names the verdict).
+func rank(v Verdict) int {
+	if i := slices.Index(verdictRank, v); i >= 0 {
+		return i
+	}
+	return len(verdictRank)
 }
 
 // generateRequest is the path and JSON body of the probe's streamed request.
@@ -64,15 +148,22 @@ func (p *prober) openStream(ctx context.Context, path string, body []byte, st *s
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
+	p.authorize(hreq)
 	st.sent = time.Now()
 	resp, err := p.o.HTTPClient.Do(hreq)
 	if err != nil {
+		if v, what := connVerdict(err); v != "" {
+			return nil, v, fmt.Sprintf("no response: %s", what)
+		}
 		return nil, ChatFailed, p.streamErr(err, &st.stalled, ctx, "no response")
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		msg, typ := apiErrorMessage(b)
+		if isAuthStatus(resp.StatusCode) {
+			return nil, AuthFailed, p.authMessage(resp.StatusCode, msg)
+		}
 		return nil, errorVerdict(typ), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
@@ -95,6 +186,7 @@ type stream struct {
 	o        ProbeOptions
 	watchdog *time.Timer
 	stalled  atomic.Bool
+	capped   bool // a size cap ended it
 
 	sent, firstAt, lastAt time.Time
 	ttft                  time.Duration
@@ -110,9 +202,11 @@ func (st *stream) read(ctx context.Context, body io.Reader, streamErr func(error
 	for {
 		line, err := readLine(r)
 		if errors.Is(err, errTooLarge) {
+			st.capped = true
 			return ChatFailed, fmt.Sprintf("event stream line longer than %d bytes (%d chunks, %d tokens)", MaxSSELineBytes, st.chunks, st.tokens), false
 		}
 		if counted.n > MaxStreamBytes {
+			st.capped = true
 			return ChatFailed, fmt.Sprintf("event stream larger than %d bytes without [DONE] (%d chunks, %d tokens)", MaxStreamBytes, st.chunks, st.tokens), false
 		}
 		if err != nil {
@@ -202,10 +296,10 @@ func (st *stream) chunk(data string) (Verdict, string, bool) {
 	return "", "", true
 }
 
-// judgeStream records a complete stream: tokens, rate, and the TTFT budget.
-func (p *prober) judgeStream(name, model string, primary bool, st *stream) bool {
+// judge measures a complete stream: tokens and rate; a stream without content failed.
+func (st *stream) judge() streamed {
 	if st.tokens == 0 {
-		return p.check(name, false, ChatFailed, "[DONE] without any content (%d chunks)", st.chunks)
+		return streamed{v: ChatFailed, msg: fmt.Sprintf("[DONE] without any content (%d chunks)", st.chunks)}
 	}
 	n := st.tokens
 	if st.usageTokens > 0 {
@@ -217,15 +311,7 @@ func (p *prober) judgeStream(name, model string, primary bool, st *stream) bool 
 	} else {
 		rate = float64(n) / st.lastAt.Sub(st.sent).Seconds()
 	}
-	p.check(name, true, "", "%d tokens, [DONE], ttft %s, %.1f tokens/s", n, st.ttft.Round(time.Millisecond), rate)
-	if primary {
-		p.res.Timings.TTFTS = secs(st.ttft)
-		p.res.Timings.TokensPerS = &rate
-	}
-	if p.o.TTFTBudget > 0 {
-		p.check("ttft "+model, st.ttft <= p.o.TTFTBudget, Slow, "%s (budget %s)", st.ttft.Round(time.Millisecond), p.o.TTFTBudget)
-	}
-	return true
+	return streamed{ttft: st.ttft, rate: rate, tokens: n}
 }
 
 // countingReader counts the bytes read through it and calls touch whenever some arrive.

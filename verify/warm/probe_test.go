@@ -283,7 +283,8 @@ func TestProbeNeverListens(t *testing.T) {
 	o := fastOpts()
 	o.Timeout = 600 * time.Millisecond
 	res := Probe(context.Background(), "http://"+addr, o)
-	if res.Verdict != Loading || !strings.Contains(res.Reason, "did not listen") || res.Timings.ListenS != nil {
+	// Nothing Lifeboat started listens there: UNREACHABLE, not LOADING (issue 27).
+	if res.Verdict != Unreachable || !strings.Contains(res.Reason, "never accepted a connection") || res.Timings.ListenS != nil {
 		t.Errorf("%+v", res)
 	}
 }

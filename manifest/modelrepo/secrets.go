@@ -3,7 +3,6 @@ package modelrepo
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -102,10 +101,7 @@ func yamlSecrets(data []byte) (out []SecretFinding) {
 	for {
 		var n yaml.Node
 		if err := dec.Decode(&n); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out
-			}
-			return out // the documents before the error were still read
+			return out // at io.EOF, or a syntax error: the documents before it were still read
 		}
 		w := secretWalker{}
 		w.walk(&n, "", 0)

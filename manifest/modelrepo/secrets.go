@@ -231,10 +231,12 @@ func CredentialName(name string) bool {
 	return last == "KEY" && len(words) > 1 && credentialKeyBefore[words[len(words)-2]]
 }
 
-var varRef = regexp.MustCompile(`^\$[({][A-Za-z_][A-Za-z0-9_]*[)}]$`)
+// varRef is a reference to another variable: $(VAR) as the kubelet expands it, ${VAR} and $VAR as
+// envsubst and the LeaderWorkerSet docs' manifests leave them for a template step.
+var varRef = regexp.MustCompile(`^\$(?:[({][A-Za-z_][A-Za-z0-9_]*[)}]|[A-Za-z_][A-Za-z0-9_]*)$`)
 
 // literalCredential reports whether a credential variable's value is the credential itself:
-// 8 characters or more, not a $(VAR) reference, not a path or URL to where it is kept, not a
+// 8 characters or more, not a $(VAR), ${VAR} or $VAR reference, not a path or URL to where it is kept, not a
 // boolean or number (USE_AUTH_TOKEN: "true").
 func literalCredential(v string) bool {
 	v = strings.TrimSpace(v)

@@ -113,6 +113,7 @@ func TestFindSecretsEnvAndFormats(t *testing.T) {
 		"env:\n- name: HUB\n  value: hf_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", // a placeholder, all one case
 		"env:\n- name: OPENAI_API_KEY\n  value: EMPTY\n",
 		"env:\n- name: HF_TOKEN\n  value: ${HF_TOKEN}\n",
+		"env:\n- name: HUGGING_FACE_HUB_TOKEN\n  value: \"$HUGGING_FACE_HUB_TOKEN\"\n", // the LWS docs' shape
 		"args: [--served-model-name, sk-learn-regressor-deployment-for-tests]\n",
 		"env:\n- name: X\n  value: " + strings.Repeat("ab", 20) + "\n",
 	} {

@@ -69,6 +69,10 @@ func Build(ctx context.Context, o BuildOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before any hashing: a secret in a deployment file must never reach the manifest.
+	if err := checkDeploySecrets(ctx, srcs); err != nil {
+		return nil, err
+	}
 	if o.Total != nil {
 		var n int64
 		for _, s := range srcs {
@@ -79,6 +83,9 @@ func Build(ctx context.Context, o BuildOptions) (*Manifest, error) {
 	files, err := hashAll(ctx, srcs, o, log)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkEmbeddedSecrets(srcs, files); err != nil {
+		return nil, err // a file changed between the check and the hashing
 	}
 	mc, shares := deriveModelConfig(ctx, srcs, o, log)
 	ann := map[string]string{}

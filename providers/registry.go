@@ -146,9 +146,11 @@ func (s *registryStore) String() string { return s.loc.String() }
 func (s *registryStore) Close() error { return nil }
 
 // Capabilities: every blob carries its SHA-256 (the digest it is addressed by); listings carry
-// nothing; compare-and-swap and prefix listing are lacking, as Lacks("oci") says.
+// nothing and come from the manifest, not from the blobs (ListFromIndex: a blob deleted behind
+// the manifest's back is still listed, and only a HEAD shows it gone); compare-and-swap and
+// prefix listing are lacking, as Lacks("oci") says.
 func (s *registryStore) Capabilities() Capabilities {
-	return Capabilities{WriteChecksums: []Algorithm{SHA256}, Lacks: Lacks("oci")}
+	return Capabilities{WriteChecksums: []Algorithm{SHA256}, Lacks: Lacks("oci"), ListFromIndex: true}
 }
 
 func (s *registryStore) fail(op, key string, err error) error {

@@ -213,6 +213,10 @@ type Capabilities struct {
 	// Lacks are what the store cannot do at all (Lacks of its scheme): a caller that needs one
 	// refuses early with the reason.
 	Lacks []Lack
+	// ListFromIndex says a listing entry comes from an index of the objects, not from the objects
+	// themselves (a registry lists the layers its manifest names): an entry does not show that
+	// the object exists, so a verification Stats every entry before calling it OK.
+	ListFromIndex bool
 }
 
 // Options tune a store. The zero value is the production default: each SDK's default credential

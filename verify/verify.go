@@ -573,6 +573,15 @@ func (r *runner) quickFiles(ctx context.Context, m *manifest.Manifest, s provide
 			continue
 		}
 		fr, need := judgeQuick(f, obj, "listing", caps)
+		if caps.ListFromIndex {
+			// The entry is the index's word (a registry's manifest), not the object's: never OK
+			// before a Stat (a HEAD of the blob) has seen it. Until then it is UNVERIFIED.
+			need = true
+			if fr.Status == StatusOK {
+				fr.Status = StatusUnverified
+				fr.Detail = "listed by the index, not yet stat'ed"
+			}
+		}
 		files[i] = fr
 		if need {
 			stat = append(stat, i)
@@ -593,6 +602,9 @@ func (r *runner) quickFiles(ctx context.Context, m *manifest.Manifest, s provide
 			case errors.Is(err, providers.ErrNotFound):
 				files[i] = missing(m.Files[i], "stat")
 				files[i].Detail = "listed, then gone when stat'ed"
+				if caps.ListFromIndex {
+					files[i].Detail = "named in the index (the registry's manifest), but the object is gone: its stat (a HEAD of the blob) answered not found"
+				}
 			case err != nil:
 				files[i], errs[i] = errorResult(m.Files[i], files[i], err), err
 			default:

@@ -165,28 +165,24 @@ func (a *app) runReplicate(ctx context.Context, m *manifest.Manifest, manifestFi
 	} else if err := a.renderReplicate(rep, "replicate"); err != nil {
 		return err
 	}
+	if providers.IsRegistry(dst) && o.Deep && rep.Copied > 0 && rep.Target != nil {
+		// replicate.Run re-read the registry after copying (--deep): the status printed above is
+		// that re-read's. A registry keeps the content it already has for a digest, so say why a
+		// repair did not happen.
+		var bad []string
+		for _, f := range rep.Target.Files {
+			if f.Status.Failed() {
+				bad = append(bad, pathText(f.Path))
+			}
+		}
+		if len(bad) > 0 {
+			return problem("%s still serves wrong bytes for %s after the upload: a registry keeps the blob it has for a digest, so a blob corrupted on its storage must be deleted there (and garbage-collected) before replicate can repair it", dst, strings.Join(bad, ", "))
+		}
+	}
 	if err := replicateErr(rep); err != nil {
 		return err
 	}
 	if providers.IsRegistry(dst) && !o.DryRun {
-		if o.Deep && rep.Copied > 0 {
-			// A registry keeps the content it already has for a digest: an upload does not replace
-			// a blob corrupted on its disk, and the quick check after copying (HEADs) cannot tell.
-			// Re-read what --deep found, so a repair that did not happen is never reported.
-			res := verify.Deep(ctx, m, dst, verify.Options{Jobs: o.Jobs})
-			var bad []string
-			for _, f := range res.Files {
-				if f.Status.Failed() {
-					bad = append(bad, pathText(f.Path))
-				}
-			}
-			if len(bad) > 0 {
-				return problem("%s still serves wrong bytes for %s after the upload: a registry keeps the blob it has for a digest, so a blob corrupted on its storage must be deleted there (and garbage-collected) before replicate can repair it", dst, strings.Join(bad, ", "))
-			}
-			if res.Error != "" {
-				return fmt.Errorf("deep verification after copying: %s", res.Error)
-			}
-		}
 		return a.pushManifestTo(ctx, dst, manifestFile)
 	}
 	return nil
@@ -319,6 +315,19 @@ func replCountsLine(counts map[verify.Status]int) string {
 func replicateErr(rep *replicate.Report) error {
 	switch rep.Status {
 	case replicate.Failed:
+		if rep.Failed == 0 && rep.Target != nil {
+			// Every copy succeeded, but the check after them did not prove the target.
+			var bad []string
+			for _, f := range rep.Target.Files {
+				if f.Status.Failed() {
+					bad = append(bad, pathText(f.Path)+" "+string(f.Status))
+				}
+			}
+			for _, p := range rep.Unproven {
+				bad = append(bad, pathText(p)+" not proven")
+			}
+			return problem("the target is not intact after copying: %s", strings.Join(bad, ", "))
+		}
 		return problem("%d file(s) could not be copied", rep.Failed)
 	case replicate.Unreachable:
 		return unreachable("%s or %s stayed unreachable", rep.From, rep.To)

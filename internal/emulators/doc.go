@@ -2,9 +2,9 @@
 // temporary directories: storage (versitygw, Azurite, fake-gcs-server), an OCI registry, routers
 // (HAProxy, Caddy, Traefik) and a Kubernetes control plane with kwok nodes. Test-only.
 //
-// versitygw.go, azurite.go, gcs.go and buckets.go are the stores; registry.go a distribution
-// registry with basic auth; routers.go HAProxy and Caddy; kube.go, kube_cluster.go, kube_stages.go
-// and kube_traefik.go the kube-apiserver, kwok's fake GPU nodes and pod stages, and Traefik's
+// versitygw.go (with xattr_linux.go and xattr_other.go), azurite.go, gcs.go and buckets.go are
+// the stores; registry.go a distribution registry with basic auth; routers.go HAProxy and Caddy;
+// kube.go, kube_cluster.go, kube_stages.go and kube_traefik.go the kube-apiserver, kwok's fake GPU nodes and pod stages, and Traefik's
 // Gateway API controller; node.go runs node scripts from .tools/node_modules. testing.go shares
 // them within a test binary and stops them in Main; a missing binary skips the test unless
 // LIFEBOAT_REQUIRE_EMULATORS=1 (RequireEnv) makes it fail. Nothing in the shipped commands imports

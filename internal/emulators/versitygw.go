@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -76,12 +75,3 @@ func StartVersityGW(dir string) (*S3, error) {
 
 // Stop stops the gateway.
 func (s *S3) Stop() { s.proc.Stop() }
-
-func supportsXattr(dir string) bool {
-	f := filepath.Join(dir, ".xattr-probe")
-	if err := os.WriteFile(f, nil, 0o644); err != nil {
-		return false
-	}
-	defer os.Remove(f)
-	return syscall.Setxattr(f, "user.lifeboat.probe", []byte("1"), 0) == nil
-}

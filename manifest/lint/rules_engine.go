@@ -147,4 +147,10 @@ var engineRules = []Rule{
 		Hint:    "add a volumeMount whose mountPath is the model path (or a parent directory) of the engine config",
 		Check:   checkDeployModelMount,
 	},
+	{
+		ID: "deploy-secret", Severity: Error,
+		Summary: "a deployment file holds a secret value: a Secret with data or stringData, a credential in an env value, or a literal of a known token format (hf_…, sk-…, AKIA…, ghp_…)",
+		Hint:    "remove the value from the deployment file, rotate it (it has been copied with the manifest), create the Secret in each cluster and reference it with valueFrom.secretKeyRef; then rebuild the manifest",
+		Check:   checkDeploySecrets,
+	},
 }

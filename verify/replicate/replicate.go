@@ -52,7 +52,9 @@ import (
 //     a checksum the target rejected) is tried again, Attempts times in all. A source whose
 //     bytes, read whole, do not match the manifest fails that file and is not retried.
 //   - Check. The target is verified quickly again (if anything was written) and the result
-//     returned in Target.
+//     returned in Target; Status comes from that check alone. With Deep, a registry target is
+//     re-read (verify.Deep) instead: a registry keeps the blob it has for a digest, so an upload
+//     does not replace bytes rotted on its storage, and a HEAD cannot tell.
 //
 // An error is returned only when the target (or, with something to copy, the source) cannot be
 // listed at all; per-file failures are in the report.
@@ -110,7 +112,10 @@ func Run(ctx context.Context, m *manifest.Manifest, from, to providers.Store, o 
 
 	// Check the result (nothing written: the plan's verification still holds).
 	after := tgt
-	if rep.Copied > 0 {
+	switch {
+	case rep.Copied > 0 && o.Deep && providers.IsRegistry(to):
+		after, err = r.reread(ctx, m, to)
+	case rep.Copied > 0:
 		after, err = r.quick(ctx, m, to)
 	}
 	rep.Target = &after
@@ -437,6 +442,12 @@ func (r *replicator) quick(ctx context.Context, m *manifest.Manifest, s provider
 func (r *replicator) deep(ctx context.Context, m *manifest.Manifest, s providers.Store) (verify.ReplicaResult, error) {
 	res := verify.Deep(ctx, m, s, verify.Options{Jobs: r.o.Jobs, Progress: r.progress, Planned: func(n int64) { r.addTotal(0, n) }})
 	return r.listed(ctx, m, res)
+}
+
+// reread is verify.Deep after copying, for a target whose writes cannot replace bytes it holds
+// (a registry): the files' bytes are read again, not counted as progress.
+func (r *replicator) reread(ctx context.Context, m *manifest.Manifest, s providers.Store) (verify.ReplicaResult, error) {
+	return r.listed(ctx, m, verify.Deep(ctx, m, s, verify.Options{Jobs: r.o.Jobs}))
 }
 
 // listed turns a verification of a replica that could not be listed into an error.

@@ -305,9 +305,7 @@ func stamps(bundle string, m *manifest.Manifest) (map[string]fileStamp, error) {
 			return nil, fmt.Errorf("%s changed", f.Path)
 		}
 		st := fileStamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}
-		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-			st.Ctime, st.Ino = sys.Ctim.Nano(), sys.Ino
-		}
+		st.Ctime, st.Ino = changeStamp(fi)
 		out[f.Path] = st
 	}
 	return out, nil

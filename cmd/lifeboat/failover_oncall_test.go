@@ -22,7 +22,7 @@ const deadEUW1 = `{"weights": {"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 //     out, pasteable: resume (which goes on back to the baseline) and the run that finishes
 //     the evacuation instead;
 //   - the held run's error says what blocks once (not the clause twice glued together);
-//   - status says "steps applied: 1 of 4, then turned back…", never "1 of 0", says what resume
+//   - status says "steps applied: 1 of 3, then turned back…", never "1 of 0", says what resume
 //     will do (continue the abort, which holds), and names the run that finishes the evacuation;
 //   - that run, pasted, finishes it.
 func TestFailoverHeldAbortNamesBothWaysOut(t *testing.T) {
@@ -54,7 +54,7 @@ func TestFailoverHeldAbortNamesBothWaysOut(t *testing.T) {
 
 	st := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml")
 	for _, want := range []string{
-		"  steps applied: 1 of 4, then turned back to the baseline (abort requested by ",
+		"  steps applied: 1 of 3, then turned back to the baseline (abort requested by ",
 		"0 of 0 step(s) back applied",
 		"  resume continues the abort (back to the baseline), not the evacuate eu-west-1 it undoes, which holds while this holds: ",
 		"\n    " + resume + "\n",

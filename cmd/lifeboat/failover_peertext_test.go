@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,10 +40,24 @@ func peerStrings(v any, path string, out map[string]string) {
 // return, escape, line separator or bidi override survives in any string of the document. On
 // the file store and on versitygw.
 func TestFailoverPeerTextOneLineInJSONAndYAML(t *testing.T) {
-	for _, open := range stateStores(t) {
-		dir := faultDir(t)
-		st := open(t, dir)
-		t.Run(st.name, func(t *testing.T) {
+	for _, name := range []string{"file", "s3"} {
+		t.Run(name, func(t *testing.T) {
+			var open func(t *testing.T, dir string) stateStore
+			if name == "file" {
+				open = func(t *testing.T, dir string) stateStore {
+					return stateStore{name: "file", url: "file://./state", put: func(t *testing.T, key string, data []byte) {
+						p := filepath.Join(dir, "state", filepath.FromSlash(key))
+						os.MkdirAll(filepath.Dir(p), 0o700)
+						if err := os.WriteFile(p, data, 0o600); err != nil {
+							t.Fatal(err)
+						}
+					}}
+				}
+			} else {
+				open = stateStores(t)[1] // skips without versitygw
+			}
+			dir := faultDir(t)
+			st := open(t, dir)
 			useState(t, dir, st)
 			if r := cli(t, st.env, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", hostileText); r.code != 0 {
 				t.Fatalf("run: exit %d\n%s", r.code, r.stderr)

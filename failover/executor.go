@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"lifeboat/internal/base/shell"
 	"lifeboat/providers"
 )
 
@@ -128,6 +129,24 @@ type Outcome struct {
 	Complete bool `json:"complete"`
 	// Reasserted: resume re-applied the journaled state of a run the router had forgotten.
 	Reasserted bool `json:"reasserted,omitempty"`
+	// Instead, for an abort or rollback that cannot reach the baseline, are the commands that
+	// finish the evacuation it was undoing instead (see Status.Instead).
+	Instead []string `json:"instead,omitempty"`
+}
+
+// finishInstead are the commands that finish the evacuations an abort or rollback undoes: of
+// the regions the open failover took out, and of the run's own event when it evacuated.
+func finishInstead(out []string, ev Event) []string {
+	regions := slices.Clone(out)
+	if ev.Kind == Evacuate {
+		regions = append(regions, ev.Region)
+	}
+	slices.Sort(regions)
+	var cmds []string
+	for _, r := range slices.Compact(regions) {
+		cmds = append(cmds, "lifeboat failover run --region "+shell.Quote(r))
+	}
+	return cmds
 }
 
 func (e *Executor) log() *slog.Logger {

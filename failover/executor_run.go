@@ -76,6 +76,9 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 	}
 	if len(plan.Steps) == 0 {
 		if !plan.Complete {
+			if o.Event.Kind == Abort {
+				out.Instead = finishInstead(h.out, Event{})
+			}
 			return out, fmt.Errorf("%w: %s", ErrRefused, plan.Verdict())
 		}
 		out.Complete = true
@@ -182,7 +185,11 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 				if err == nil && o.RollbackOnFail && plan.Event.Kind != Abort {
 					return e.rollback(s, o, h, held, out)
 				}
-				if err == nil {
+				if err == nil && plan.Event.Kind == Abort {
+					// resume goes on back to the baseline; aborting again is the same way
+					out.Held, out.Instead = held, finishInstead(h.out, Event{})
+					err = fmt.Errorf("%w at step %d of %d of the way back to the baseline: %s", ErrHeld, k+1, len(plan.Steps), held)
+				} else if err == nil {
 					out.Held = held
 					err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume`, or `lifeboat failover abort`)", ErrHeld, k+1, len(plan.Steps), held)
 				} else if errors.Is(err, ErrDrift) {
@@ -216,6 +223,9 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 	}
 	if !plan.Complete {
 		out.Held = plan.Verdict()
+		if plan.Event.Kind == Abort {
+			out.Instead = finishInstead(h.out, Event{})
+		}
 		return out, fmt.Errorf("%w: %s", ErrIncomplete, plan.Verdict())
 	}
 	out.Complete = true

@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -26,6 +27,18 @@ type RunView struct {
 	Expired   bool     `json:"expired"`
 	Results   []int    `json:"-"` // step index of every result record, in order
 	Overrides []string `json:"overrides,omitempty"`
+	// RolledBack is the run's own plan as it stood when it turned back to the baseline (a
+	// failing check with --rollback-on-fail, an abort request): Plan and Applied are the
+	// rollback's from there on.
+	RolledBack *RolledBack `json:"rolled_back,omitempty"`
+}
+
+// RolledBack is how far a run got before it turned back to its baseline, and why.
+type RolledBack struct {
+	Event   Event  `json:"event"`
+	Applied int    `json:"steps_applied"`
+	Steps   int    `json:"steps"`
+	Why     string `json:"why"`
 }
 
 // ViewRun reads a run's records.
@@ -37,8 +50,18 @@ func ViewRun(run string, recs []Record, now time.Time) RunView {
 		switch r.Kind {
 		case RecStart:
 			v.Start, v.Plan = r, r.Plan
-		case RecRollback, RecReplan:
-			v.Plan, v.LastApplied, v.InFlight = r.Plan, -1, -1
+		case RecRollback:
+			if v.RolledBack == nil && v.Plan != nil {
+				v.RolledBack = &RolledBack{Event: v.Plan.Event, Applied: v.Applied, Steps: len(v.Plan.Steps), Why: r.Detail}
+			}
+			v.Plan, v.LastApplied, v.InFlight, v.Applied = r.Plan, -1, -1, 0
+			v.Held, v.Failed = "", ""
+			if r.Plan != nil && (r.Plan.Refused || len(r.Plan.Steps) == 0) {
+				v.Held = rollbackBlocked(r.Detail, r.Plan) // the way back cannot start
+			}
+		case RecReplan:
+			// the rest of the run follows the plan made again from the router: its steps count anew
+			v.Plan, v.LastApplied, v.InFlight, v.Applied = r.Plan, -1, -1, 0
 		case RecRefused:
 			v.Refused, v.Done, v.Plan = true, true, r.Plan
 		case RecIntent:
@@ -104,6 +127,11 @@ type Status struct {
 	HolderDead string `json:"holder_dead,omitempty"`
 	// RouterError: the router could not be read (the journal and the lock are still shown).
 	RouterError string `json:"router_error,omitempty"`
+	// ResumeWill says what `lifeboat failover resume` would do with this run ("" nothing).
+	ResumeWill string `json:"resume_will,omitempty"`
+	// Instead are the other ways out of a held abort or rollback: the commands that finish
+	// what the run was undoing (the evacuation of each region the open failover took out).
+	Instead []string `json:"instead,omitempty"`
 }
 
 // Status reports the latest run, the lock and the router, with drift.
@@ -147,6 +175,7 @@ func (e *Executor) Status(ctx context.Context) (*Status, error) {
 	if st.Start != nil {
 		st.Event, st.Holder, st.Reason, st.Started, st.Expires = st.Start.Event, st.Start.Holder, st.Start.Reason, &st.Start.Time, st.Start.Expires
 	}
+	st.ResumeWill, st.Instead = st.RunView.resumeWill(), st.RunView.instead()
 	rs, err := e.readRouter(ctx)
 	if err != nil {
 		st.RouterError = err.Error()
@@ -176,4 +205,59 @@ func (v RunView) ResultCounts() map[int]int {
 		out[k]++
 	}
 	return out
+}
+
+// backward reports whether the run's plan now goes back to the baseline: an abort, or a run
+// that rolled back.
+func (v RunView) backward() bool {
+	return v.Plan != nil && v.Plan.Event.Kind == Abort
+}
+
+// resumeWill says what `lifeboat failover resume` does with an unfinished run: the same plan
+// goes on — for an abort or a rollback, the way back to the baseline, never the run it undid —
+// and, while what held it holds, holds again.
+func (v RunView) resumeWill() string {
+	if v.Run == "" || v.Done || v.Refused || v.Plan == nil {
+		return ""
+	}
+	what := fmt.Sprintf("continues %s from step %d of %d", v.Plan.Event, v.NextStep+1, len(v.Plan.Steps))
+	if v.backward() {
+		what = fmt.Sprintf("continues the abort (back to the baseline), not the %s it undoes", v.undone())
+		if v.NextStep < len(v.Plan.Steps) {
+			what += fmt.Sprintf(", from step %d of %d", v.NextStep+1, len(v.Plan.Steps))
+		}
+	}
+	switch {
+	case v.backward() && v.Plan.Hold != "" && len(v.Plan.Steps) == 0:
+		return "resume " + what + ", which holds while this holds: " + v.Plan.Hold
+	case v.Held != "":
+		return "resume " + what + ", which holds again while this holds: " + v.Held
+	}
+	return "resume " + what
+}
+
+// undone names what an abort or rollback undoes: the run's own event, or the open failover.
+func (v RunView) undone() string {
+	if v.RolledBack != nil {
+		return v.RolledBack.Event.String()
+	}
+	return "failover"
+}
+
+// instead are the commands that finish the evacuation an abort or rollback was undoing, when
+// it is held: the way back is blocked (a dead region cannot take its traffic back), and going
+// on with the evacuation is the other way out.
+func (v RunView) instead() []string {
+	if v.Run == "" || v.Done || !v.backward() || v.Held == "" && (v.Plan == nil || v.Plan.Hold == "") {
+		return nil
+	}
+	var ev Event
+	if v.RolledBack != nil {
+		ev = v.RolledBack.Event
+	}
+	var out []string
+	if v.Start != nil {
+		out = v.Start.Out
+	}
+	return finishInstead(out, ev)
 }

@@ -187,6 +187,9 @@ type Plan struct {
 	// why in words, naming the class and what would be needed.
 	Rule   Rule   `json:"rule,omitempty"`
 	Reason string `json:"reason"`
+	// AlsoBlocking are the other rules that stood in the way of every move Rule stopped:
+	// overriding Rule alone moves nothing more (empty when Rule alone was in some move's way).
+	AlsoBlocking []Rule `json:"also_blocking,omitempty"`
 	// Hold says why the plan stops before its goal (a rule that will pass later: dwell,
 	// transitions, headroom); the steps before it are safe to run.
 	Hold  string  `json:"hold,omitempty"`

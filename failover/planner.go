@@ -23,6 +23,13 @@ type planner struct {
 	plan    *Plan
 	gained  map[int]bool // regions that gained weight in some step
 	blocked map[Rule]bool
+	// sole are the rules that were, for some move the plan wanted, the only rule in the way:
+	// overriding one of them lets that move happen. blocked holds every rule that stopped a
+	// move, sole or not.
+	sole map[Rule]bool
+	// stuck are the regions that could not change for max_transitions_per_hour (donors and
+	// receivers), for the reason's words.
+	stuck map[int]bool
 	// holdRule is the rule that stopped the plan short of its goal (with plan.Hold).
 	holdRule Rule
 }
@@ -177,7 +184,7 @@ func (p *planner) verdict() {
 
 func newPlanner(in *PlanInput) *planner {
 	m, assumptions := newModel(in)
-	p := &planner{m: m, in: in, gained: map[int]bool{}, blocked: map[Rule]bool{}}
+	p := &planner{m: m, in: in, gained: map[int]bool{}, blocked: map[Rule]bool{}, sole: map[Rule]bool{}, stuck: map[int]bool{}}
 	p.plan = &Plan{Event: in.Event, Shed: map[string]float64{}, Overrides: in.Overrides, Immediate: in.Immediate, Assumptions: assumptions}
 	p.plan.Start = RouterState{Weights: in.Weights.Clone(), States: in.States.Clone()}
 	p.plan.Regions = m.views()
@@ -345,6 +352,73 @@ func (p *planner) canGainQ(s *step, ci, from, k int, stateOK func(State) bool) (
 	return true, "", q
 }
 
+// failing are every rule that stops region index k of class ci from taking one more unit from
+// index from in s (canGainQ stops at the first).
+func (p *planner) failing(s *step, ci, from, k int, stateOK func(State) bool) []Rule {
+	mc := p.m.classes[ci]
+	i := mc.elig[k]
+	in := p.in
+	var rules []Rule
+	if !p.m.receive[i] && !(in.overridden(RuleWarm) && p.receiveIgnoringWarm(i)) {
+		rules = append(rules, RuleWarm)
+	}
+	if !stateOK(s.st[ci][k]) {
+		rules = append(rules, RuleDrain)
+	}
+	if in.MaxWeight > 0 && s.w[ci][k]+1 > in.MaxWeight {
+		rules = append(rules, RuleTotals)
+	}
+	if q := p.m.predict(i, s.d[i]+mc.unit); !in.overridden(RuleHeadroom) && !(q < float64(in.Policy.SpillStartMS)*(1-1e-9)-1e-6) {
+		rules = append(rules, RuleHeadroom)
+	}
+	if !in.overridden(RuleSpillCap) {
+		delta := 0
+		if s.w[ci][k]+1 > mc.base[k] {
+			delta++
+		}
+		if s.w[ci][from] > mc.base[from] {
+			delta--
+		}
+		if n := s.spill[ci] + delta; n > mc.capUnits && n > s.spill0[ci] {
+			rules = append(rules, RuleSpillCap)
+		}
+	}
+	if !in.overridden(RuleTransitions) && !s.changedR[i] && p.trans[i]+1 > in.Policy.MaxTransitionsPerHour {
+		rules = append(rules, RuleTransitions)
+	}
+	return rules
+}
+
+// noteBlocked records the rules that stopped one move (at region i, for the transitions
+// wording): each is a blocker, and a rule alone in the way is the one whose override lets it
+// happen.
+func (p *planner) noteBlocked(rules []Rule, i int) {
+	slices.Sort(rules)
+	rules = slices.Compact(rules)
+	for _, r := range rules {
+		p.blocked[r] = true
+		if r == RuleTransitions {
+			p.stuck[i] = true
+		}
+	}
+	if len(rules) == 1 {
+		p.sole[rules[0]] = true
+	}
+}
+
+// donorStuck records the moves a donor (index from of class ci) would make but may not, as it
+// reached max_transitions_per_hour: each to a receiver the ok filter admits, blocked by that
+// rule and by whatever stops the receiver too.
+func (p *planner) donorStuck(s *step, ci, from int, ok func(k int) bool, stateOK func(State) bool) {
+	mc := p.m.classes[ci]
+	for k := range mc.elig {
+		if k == from || !ok(k) {
+			continue
+		}
+		p.noteBlocked(append([]Rule{RuleTransitions}, p.failing(s, ci, from, k, stateOK)...), mc.elig[from])
+	}
+}
+
 func (p *planner) receiveIgnoringWarm(i int) bool {
 	sig, ok := p.in.Signals[p.m.regions[i]]
 	return ok && sig.Healthy && sig.QueueWaitMS != nil && p.m.capacity[i] > 0
@@ -376,20 +450,36 @@ func (p *planner) move(s *step, ci, from, to int) {
 func (p *planner) best(s *step, ci, from int, ok func(k int) bool, stateOK func(State) bool) int {
 	mc := p.m.classes[ci]
 	bestK, bestQ := -1, math.Inf(1)
+	var rejected []int
 	for k := range mc.elig {
 		if k == from || !ok(k) {
 			continue
 		}
-		good, why, q := p.canGainQ(s, ci, from, k, stateOK)
+		good, _, q := p.canGainQ(s, ci, from, k, stateOK)
 		if !good {
-			p.blocked[why] = true
+			rejected = append(rejected, k)
 			continue
 		}
 		if bestK < 0 || q < bestQ {
 			bestK, bestQ = k, q
 		}
 	}
+	if bestK < 0 {
+		// nowhere to go: every rule in each receiver's way is why (a receiver passed over for
+		// a better one is not)
+		for _, k := range rejected {
+			p.noteBlocked(p.failing(s, ci, from, k, stateOK), mc.elig[k])
+		}
+	}
 	return bestK
+}
+
+// resetBlocked forgets why earlier steps could not move more: the plan stops where its last
+// step found nothing to move, and what blocked that one is why.
+func (p *planner) resetBlocked() {
+	clear(p.blocked)
+	clear(p.sole)
+	clear(p.stuck)
 }
 
 func readyOnly(st State) bool { return st == Ready }
@@ -474,32 +564,62 @@ func (p *planner) commit(s *step) bool {
 func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 
 // whyBlocked names what stopped placement, for refusals and holds.
+//
+// The rule named is the one that blocked: a rule that was alone in the way of some move comes
+// first (overriding it lets that move happen), in the order below; only when every blocked move
+// had several rules in the way is the first of those named, with the others.
 func (p *planner) whyBlocked() (Rule, string) {
-	for _, r := range []Rule{RuleHeadroom, RuleSpillCap, RuleTransitions, RuleTotals, RuleDrain, RuleWarm} {
-		if p.blocked[r] {
-			switch r {
-			case RuleHeadroom:
-				return r, fmt.Sprintf("no eligible receiver would stay under spill_start_ms %d after one more unit", p.in.Policy.SpillStartMS)
-			case RuleSpillCap:
-				return r, fmt.Sprintf("spill_cap_percent %d reached", p.in.Policy.SpillCapPercent)
-			case RuleTransitions:
-				var at []string
-				for i, n := range p.trans {
-					if n+1 > p.in.Policy.MaxTransitionsPerHour {
-						at = append(at, fmt.Sprintf("%s (%d changes)", p.m.regions[i], n))
-					}
-				}
-				return r, fmt.Sprintf("receivers reached max_transitions_per_hour %d: %s; wait for the hour to pass, or break glass with --override %s (journaled)", p.in.Policy.MaxTransitionsPerHour, strings.Join(at, ", "), RuleTransitions)
-			case RuleTotals:
-				return r, fmt.Sprintf("receivers are at the driver's largest weight %d", p.in.MaxWeight)
-			case RuleDrain:
-				return r, "the eligible receivers are drained or cut off"
-			case RuleWarm:
-				return r, "no eligible receiver is warm and healthy"
-			}
+	order := []Rule{RuleHeadroom, RuleSpillCap, RuleTransitions, RuleTotals, RuleDrain, RuleWarm}
+	for _, r := range order {
+		if p.sole[r] {
+			p.plan.AlsoBlocking = nil
+			return r, p.blockedWords(r)
 		}
 	}
-	return RuleHeadroom, "nothing could move"
+	for _, r := range order {
+		if p.blocked[r] {
+			var with []string
+			for _, o := range order {
+				if o != r && p.blocked[o] {
+					with = append(with, string(o))
+				}
+			}
+			p.plan.AlsoBlocking = nil
+			for _, o := range with {
+				p.plan.AlsoBlocking = append(p.plan.AlsoBlocking, Rule(o))
+			}
+			return r, p.blockedWords(r) + "; every move it stopped was also stopped by " + strings.Join(with, ", ")
+		}
+	}
+	// No rule stopped a move: there was none to make within the classes' eligible regions
+	// (naming an overridable rule here would send the operator to an override that changes
+	// nothing).
+	return RuleResidency, "no move is left within the classes' eligible regions"
+}
+
+// blockedWords says in words how rule r blocked.
+func (p *planner) blockedWords(r Rule) string {
+	switch r {
+	case RuleHeadroom:
+		return fmt.Sprintf("no eligible receiver would stay under spill_start_ms %d after one more unit", p.in.Policy.SpillStartMS)
+	case RuleSpillCap:
+		return fmt.Sprintf("spill_cap_percent %d reached", p.in.Policy.SpillCapPercent)
+	case RuleTransitions:
+		var at []string
+		for i, n := range p.trans {
+			if p.stuck[i] && n+1 > p.in.Policy.MaxTransitionsPerHour {
+				at = append(at, fmt.Sprintf("%s (%d changes)", p.m.regions[i], n))
+			}
+		}
+		return fmt.Sprintf("regions the traffic must move from or to reached max_transitions_per_hour %d: %s; wait for the hour to pass, or break glass with --override %s (journaled)", p.in.Policy.MaxTransitionsPerHour, strings.Join(at, ", "), RuleTransitions)
+	case RuleTotals:
+		return fmt.Sprintf("receivers are at the driver's largest weight %d", p.in.MaxWeight)
+	case RuleDrain:
+		return "the eligible receivers are drained or cut off"
+	case RuleWarm:
+		return "no eligible receiver is warm and healthy"
+	}
+	return "nothing could move"
 }
 
 func (p *planner) regionIndexIn(ci int, region string) int {
@@ -556,8 +676,23 @@ func (p *planner) evacuate() {
 		}
 	}
 	for n := 0; n < maxPlanSteps; n++ {
+		p.resetBlocked()
 		s := p.newStep()
 		if !p.canLose(s, R) {
+			// what else would stop the traffic leaving R: if every move has something more in
+			// its way, overriding max_transitions alone moves nothing, and the plan says so
+			for ci, mc := range p.m.classes {
+				if kR := p.regionIndexIn(ci, in.Event.Region); kR >= 0 && s.w[ci][kR] > 0 && !mc.frozen {
+					p.donorStuck(s, ci, kR, func(int) bool { return true }, readyOnly)
+				}
+			}
+			if !p.sole[RuleTransitions] {
+				for _, r := range []Rule{RuleHeadroom, RuleSpillCap, RuleTotals, RuleDrain, RuleWarm} {
+					if p.blocked[r] {
+						p.plan.AlsoBlocking = append(p.plan.AlsoBlocking, r)
+					}
+				}
+			}
 			p.hold(RuleTransitions, fmt.Sprintf("%s reached max_transitions_per_hour %d: holding; wait for the hour to pass, or break glass with --override %s (journaled)", in.Event.Region, in.Policy.MaxTransitionsPerHour, RuleTransitions))
 			break
 		}
@@ -691,6 +826,7 @@ func (p *planner) spill() {
 		return
 	}
 	for n := 0; n < maxPlanSteps; n++ {
+		p.resetBlocked()
 		s := p.newStep()
 		for ci, mc := range p.m.classes {
 			if mc.frozen {
@@ -709,13 +845,22 @@ func (p *planner) spill() {
 			for budget > 0 {
 				// the donor with the highest predicted wait still at or over spill_stop_ms
 				from, fq := -1, -1.0
+				var stuck []int
 				for _, k := range donors {
 					i := mc.elig[k]
-					if q := p.m.predict(i, s.d[i]); s.w[ci][k] > 0 && q >= stop && q > fq && p.canLose(s, i) {
+					q := p.m.predict(i, s.d[i])
+					if s.w[ci][k] > 0 && q >= stop && !p.canLose(s, i) {
+						stuck = append(stuck, k)
+						continue
+					}
+					if s.w[ci][k] > 0 && q >= stop && q > fq {
 						from, fq = k, q
 					}
 				}
 				if from < 0 {
+					for _, k := range stuck {
+						p.donorStuck(s, ci, k, func(k int) bool { return !donor[mc.elig[k]] }, readyOnly)
+					}
 					break
 				}
 				to := p.best(s, ci, from, func(k int) bool { return !donor[mc.elig[k]] }, readyOnly)
@@ -850,6 +995,7 @@ func (p *planner) abort() {
 func (p *planner) converge() {
 	in := p.in
 	for n := 0; n < maxPlanSteps; n++ {
+		p.resetBlocked()
 		s := p.newStep()
 		for ci, mc := range p.m.classes {
 			if mc.frozen {
@@ -862,12 +1008,20 @@ func (p *planner) converge() {
 			tgt := p.target[ci]
 			for budget > 0 {
 				from := -1
+				var stuck []int
 				for k := range mc.elig {
-					if s.w[ci][k] > tgt[k] && p.canLose(s, mc.elig[k]) && (from < 0 || s.w[ci][k]-tgt[k] > s.w[ci][from]-tgt[from]) {
+					if s.w[ci][k] > tgt[k] && !p.canLose(s, mc.elig[k]) {
+						stuck = append(stuck, k)
+						continue
+					}
+					if s.w[ci][k] > tgt[k] && (from < 0 || s.w[ci][k]-tgt[k] > s.w[ci][from]-tgt[from]) {
 						from = k
 					}
 				}
 				if from < 0 {
+					for _, k := range stuck { // traffic to give back, and the donor may not change this hour
+						p.donorStuck(s, ci, k, func(k int) bool { return s.w[ci][k] < tgt[k] }, func(State) bool { return true })
+					}
 					break
 				}
 				to := p.best(s, ci, from, func(k int) bool { return s.w[ci][k] < tgt[k] }, func(State) bool { return true })

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+
+	"lifeboat/internal/base/redact"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -44,6 +46,8 @@ type Error struct {
 	// Endpoint is the address the store talks to (host:port); shown when the store was
 	// unreachable and the cause does not already name it.
 	Endpoint string
+	// known are credentials the store sent, redacted from Error() like every pattern Redact knows.
+	known *redact.Known
 }
 
 func (e *Error) Error() string {
@@ -64,7 +68,7 @@ func (e *Error) Error() string {
 	}
 	var se *sourceError
 	if errors.As(e.Err, &se) {
-		return Redact(b.String()) // the content's reader failed: neither this endpoint nor a hint for it
+		return e.known.Redact(b.String()) // the content's reader failed: neither this endpoint nor a hint for it
 	}
 	if k := KindOf(e); (k == KindUnreachable || k == KindTimeout) && e.Endpoint != "" && !strings.Contains(b.String(), e.Endpoint) {
 		fmt.Fprintf(&b, " (endpoint %s)", e.Endpoint)
@@ -74,7 +78,7 @@ func (e *Error) Error() string {
 		b.WriteString(h)
 		b.WriteString(")")
 	}
-	return Redact(b.String())
+	return e.known.Redact(b.String())
 }
 
 func (e *Error) Unwrap() []error {

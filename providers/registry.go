@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 
+	"lifeboat/internal/base/redact"
+
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/errdef"
@@ -73,6 +75,8 @@ type registryStore struct {
 	partSize int64 // the chunk of an upload
 	retry    RetryOptions
 	log      *slog.Logger
+	// known are the credentials this store sent (see sentAuth): its errors never show them.
+	known *redact.Known
 
 	mu     sync.Mutex
 	loaded bool
@@ -102,6 +106,13 @@ func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
 		c.Transport = LoggingTransport(c.Transport, opts.Log)
 		hc = &c
 	}
+	known := opts.Known
+	if known == nil {
+		known = &redact.Known{}
+	}
+	c := *hc
+	c.Transport = sentAuth{next: c.Transport, known: known}
+	hc = &c
 	var creds credentials.Store
 	if opts.DockerConfig != "" {
 		creds, err = credentials.NewStore(filepath.Join(opts.DockerConfig, "config.json"), credentials.StoreOptions{})
@@ -125,7 +136,7 @@ func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &registryStore{loc: loc, repo: repo, partSize: ps, retry: opts.Retry, log: log}, nil
+	return &registryStore{loc: loc, repo: repo, partSize: ps, retry: opts.Retry, log: log, known: known}, nil
 }
 
 func loopbackHost(hostport string) bool {
@@ -177,7 +188,26 @@ func (s *registryStore) fail(op, key string, err error) error {
 			kind = ErrPermission
 		}
 	}
-	return &Error{Op: op, Store: s.String(), Key: key, Kind: kind, Err: err, Endpoint: s.loc.Registry}
+	return &Error{Op: op, Store: s.String(), Key: key, Kind: kind, Err: err, Endpoint: s.loc.Registry, known: s.known}
+}
+
+// sentAuth records the Authorization every request carries — Basic from the Docker
+// configuration, or the Bearer token a token server handed out — before it leaves: a registry
+// that echoes it in an error body must not have it printed (see redact.Known).
+type sentAuth struct {
+	next  http.RoundTripper
+	known *redact.Known
+}
+
+func (t sentAuth) RoundTrip(req *http.Request) (*http.Response, error) {
+	if h := req.Header.Get("Authorization"); h != "" {
+		t.known.AddAuthorization(h)
+	}
+	next := t.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return next.RoundTrip(req)
 }
 
 // load reads the manifest at the location's reference once and indexes its layers by file path.

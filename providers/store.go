@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"lifeboat/internal/base/redact"
 	"lifeboat/providers/checksum"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -245,6 +246,11 @@ type Options struct {
 	// DockerConfig is the directory whose config.json (and credential helpers) give registry
 	// (oci://) credentials; "" means DOCKER_CONFIG, else ~/.docker, as docker and oras read them.
 	DockerConfig string
+	// Known, when set, collects every credential a store sends that its caller cannot know
+	// (a registry's Authorization from the Docker configuration or a token server), so that
+	// whatever prints an error redacts those exact values (see redact.Known). A store's own
+	// errors redact them whether or not it is set.
+	Known *redact.Known
 	// Log, when set, receives one debug line per HTTP request (method, host, key, status, attempt)
 	// and one line per retry as the SDK schedules it; never a credential or a query value.
 	Log *slog.Logger

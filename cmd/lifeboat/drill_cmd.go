@@ -511,7 +511,7 @@ directory's SHA256SUMS is for sha256sum -c, and is not read).`,
 				return nil
 			}
 			if a.output == "json" {
-				return a.writeJSON(map[string]any{"state": providers.Redact(st.String()), "runs": h})
+				return a.writePeerJSON(&map[string]any{"state": providers.Redact(st.String()), "runs": h})
 			}
 			renderHistory(a.stdout, h, a.termWidth())
 			return nil

@@ -272,13 +272,17 @@ func pasteable(err error, fleet string) error {
 type pasteableErr struct {
 	err   error
 	fleet string
-	next  nextStep
+	next  []nextStep
 }
 
 func (e *pasteableErr) Error() string {
 	msg := withFleet(e.err.Error(), e.fleet)
-	if e.next.cmd != "" {
-		msg += "\nNext, " + e.next.why + ":\n  " + e.next.cmd
+	for i, n := range e.next {
+		lead := "Next, "
+		if i > 0 {
+			lead = "Or, "
+		}
+		msg += "\n" + lead + n.why + ":\n  " + n.cmd
 	}
 	return msg
 }
@@ -289,11 +293,40 @@ type nextStep struct{ why, cmd string }
 // nextFailoverStep is the pasteable command to try after err, a failover subcommand's
 // (sub: run, restore, abort, resume) refusal or hold; the zero nextStep when err names its
 // own next command (a lock's holder, a hold timeout) or there is none to give.
-func nextFailoverStep(ff *failoverFlags, sub string, ev failover.Event, out *failover.Outcome, err error) nextStep {
+func nextFailoverStep(ff *failoverFlags, sub string, ev failover.Event, out *failover.Outcome, err error) []nextStep {
 	var sig []string
 	if ff.signals != "" {
 		sig = []string{"--signals", shell.Quote(ff.signals)}
 	}
+	if out != nil && len(out.Instead) > 0 && (errors.Is(err, failover.ErrHeld) || errors.Is(err, failover.ErrIncomplete) || errors.Is(err, failover.ErrRefused)) {
+		// The way back to the baseline is blocked (a region that cannot take its traffic
+		// back): both ways out, the one that goes on back and the one that finishes the
+		// evacuation it was undoing.
+		back := nextStep{"once what holds it is fixed, to go on back to the baseline", failover.CommandLine(ff.fleet, "resume", sig...)}
+		if errors.Is(err, failover.ErrRefused) {
+			back = nextStep{"once what holds it is fixed, to go back to the baseline", failover.CommandLine(ff.fleet, "abort", sig...)}
+		}
+		steps := []nextStep{back}
+		for _, c := range out.Instead {
+			steps = append(steps, nextStep{"to finish the evacuation instead", withFleet(c, ff.fleet) + strings.Join(append([]string{""}, sig...), " ")})
+		}
+		return steps
+	}
+	if errors.Is(err, context.Canceled) && sub != "plan" {
+		// Ctrl-C (or SIGTERM) stopped the run between or during steps, the lock released: a
+		// hold like any other, with both ways on.
+		return []nextStep{
+			{"to go on from where it stopped", failover.CommandLine(ff.fleet, "resume", sig...)},
+			{"to go back to the baseline", failover.CommandLine(ff.fleet, "abort", sig...)},
+		}
+	}
+	if one := nextFailoverStep1(ff, sub, ev, out, err, sig); one.cmd != "" {
+		return []nextStep{one}
+	}
+	return nil
+}
+
+func nextFailoverStep1(ff *failoverFlags, sub string, ev failover.Event, out *failover.Outcome, err error, sig []string) nextStep {
 	switch {
 	case errors.Is(err, failover.ErrNothingToResume), errors.Is(err, failover.ErrNoneOpen):
 		return nextStep{"to see this fleet's runs and what is open", failover.CommandLine(ff.fleet, "status")}
@@ -629,8 +662,32 @@ func (a *app) requestAbort(cmd *cobra.Command, ff *failoverFlags, held failover.
 		return problem("run %s finished before it saw the abort request (it is honoured between steps; the request is withdrawn): it is not back at its baseline. Abort it now: %s",
 			st.Run, again)
 	}
-	return problem("run %s let go of the lock without reaching the baseline (%s); see %s, then %s",
-		st.Run, providers.Sanitize(st.Held+st.Failed, 500), failover.CommandLine(ff.fleet, "status"), again)
+	why := st.Held
+	if why == "" {
+		why = st.Failed
+	}
+	if why == "" {
+		why = fmt.Sprintf("its journal ends at step %d of %d and names no hold", st.Applied, planSteps(st))
+	}
+	msg := fmt.Sprintf("run %s let go of the lock without reaching the baseline: %s", st.Run, providers.Sanitize(why, 500))
+	if st.ResumeWill != "" {
+		msg += "\nNext, " + providers.Sanitize(st.ResumeWill, 600) + ":\n  " + failover.CommandLine(ff.fleet, "resume")
+	}
+	for _, c := range st.Instead {
+		msg += "\nOr, to finish the evacuation instead:\n  " + withFleet(c, ff.fleet)
+	}
+	if st.ResumeWill == "" && len(st.Instead) == 0 {
+		msg += "; see " + failover.CommandLine(ff.fleet, "status") + ", then " + again
+	}
+	return problem("%s", msg)
+}
+
+// planSteps is the number of steps of a status's plan (0 without one).
+func planSteps(st *failover.Status) int {
+	if st.Plan == nil {
+		return 0
+	}
+	return len(st.Plan.Steps)
 }
 
 func (a *app) failoverResumeCmd() *cobra.Command {
@@ -808,7 +865,7 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	}
 	if out != nil {
 		if a.output == "json" {
-			_ = a.writeJSON(out)
+			_ = a.writePeerJSON(out)
 		} else {
 			fmt.Fprintf(a.stdout, "Run %s: %d step(s) applied.\n", out.Run, out.Steps)
 			if err == nil || errors.Is(err, failover.ErrIncomplete) && out.Steps > 0 {
@@ -829,6 +886,15 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	}
 	if err == nil || ff.fleet == "" {
 		return err
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// "context canceled" says nothing to the operator: say what stopped and where.
+		switch {
+		case out != nil && out.Run != "":
+			err = fmt.Errorf("run %s stopped (%v) after %d step(s) applied; the lock is released and the journal says where it stopped: %w", out.Run, context.Cause(ctx), out.Steps, err)
+		default:
+			err = fmt.Errorf("stopped (%v): %w", context.Cause(ctx), err)
+		}
 	}
 	return &pasteableErr{err: err, fleet: ff.fleet, next: nextFailoverStep(ff, cmd.Name(), ev, out, err)}
 }
@@ -875,7 +941,7 @@ unreadable, with the reason, and the others are listed all the same.`,
 				return pasteable(err, ff.fleet)
 			}
 			if a.output == "json" {
-				err = a.writeJSON(statusDoc{Status: st, Runs: recent})
+				err = a.writePeerJSON(&statusDoc{Status: st, Runs: recent})
 			} else if err = renderStatus(a.stdout, f, st); err == nil {
 				err = renderRuns(a.stdout, recent)
 			}
@@ -971,7 +1037,7 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		case "running":
 			state = "RUNNING (the lock is held by its holder)"
 		case "interrupted":
-			state = "INTERRUPTED (not finished, the lock is free): continue it with `lifeboat failover resume` or undo it with `lifeboat failover abort`"
+			state = "INTERRUPTED (not finished, the lock is free)"
 		case "dead":
 			state = "DEAD (its holder is gone: " + providers.Sanitize(st.HolderDead, 200) + "): `lifeboat failover resume` takes it over at once and carries it on, `lifeboat failover abort` takes it over at once and undoes it"
 		}
@@ -991,8 +1057,13 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		if st.Started != nil {
 			fmt.Fprintf(w, "  by %s at %s: %q\n", providers.Sanitize(st.Holder, 200), st.Started.Format(time.RFC3339), providers.Sanitize(st.Reason, 500))
 		}
-		if st.Plan != nil {
+		if rb := st.RolledBack; rb != nil && st.Plan != nil {
+			fmt.Fprintf(w, "  steps applied: %d of %d, then turned back to the baseline (%s): %d of %d step(s) back applied\n",
+				rb.Applied, rb.Steps, providers.Sanitize(rb.Why, 300), st.Applied, len(st.Plan.Steps))
+		} else if st.Plan != nil {
 			fmt.Fprintf(w, "  steps applied: %d of %d\n", st.Applied, len(st.Plan.Steps))
+		}
+		if st.Plan != nil {
 			if len(st.Plan.Classes) > 0 {
 				fmt.Fprintf(w, "  classes: %s (resume and re-assert touch these only)\n", strings.Join(st.Plan.Classes, ", "))
 			}
@@ -1010,6 +1081,7 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		for _, o := range st.Overrides {
 			fmt.Fprintf(w, "  override: %s\n", o)
 		}
+		renderWaysOn(w, f, st)
 	}
 	for _, e := range st.JournalErrors {
 		fmt.Fprintf(w, "JOURNAL: %s (not read past it)\n", providers.Sanitize(e, 500))
@@ -1038,6 +1110,22 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 		}
 	}
 	return nil
+}
+
+// renderWaysOn says what resume would do with an unfinished run (for an abort or a rollback:
+// go on back to the baseline, never the run it undid) and, when the way back is held, the
+// command that finishes the evacuation instead — each pasteable.
+func renderWaysOn(w io.Writer, f *failover.Fleet, st *failover.Status) {
+	if st.ResumeWill == "" || st.State == "running" {
+		return
+	}
+	fmt.Fprintf(w, "  %s:\n    %s\n", providers.Sanitize(st.ResumeWill, 600), failover.CommandLine(f.File, "resume"))
+	for _, c := range st.Instead {
+		fmt.Fprintf(w, "  or finish the evacuation instead:\n    %s\n", withFleet(c, f.File))
+	}
+	if len(st.Instead) == 0 && st.Plan != nil && st.Plan.Event.Kind != failover.Abort {
+		fmt.Fprintf(w, "  or undo it:\n    %s\n", failover.CommandLine(f.File, "abort"))
+	}
 }
 
 func eventString(e *failover.Event) string {

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/internal/base/redact"
 	"lifeboat/providers"
 
 	"github.com/spf13/cobra"
@@ -31,18 +32,23 @@ type app struct {
 	logFormat      string    // text or json (--log-format)
 	verbose, quiet bool
 	log            *slog.Logger
-	command        string // the command path, for error reports
-	getenv         func(string) string
+	// known are the credentials this process sent that no pattern finds (a registry's
+	// Authorization): the one redaction every printed error and line goes through (termWriter,
+	// finish) replaces them, as the stores' own errors do.
+	known   *redact.Known
+	command string // the command path, for error reports
+	getenv  func(string) string
 
 	pending    *yaml.Node // the result document, written by finish with exit_code added
 	wroteJUnit bool
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	out, errs := &termWriter{w: stdout}, &termWriter{w: stderr}
+	known := &redact.Known{}
+	out, errs := &termWriter{w: stdout, known: known}, &termWriter{w: stderr, known: known}
 	defer out.Flush()
 	defer errs.Flush()
-	a := &app{stdin: stdin, rawStdout: stdout, rawStderr: stderr, stdout: out, stderr: errs, getenv: os.Getenv}
+	a := &app{stdin: stdin, rawStdout: stdout, rawStderr: stderr, stdout: out, stderr: errs, getenv: os.Getenv, known: known}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.Annotations = map[string]string{argsAnnotation: strings.Join(args, "\x00")}
@@ -74,7 +80,7 @@ func (a *app) finish(ctx context.Context, err error) int {
 	}
 	msg := ""
 	if err != nil {
-		msg = providers.Redact(err.Error())
+		msg = a.known.Redact(err.Error())
 	}
 	switch a.output {
 	case "json", "yaml":
@@ -182,6 +188,20 @@ func (a *app) writeJSON(v any) error {
 	return nil
 }
 
+// maxPeerText bounds one peer-supplied value in a result document (a journal's detail, a lock's
+// holder): generous, as a document is read by programs, but never unbounded.
+const maxPeerText = 2000
+
+// writePeerJSON is writeJSON for a document made of what peers wrote (the failover journal and
+// lock, drill records): every string is rendered on one line — newlines, controls and
+// separators a space, at most maxPeerText runes — as the text output renders it
+// (providers.Sanitize), so that no holder, reason or operation can forge a line or a field
+// in a log or a line-oriented reader. ptr is changed in place.
+func (a *app) writePeerJSON(ptr any) error {
+	redact.SanitizeStrings(ptr, maxPeerText)
+	return a.writeJSON(ptr)
+}
+
 // flushJSON writes the pending result document (or {"error","exit_code"} when there is none and
 // the command failed).
 func (a *app) flushJSON(code int, msg string) {
@@ -216,6 +236,7 @@ type termWriter struct {
 	mu    sync.Mutex
 	w     io.Writer
 	carry []byte
+	known *redact.Known // credentials this process sent (nil: none)
 }
 
 func (t *termWriter) Write(p []byte) (int, error) {
@@ -237,7 +258,7 @@ func (t *termWriter) Write(p []byte) (int, error) {
 			break
 		}
 	}
-	if _, err := io.WriteString(t.w, providers.TerminalSafe(providers.RedactStream(string(data)))); err != nil {
+	if _, err := io.WriteString(t.w, providers.TerminalSafe(t.known.RedactStream(string(data)))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

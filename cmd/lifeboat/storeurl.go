@@ -19,7 +19,7 @@ func (a *app) openStore(ctx context.Context, raw string) (providers.Store, error
 	if _, err := providers.ParseURL(raw); err != nil {
 		return nil, withCode(exitUsage, err)
 	}
-	o := providers.Options{}
+	o := providers.Options{Known: a.known}
 	if a.verbose {
 		o.Log = a.log
 	}
@@ -37,7 +37,7 @@ func (a *app) openStateStore(ctx context.Context, raw string) (providers.Store, 
 	if err := providers.CheckStateLocation(loc); err != nil {
 		return nil, withCode(exitUsage, err)
 	}
-	o := providers.Options{Private: true}
+	o := providers.Options{Private: true, Known: a.known}
 	if a.verbose {
 		o.Log = a.log
 	}

@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"bytes"
+	"encoding/base64"
 	"net/url"
 	"os"
 	"reflect"
@@ -46,6 +48,14 @@ var (
 	authHeaderRE = regexp.MustCompile(`(?i)\b(authorization|proxy-authorization|x-ms-authorization|cookie|set-cookie|x-api-key)(\\?["']?)(\s*:\s*)(\\"[^"\\<>&\n]*\\"|"[^"\\<>&\n]*"|'[^'\\<>&\n]*'|[^"'\n\r\\<>&]*)`)
 	// bearerRE finds a bearer token.
 	bearerRE = regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]+`)
+	// basicRE finds a Basic credential (RFC 7617: base64 of user:password), as a registry or a
+	// proxy echoes the Authorization header it got; the token is redacted when it decodes to
+	// something with a colon ("Basic realm" and "basic auth" are words, not credentials).
+	basicRE = regexp.MustCompile(`(?i)\b(basic\s+)([A-Za-z0-9+/_-]{4,}={0,2})`)
+	// userinfoRE finds user:password@host without a scheme (a registry reference such as
+	// robot:pw@registry.example/acme/llama, or an echoed proxy URL): URLs with a scheme are
+	// urlInTextRE's.
+	userinfoRE = regexp.MustCompile(`(^|[\s"'(\[=,;<>` + "`" + `])([^\s:@/"'<>&\\` + "`" + `]+:[^\s@/"'<>&\\` + "`" + `]+)@([A-Za-z0-9\[])`)
 	// numberRE is a bare number.
 	numberRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 	// quotedRE is one quoted element of a list value.
@@ -124,6 +134,14 @@ func redact(s string, encoded bool) string {
 		return sub[1] + sub[2] + sub[3] + redactValue(sub[4], true)
 	})
 	s = bearerRE.ReplaceAllString(s, "${1}"+Redacted)
+	s = basicRE.ReplaceAllStringFunc(s, func(m string) string {
+		sub := basicRE.FindStringSubmatch(m)
+		if !basicCredential(sub[2]) {
+			return m
+		}
+		return sub[1] + Redacted
+	})
+	s = userinfoRE.ReplaceAllString(s, "${1}"+Redacted+"@${3}")
 	s = secretFlagRE.ReplaceAllStringFunc(s, func(m string) string {
 		sub := secretFlagRE.FindStringSubmatch(m)
 		if sub[2] != "=" && strings.HasPrefix(sub[3], "-") {
@@ -142,6 +160,18 @@ func redact(s string, encoded bool) string {
 		s = strings.ReplaceAll(s, v, Redacted)
 	}
 	return s
+}
+
+// basicCredential reports whether tok is a Basic credential: base64 (standard or URL alphabet,
+// padded or not) of text with a colon, user:password.
+func basicCredential(tok string) bool {
+	raw := strings.TrimRight(tok, "=")
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(raw); err == nil && bytes.IndexByte(b, ':') >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // redactValue replaces a secret value, keeping its quotes (and a list's brackets and quotes).
@@ -285,10 +315,17 @@ func appendSecret(out []string, v string) []string {
 // array elements, map values, through pointers and interfaces), in place: a document's values
 // are redacted before it is encoded. Map keys are left as they are.
 func RedactStrings(ptr any) {
-	redactIn(reflect.ValueOf(ptr))
+	mapStrings(reflect.ValueOf(ptr), Redact)
 }
 
-func redactIn(v reflect.Value) {
+// SanitizeStrings applies Sanitize(s, max) to every string reachable from ptr, in place, as
+// RedactStrings does Redact: a document of a peer's text (a lock's holder, a journal's reason
+// and operation) is rendered one line per value in every format, as the text output renders it.
+func SanitizeStrings(ptr any, max int) {
+	mapStrings(reflect.ValueOf(ptr), func(s string) string { return Sanitize(s, max) })
+}
+
+func mapStrings(v reflect.Value, f func(string) string) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
@@ -297,36 +334,36 @@ func redactIn(v reflect.Value) {
 		if v.Kind() == reflect.Interface {
 			e := v.Elem()
 			if e.Kind() == reflect.String && v.CanSet() {
-				v.Set(reflect.ValueOf(Redact(e.String())).Convert(e.Type()))
+				v.Set(reflect.ValueOf(f(e.String())).Convert(e.Type()))
 				return
 			}
 			if e.Kind() != reflect.Pointer && e.Kind() != reflect.Map && e.Kind() != reflect.Slice {
 				return // a struct held by value in an interface cannot be changed in place
 			}
-			redactIn(e)
+			mapStrings(e, f)
 			return
 		}
-		redactIn(v.Elem())
+		mapStrings(v.Elem(), f)
 	case reflect.String:
 		if v.CanSet() {
-			v.SetString(Redact(v.String()))
+			v.SetString(f(v.String()))
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				redactIn(v.Field(i))
+				mapStrings(v.Field(i), f)
 			}
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			redactIn(v.Index(i))
+			mapStrings(v.Index(i), f)
 		}
 	case reflect.Map:
 		for _, k := range v.MapKeys() {
 			e := v.MapIndex(k)
 			c := reflect.New(e.Type()).Elem()
 			c.Set(e)
-			redactIn(c)
+			mapStrings(c, f)
 			v.SetMapIndex(k, c)
 		}
 	}

@@ -32,6 +32,13 @@ func TestRedactForms(t *testing.T) {
 		{"HF_TOKEN=" + secret, "HF_TOKEN=REDACTED"},
 		{"Authorization: Bearer " + secret, "Authorization: REDACTED"},
 		{"s3://b/k?sig=" + secret + "&region=eu", "s3://b/k?sig=REDACTED&region=eu"},
+		// Basic credentials (base64 of user:password) and user:password@host without a scheme.
+		{"denied (Basic cm9ib3Q6c2VjcmV0cGFzcw==) for you", "denied (Basic REDACTED) for you"},
+		{`"basic cm9ib3Q6c2VjcmV0cGFzcw"`, `"basic REDACTED"`},
+		{"pull robot:s3cret-pass@registry.example:5000/acme/llama", "pull REDACTED@registry.example:5000/acme/llama"},
+		{`{"ref": "robot:s3cret@127.0.0.1/a"}`, `{"ref": "REDACTED@127.0.0.1/a"}`},
+		{`WWW-Authenticate: Basic realm="lifeboat-test" and basic auth required`, ""},
+		{"at 10:30 @ noon, mail ops@example.com", ""},
 		// Not secrets.
 		{"max_num_batched_tokens=8192 --max-tokens 64 tokenizer: x --api-key-file /k", ""},
 		{"'hf_token': None", ""},
@@ -102,5 +109,38 @@ func TestTerminalSafe(t *testing.T) {
 	}
 	if s := redact.Sanitize(in, 100); strings.ContainsAny(s, "\x1b\n\u2028\u202e\u009b") {
 		t.Errorf("Sanitize kept a control: %q", s)
+	}
+}
+
+// Known replaces the exact credentials this process sent, in every form a peer echoes them:
+// the Authorization value, its bare base64, user:password and the password alone — where no
+// pattern would see them — and leaves short values (ordinary words) alone.
+func TestKnownCredentials(t *testing.T) {
+	var k redact.Known
+	k.AddAuthorization("Basic cm9ib3Q6UmVnMXN0cnktUGFzc3cwcmQ=") // robot:Reg1stry-Passw0rd
+	k.AddAuthorization("Bearer opaque-registry-token-77")
+	for _, in := range []string{
+		"token cm9ib3Q6UmVnMXN0cnktUGFzc3cwcmQ= refused",
+		"token cm9ib3Q6UmVnMXN0cnktUGFzc3cwcmQ refused",
+		"user robot:Reg1stry-Passw0rd refused",
+		"password Reg1stry-Passw0rd refused",
+		"bad token opaque-registry-token-77",
+	} {
+		got := k.Redact(in)
+		if strings.Contains(got, "Reg1stry") || strings.Contains(got, "cm9ib3Q6") || strings.Contains(got, "opaque-registry") || !strings.Contains(got, redact.Redacted) {
+			t.Errorf("Known.Redact(%q) = %q", in, got)
+		}
+		if got := k.RedactStream(in); strings.Contains(got, "Reg1stry") || strings.Contains(got, "opaque-registry") {
+			t.Errorf("Known.RedactStream(%q) = %q", in, got)
+		}
+	}
+	var short redact.Known
+	short.AddUserPassword("bob", "pw")
+	if got := short.Redact("pw is a word; bob:pw is not"); got != "pw is a word; REDACTED is not" {
+		t.Errorf("a short password: %q", got)
+	}
+	var none *redact.Known
+	if got := none.Redact("Basic cm9ib3Q6c2VjcmV0cGFzcw=="); got != "Basic REDACTED" {
+		t.Errorf("a nil Known: %q", got)
 	}
 }

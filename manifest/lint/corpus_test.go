@@ -30,20 +30,22 @@ type corpusFile struct {
 	name   string
 	anchor string // a unique text on the line after which (or in which) flags are added
 	style  corpusStyle
-	// folded: the command line is a multi-line double-quoted YAML string, whose line breaks YAML
-	// folds away, so a flag's line is the string's first line.
+	// folded: the command line is a multi-line double-quoted or folded (">") YAML string, whose
+	// line breaks YAML folds away, so a flag's line is the string's first line.
 	folded   bool
 	modelEnv bool // the model comes from $(MODEL_ID), set with a literal value
 }
 
 var corpusFiles = []corpusFile{
 	{name: "vllm-docs-k8s.yaml", anchor: "--max_num_batched_tokens 1024", style: inlineFlag},
-	{name: "gke-vllm-tutorial.yaml", anchor: "- --port=8000", style: listEq, modelEnv: true},
+	{name: "gke-vllm-tutorial.yaml", anchor: "- --max-num-seqs=4", style: listEq, modelEnv: true},
 	{name: "production-stack.yaml", anchor: `- "bfloat16"`, style: listPairQ},
 	{name: "gaie-gpu-deployment.yaml", anchor: `- "12"`, style: listPairQ},
 	{name: "aibrix-deployment.yaml", anchor: `- "12288"`, style: listPair},
 	{name: "kubernetes-examples-vllm.yaml", anchor: "- --port=8080", style: listEq, modelEnv: true},
 	{name: "lws-vllm.yaml", anchor: "--pipeline_parallel_size 2", style: inlineFlag, folded: true},
+	{name: "vllm-helm-chart.yaml", anchor: `- "8000"`, style: listPair},
+	{name: "aibrix-rayclusterfleet.yaml", anchor: "--dtype half", style: inlineFlag, folded: true},
 	{name: "kserve-llmisvc.yaml"},
 }
 
@@ -75,7 +77,7 @@ func (cf corpusFile) addFlags(t *testing.T, text string, flags ...[2]string) (st
 		}
 		lines[at] = strings.Replace(lines[at], cf.anchor, cf.anchor+add.String(), 1)
 		if cf.folded {
-			for line > 1 && !strings.Contains(lines[line-1], `- "`) {
+			for line > 1 && !strings.Contains(lines[line-1], `- "`) && !strings.HasSuffix(lines[line-1], "- >") {
 				line--
 			}
 		}

@@ -165,6 +165,44 @@ func TestCorpusClean(t *testing.T) {
 	}
 }
 
+// TestCorpusLiteralToken: the vLLM docs' LWS page writes the Hub token as a literal env value
+// (its placeholder <your-hf-token>, where a user puts the token); as published, that shape is
+// refused by manifest build, naming the file and each line. The corpus file references a Secret.
+func TestCorpusLiteralToken(t *testing.T) {
+	l := etGen(t, sample.Options{})
+	orig := readCorpus(t, "lws-vllm.yaml")
+	ref := "valueFrom:\n                  secretKeyRef:\n                    name: hf-token\n                    key: token"
+	text := strings.ReplaceAll(orig, ref, "value: <your-hf-token>")
+	if strings.Count(text, "<your-hf-token>") != 2 {
+		t.Fatal("edit did not apply")
+	}
+	var lines []int
+	for i, s := range strings.Split(text, "\n") {
+		if strings.Contains(s, "<your-hf-token>") {
+			lines = append(lines, i+1)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "deploy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lws-vllm.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := manifest.Build(context.Background(), manifest.BuildOptions{ModelDir: l.ModelDir, DeployPaths: []string{dir}})
+	if err == nil {
+		t.Fatal("build with the page's literal token: want a refusal")
+	}
+	for _, n := range lines {
+		if want := fmt.Sprintf("lws-vllm.yaml:%d:", n); !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal does not name %s:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "<your-hf-token>") {
+		t.Errorf("refusal prints the value:\n%v", err)
+	}
+}
+
 // TestCorpusEdits: the one-line edits, each of which makes vLLM refuse to start.
 func TestCorpusEdits(t *testing.T) {
 	l := etGen(t, sample.Options{})

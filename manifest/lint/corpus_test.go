@@ -30,20 +30,22 @@ type corpusFile struct {
 	name   string
 	anchor string // a unique text on the line after which (or in which) flags are added
 	style  corpusStyle
-	// folded: the command line is a multi-line double-quoted YAML string, whose line breaks YAML
-	// folds away, so a flag's line is the string's first line.
+	// folded: the command line is a multi-line double-quoted or folded (">") YAML string, whose
+	// line breaks YAML folds away, so a flag's line is the string's first line.
 	folded   bool
 	modelEnv bool // the model comes from $(MODEL_ID), set with a literal value
 }
 
 var corpusFiles = []corpusFile{
 	{name: "vllm-docs-k8s.yaml", anchor: "--max_num_batched_tokens 1024", style: inlineFlag},
-	{name: "gke-vllm-tutorial.yaml", anchor: "- --port=8000", style: listEq, modelEnv: true},
+	{name: "gke-vllm-tutorial.yaml", anchor: "- --max-num-seqs=4", style: listEq, modelEnv: true},
 	{name: "production-stack.yaml", anchor: `- "bfloat16"`, style: listPairQ},
 	{name: "gaie-gpu-deployment.yaml", anchor: `- "12"`, style: listPairQ},
 	{name: "aibrix-deployment.yaml", anchor: `- "12288"`, style: listPair},
 	{name: "kubernetes-examples-vllm.yaml", anchor: "- --port=8080", style: listEq, modelEnv: true},
 	{name: "lws-vllm.yaml", anchor: "--pipeline_parallel_size 2", style: inlineFlag, folded: true},
+	{name: "vllm-helm-chart.yaml", anchor: `- "8000"`, style: listPair},
+	{name: "aibrix-rayclusterfleet.yaml", anchor: "--dtype half", style: inlineFlag, folded: true},
 	{name: "kserve-llmisvc.yaml"},
 }
 
@@ -75,7 +77,7 @@ func (cf corpusFile) addFlags(t *testing.T, text string, flags ...[2]string) (st
 		}
 		lines[at] = strings.Replace(lines[at], cf.anchor, cf.anchor+add.String(), 1)
 		if cf.folded {
-			for line > 1 && !strings.Contains(lines[line-1], `- "`) {
+			for line > 1 && !strings.Contains(lines[line-1], `- "`) && !strings.HasSuffix(lines[line-1], "- >") {
 				line--
 			}
 		}
@@ -160,6 +162,44 @@ func TestCorpusClean(t *testing.T) {
 				t.Errorf("%s as written: want no error, got:%s", cf.name, etDump(errs))
 			}
 		})
+	}
+}
+
+// TestCorpusLiteralToken: the vLLM docs' LWS page writes the Hub token as a literal env value
+// (its placeholder <your-hf-token>, where a user puts the token); as published, that shape is
+// refused by manifest build, naming the file and each line. The corpus file references a Secret.
+func TestCorpusLiteralToken(t *testing.T) {
+	l := etGen(t, sample.Options{})
+	orig := readCorpus(t, "lws-vllm.yaml")
+	ref := "valueFrom:\n                  secretKeyRef:\n                    name: hf-token\n                    key: token"
+	text := strings.ReplaceAll(orig, ref, "value: <your-hf-token>")
+	if strings.Count(text, "<your-hf-token>") != 2 {
+		t.Fatal("edit did not apply")
+	}
+	var lines []int
+	for i, s := range strings.Split(text, "\n") {
+		if strings.Contains(s, "<your-hf-token>") {
+			lines = append(lines, i+1)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "deploy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lws-vllm.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := manifest.Build(context.Background(), manifest.BuildOptions{ModelDir: l.ModelDir, DeployPaths: []string{dir}})
+	if err == nil {
+		t.Fatal("build with the page's literal token: want a refusal")
+	}
+	for _, n := range lines {
+		if want := fmt.Sprintf("lws-vllm.yaml:%d:", n); !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal does not name %s:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "<your-hf-token>") {
+		t.Errorf("refusal prints the value:\n%v", err)
 	}
 }
 

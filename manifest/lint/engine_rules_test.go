@@ -428,7 +428,7 @@ func TestEngineRuleMetadata(t *testing.T) {
 		"engine-revision-unpinned", "quant-config-mismatch", "context-length", "rope-scaling-dropped", "lora-missing",
 		"lora-not-enabled", "lora-invalid", "lora-rank", "lora-unsupported", "lora-base-model", "deploy-missing",
 		"deploy-yaml-invalid", "deploy-image-unpinned", "deploy-model-mount", "tensor-parallel", "pipeline-parallel",
-		"gpu-count", "replica-mismatch", "served-model-name"}
+		"gpu-count", "replica-mismatch", "served-model-name", "deploy-secret"}
 	ids := etRuleIDs()
 	if len(ids) != len(want) || len(engineRules) != len(want) {
 		t.Errorf("engineRules has %d rules (%d ids), want %d", len(engineRules), len(ids), len(want))

@@ -218,6 +218,11 @@ func TestVLLMPort(t *testing.T) {
 		{"from a ConfigMap: unknown", corev1.Container{Args: []string{"--port=$(PORT)"}, Env: []corev1.EnvVar{{Name: "PORT", ValueFrom: &corev1.EnvVarSource{}}}}, 8000},
 		{"other ports are not it", corev1.Container{Args: []string{"--master-port", "29500", "--data-parallel-rpc-port=1"}}, 8000},
 		{"not a port", corev1.Container{Args: []string{"--port=http"}}, 8000},
+		// Read as manifest lint reads it (modelrepo's argv reader), not by a scan of every word:
+		{"another command's --port in the script", corev1.Container{Command: []string{"sh", "-c", "ray start --head --port=6379 && vllm serve /m"}}, 8000},
+		{"argparse prefix", corev1.Container{Command: []string{"vllm", "serve", "/m", "--por", "8085"}}, 8085},
+		{"python -m with env", corev1.Container{Command: []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, Args: []string{"--model=$(MODEL_ID)", "--port=$(PORT)"}, Env: []corev1.EnvVar{{Name: "PORT", Value: "8090"}, {Name: "MODEL_ID", Value: "/m"}}}, 8090},
+		{"not vLLM", corev1.Container{Command: []string{"python3", "server.py"}, Args: []string{"--port", "9999"}}, 8000},
 	} {
 		if got := vllmPort(c.c); got != c.want {
 			t.Errorf("%s: port %d, want %d", c.name, got, c.want)

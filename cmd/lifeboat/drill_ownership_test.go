@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/internal/testbed"
 	"lifeboat/providers"
 )
 
@@ -344,5 +345,58 @@ func TestBootCandidateEnvironment(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("candidate environment:\n%s", got)
+	}
+}
+
+// TestDrillSigningKeyReadOnceAtStart (issue 28 §4): `drill run --sign-key` reads and decrypts its
+// key once, before any candidate is launched. Each candidate's own command removes the key file
+// as it starts and dumps its environment; the drill still signs its report (with the key read at
+// start, verified against the public key), and no candidate saw LIFEBOAT_KEY_PASSWORD or
+// COSIGN_PASSWORD.
+func TestDrillSigningKeyReadOnceAtStart(t *testing.T) {
+	rig := newCrashRig(t, "", nil, "200ms", crashDrill)
+	rig.killEngineSims(t)
+	key, _ := testKeys(t)
+	priv := filepath.Join(rig.dir, "sign.key")
+	copyBytes := mustRead(t, key.priv)
+	if err := os.WriteFile(priv, copyBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(rig.dir, "candidate.env")
+	b, _ := os.ReadFile(rig.fleet)
+	s := strings.ReplaceAll(string(b), `command: "lifeboat engine-sim {{.ModelDir}}`,
+		`command: "sh -c 'env > `+dump+`; rm -f `+priv+`; exec \"$0\" \"$@\"' `+testbed.LifeboatBinary(t)+` engine-sim {{.ModelDir}}`)
+	if s == string(b) {
+		t.Fatal("the rig's launcher command changed: this test no longer edits it")
+	}
+	if err := os.WriteFile(rig.fleet, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(rig.dir, "report")
+	env := append(append([]string{}, rig.env...), "LIFEBOAT_KEY_PASSWORD=hunter2-key", "COSIGN_PASSWORD=hunter2-cosign")
+	r := cli(t, env, "drill", "run", rig.drill, "--approve-all", "--report", out, "--sign-key", priv)
+	if _, err := os.Stat(priv); !os.IsNotExist(err) {
+		t.Fatalf("no candidate removed the key file (drill exit %d): %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "boot passed") {
+		t.Fatalf("the candidates did not boot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "report signed with key "+key.id) {
+		t.Fatalf("the drill did not sign its report with the key read at start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if v := cli(t, nil, "manifest", "verify-sig", filepath.Join(out, "report.json"), "--key", key.pub); v.code != 0 {
+		t.Fatalf("verify-sig of the report: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	got, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"LIFEBOAT_KEY_PASSWORD", "COSIGN_PASSWORD"} {
+		if bytes.Contains(got, []byte(name+"=")) {
+			t.Errorf("a drill's candidate inherited %s", name)
+		}
+	}
+	if bytes.Contains(got, []byte("hunter2")) {
+		t.Error("a drill's candidate's environment holds a key password")
 	}
 }

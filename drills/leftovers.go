@@ -152,10 +152,7 @@ func drillProcess(procs *failover.OwnerChecker, rec *DrillRecord, boot string) (
 	if boot == "" {
 		return failover.CannotTell, "this host's boot id cannot be read"
 	}
-	start, err := strconv.ParseUint(rec.PIDStart, 10, 64)
-	if err != nil || start == 0 {
-		return failover.CannotTell, fmt.Sprintf("the record names pid %d with no start time (%q)", rec.PID, rec.PIDStart)
-	}
+	start, _ := strconv.ParseUint(rec.PIDStart, 10, 64) // 0 when unreadable: gone only by ESRCH
 	if procs == nil {
 		procs = &failover.OwnerChecker{}
 	}

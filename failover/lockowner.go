@@ -94,26 +94,28 @@ func (c *OwnerChecker) Judge(o *LockOwner) (Liveness, string) {
 // JudgeProcess is what this host can tell of process pid started at start (field 22 of
 // /proc/PID/stat), once the caller knows pid names a process of this host, boot and pid
 // namespace: Gone only on kill(pid, 0) answering ESRCH, a different start time or a zombie;
-// CannotTell whenever the start time cannot be read (hidepid, another user's process) or start is
-// unknown (0). JudgeOwner and drill cleanup's judgement of a drill's own process both rest on it.
+// CannotTell whenever the start time cannot be read (hidepid, another user's process) or, for a
+// pid that exists, start is unknown (0). JudgeOwner and drill cleanup's judgement of a drill's own process both rest on it.
 func JudgeProcess(pid int, start uint64) (Liveness, string) {
 	return (&OwnerChecker{}).JudgeProcess(pid, start)
 }
 
 // JudgeProcess is JudgeProcess with c's sources.
 func (c *OwnerChecker) JudgeProcess(pid int, start uint64) (Liveness, string) {
-	if pid <= 0 || start == 0 {
-		return CannotTell, fmt.Sprintf("pid %d: the record does not identify the process (pid and start time)", pid)
+	if pid <= 0 {
+		return CannotTell, fmt.Sprintf("pid %d: the record does not identify the process", pid)
 	}
 	signal0 := c.Signal0
 	if signal0 == nil {
 		signal0 = signalZero
 	}
 	switch err := signal0(pid); {
-	case errors.Is(err, errNoProcess):
+	case errors.Is(err, errNoProcess): // no process has the pid: whatever start time was recorded
 		return Gone, fmt.Sprintf("pid %d no longer runs on this host", pid)
 	case err != nil && !errors.Is(err, errNotPermitted):
 		return CannotTell, fmt.Sprintf("pid %d: kill(0): %v", pid, err)
+	case start == 0:
+		return CannotTell, fmt.Sprintf("pid %d exists, and the record names no start time to tell whether it is the recorded process", pid)
 	}
 	readStat := c.ReadStat
 	if readStat == nil {

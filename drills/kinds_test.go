@@ -144,7 +144,7 @@ func TestDrillCleanupAsksTheLauncher(t *testing.T) {
 	ctx := drillCtx(t)
 	state := mustOpen(t, rig.fleet.State)
 	host, boot := thisHost()
-	dead := &DrillRecord{ID: "20261202T000000.000Z-dead-1", Drill: "dead", Host: host, Boot: boot, PID: os.Getpid(), PIDStart: "not this process",
+	dead := &DrillRecord{ID: "20261202T000000.000Z-dead-1", Drill: "dead", Host: host, Boot: boot, PID: os.Getpid(), PIDStart: "1", /* this process started later: another process */
 		Started: time.Now().Add(-time.Hour), Baseline: baseline, Faults: []FaultUndo{}, Candidates: []CandidateRecord{}, Left: []string{},
 		FleetDigest: "sha256:this-fleet"}
 	if err := saveRecord(ctx, state, dead); err != nil {

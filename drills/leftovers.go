@@ -145,31 +145,58 @@ func thisHost() (host, boot string) {
 	return host, boot
 }
 
-// running says whether the process recorded as pid with start time start runs (not a zombie).
-func running(pid int, start string) bool {
-	p, ok := readProc(pid)
-	return ok && p.start == start && p.live()
+// drillProcess judges the drill process a record names with failover's rules (JudgeProcess):
+// Gone only when proven; a process whose start time cannot be read (/proc mounted hidepid, an
+// unreadable entry) or a record or host that does not identify it is CannotTell, never gone.
+func drillProcess(procs *failover.OwnerChecker, rec *DrillRecord, boot string) (failover.Liveness, string) {
+	if boot == "" {
+		return failover.CannotTell, "this host's boot id cannot be read"
+	}
+	start, _ := strconv.ParseUint(rec.PIDStart, 10, 64) // 0 when unreadable: gone only by ESRCH
+	if procs == nil {
+		procs = &failover.OwnerChecker{}
+	}
+	return procs.JudgeProcess(rec.PID, start)
 }
 
-// groupAlive says whether any live (non-zombie) process is in process group pgid.
+// groupAlive says whether process group pgid may still hold a live process. Only kill(-pgid, 0)
+// answering ESRCH, or every member being visible in /proc and a zombie, is "gone": a group that
+// exists but none of whose members this process can read (/proc mounted hidepid, another user's
+// processes) still runs as far as anyone here can tell.
 func groupAlive(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
+	}
+	if procHidden() {
+		return true
 	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return true
 	}
+	seen := false
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if p, ok := readProc(pid); ok && p.pgrp == pgid && p.live() {
-			return true
+		if p, ok := readProc(pid); ok && p.pgrp == pgid {
+			if p.live() {
+				return true
+			}
+			seen = true
 		}
 	}
-	return false
+	return !seen // it exists, yet no member could be read: cannot tell
+}
+
+// procHidden says whether this process cannot see every process of the host in /proc: pid 1
+// exists (kill(1, 0) does not answer ESRCH) yet its /proc entry cannot be read (hidepid).
+func procHidden() bool {
+	if _, err := os.Stat("/proc/1/stat"); err == nil {
+		return false
+	}
+	return !errors.Is(syscall.Kill(1, 0), syscall.ESRCH)
 }
 
 // stopGroup ends a recorded candidate's process group: SIGTERM, then SIGKILL after grace — each
@@ -463,6 +490,8 @@ type Cleaner struct {
 	Probe       warm.ProbeOptions
 	Now         func() time.Time
 	Grace       time.Duration // a candidate's SIGTERM grace; 0: 10s
+	// Procs judges whether a record's drill process still runs; nil: this host for real.
+	Procs *failover.OwnerChecker
 }
 
 // CleanupResult is what one drill's clean-up did. JSON field names are stable.
@@ -547,9 +576,14 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 		case res.Skipped != "":
 		case rec.Host != host || rec.Boot != boot:
 			res.Skipped = fmt.Sprintf("the drill ran on %s (boot %s): its candidates and temp dir are there; run the clean-up on that host", rec.Host, rec.Boot)
-		case running(rec.PID, rec.PIDStart):
-			res.Skipped = fmt.Sprintf("the drill still runs (pid %d): it tears down itself; stop it with Ctrl-C", rec.PID)
-			live++
+		default:
+			switch l, why := drillProcess(c.Procs, rec, boot); l {
+			case failover.Alive:
+				res.Skipped = fmt.Sprintf("the drill still runs (pid %d): it tears down itself; stop it with Ctrl-C", rec.PID)
+				live++
+			case failover.CannotTell:
+				res.Skipped = fmt.Sprintf("cannot tell whether the drill still runs (%s): treated as running, nothing in its record was touched; run the clean-up as the drill's user, or once the process is provably gone", why)
+			}
 		}
 		if res.Skipped != "" {
 			problems = append(problems, fmt.Sprintf("drill %s (%s): %s", rec.Drill, rec.ID, res.Skipped))

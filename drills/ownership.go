@@ -7,6 +7,7 @@
 package drills
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,7 +81,8 @@ func groupProof(rec *DrillRecord, c CandidateRecord) error {
 	if rec.SID <= 1 || ticks(c.Start) < 0 {
 		return fmt.Errorf("process group %d of %s: refused: the record names no drill session or leader start time to prove it is the drill's", c.PGID, c.Region)
 	}
-	if p, ok := readProc(c.PGID); ok && p.live() {
+	p, ok := readProc(c.PGID)
+	if ok && p.live() {
 		switch {
 		case p.start != c.Start:
 			return fmt.Errorf("process group %d of %s: refused: its leader is another process now (started at tick %s, recorded %s)", c.PGID, c.Region, p.start, c.Start)
@@ -90,6 +92,12 @@ func groupProof(rec *DrillRecord, c CandidateRecord) error {
 			return fmt.Errorf("process group %d of %s: refused: its leader is in session %d, the drill ran in session %d", c.PGID, c.Region, p.session, rec.SID)
 		}
 		return nil
+	}
+	if err := syscall.Kill(c.PGID, 0); !ok && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("process group %d of %s: refused: its leader pid %d exists but its /proc entry cannot be read: cannot tell whether it is the drill's", c.PGID, c.Region, c.PGID)
+	}
+	if procHidden() {
+		return fmt.Errorf("process group %d of %s: refused: its leader is gone and this process cannot see every process in /proc (hidepid): cannot tell whether its members are the drill's", c.PGID, c.Region)
 	}
 	for _, pid := range groupMembers(c.PGID) {
 		p, ok := readProc(pid)

@@ -33,8 +33,13 @@ func (x *run) preflight() error {
 	if len(open) > 0 { // the first open record is named; cleanup puts them all back
 		rec := open[0]
 		how := fmt.Sprintf("run `lifeboat drill cleanup %s` to put it back", x.Drill.File)
-		if host, boot := thisHost(); rec.Host == host && rec.Boot == boot && running(rec.PID, rec.PIDStart) {
-			how = "it is still running"
+		if host, boot := thisHost(); rec.Host == host && rec.Boot == boot {
+			switch l, why := drillProcess(nil, &rec, boot); l {
+			case failover.Alive:
+				how = "it is still running"
+			case failover.CannotTell:
+				how = "it may still be running (" + why + ")"
+			}
 		}
 		return fmt.Errorf("%w: drill %s (record %s in %s, pid %d on %s, started %s) did not tear down: %s", ErrLeftovers, rec.Drill, recordKey(rec.ID), x.state,
 			rec.PID, rec.Host, rec.Started.Format(time.RFC3339), how)

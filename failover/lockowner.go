@@ -88,34 +88,53 @@ func (c *OwnerChecker) Judge(o *LockOwner) (Liveness, string) {
 	case o.PIDNS != me.PIDNS:
 		return CannotTell, fmt.Sprintf("pid %d runs in another pid namespace (%s)", o.PID, o.PIDNS)
 	}
+	return c.JudgeProcess(o.PID, o.Start)
+}
+
+// JudgeProcess is what this host can tell of process pid started at start (field 22 of
+// /proc/PID/stat), once the caller knows pid names a process of this host, boot and pid
+// namespace: Gone only on kill(pid, 0) answering ESRCH, a different start time or a zombie;
+// CannotTell whenever the start time cannot be read (hidepid, another user's process) or, for a
+// pid that exists, start is unknown (0). JudgeOwner and drill cleanup's judgement of a drill's own process both rest on it.
+func JudgeProcess(pid int, start uint64) (Liveness, string) {
+	return (&OwnerChecker{}).JudgeProcess(pid, start)
+}
+
+// JudgeProcess is JudgeProcess with c's sources.
+func (c *OwnerChecker) JudgeProcess(pid int, start uint64) (Liveness, string) {
+	if pid <= 0 {
+		return CannotTell, fmt.Sprintf("pid %d: the record does not identify the process", pid)
+	}
 	signal0 := c.Signal0
 	if signal0 == nil {
 		signal0 = signalZero
 	}
-	switch err := signal0(o.PID); {
-	case errors.Is(err, errNoProcess):
-		return Gone, fmt.Sprintf("pid %d no longer runs on this host", o.PID)
+	switch err := signal0(pid); {
+	case errors.Is(err, errNoProcess): // no process has the pid: whatever start time was recorded
+		return Gone, fmt.Sprintf("pid %d no longer runs on this host", pid)
 	case err != nil && !errors.Is(err, errNotPermitted):
-		return CannotTell, fmt.Sprintf("pid %d: kill(0): %v", o.PID, err)
+		return CannotTell, fmt.Sprintf("pid %d: kill(0): %v", pid, err)
+	case start == 0:
+		return CannotTell, fmt.Sprintf("pid %d exists, and the record names no start time to tell whether it is the recorded process", pid)
 	}
 	readStat := c.ReadStat
 	if readStat == nil {
 		readStat = readProcStat
 	}
-	b, err := readStat(o.PID)
+	b, err := readStat(pid)
 	if err != nil {
-		return CannotTell, fmt.Sprintf("pid %d exists, but its start time cannot be read (%v): it may be the holder", o.PID, err)
+		return CannotTell, fmt.Sprintf("pid %d exists, but its start time cannot be read (%v): it may be the recorded process", pid, err)
 	}
-	start, state, ok := parseProcStat(b)
+	got, state, ok := parseProcStat(b)
 	switch {
 	case !ok:
-		return CannotTell, fmt.Sprintf("pid %d exists, but its /proc stat cannot be read", o.PID)
-	case start != o.Start:
-		return Gone, fmt.Sprintf("pid %d is now another process (started at tick %d, the holder at %d)", o.PID, start, o.Start)
+		return CannotTell, fmt.Sprintf("pid %d exists, but its /proc stat cannot be read", pid)
+	case got != start:
+		return Gone, fmt.Sprintf("pid %d is now another process (started at tick %d, the recorded one at %d)", pid, got, start)
 	case state == "Z" || state == "X":
-		return Gone, fmt.Sprintf("pid %d has exited (state %s)", o.PID, state)
+		return Gone, fmt.Sprintf("pid %d has exited (state %s)", pid, state)
 	}
-	return Alive, fmt.Sprintf("pid %d runs, with the holder's start time", o.PID)
+	return Alive, fmt.Sprintf("pid %d runs, with the recorded start time", pid)
 }
 
 // gone is Judge reduced to what a taker acts on: true (and why) only when o provably no longer

@@ -140,3 +140,39 @@ func TestOwnerCheckerOtherUser(t *testing.T) {
 		t.Fatalf("another user's process after it exited: %s, want gone", got)
 	}
 }
+
+// JudgeProcess is the process-level half of Judge, shared with drill cleanup: a live process with
+// its start time is alive; an unreadable stat (hidepid) or an unknown start time cannot be told,
+// never gone; another start time or a reaped pid is gone.
+func TestJudgeProcess(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	sleep := exec.Command("sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
+	o := ownerOf(t, sleep.Process.Pid)
+	hidden := &OwnerChecker{ReadStat: func(int) ([]byte, error) { return nil, os.ErrNotExist }}
+	for _, c := range []struct {
+		name  string
+		c     *OwnerChecker
+		start uint64
+		want  Liveness
+	}{
+		{"running", &OwnerChecker{}, o.Start, Alive},
+		{"hidepid", hidden, o.Start, CannotTell},
+		{"no start time", &OwnerChecker{}, 0, CannotTell},
+		{"pid reused", &OwnerChecker{}, o.Start + 1, Gone},
+	} {
+		if got, why := c.c.JudgeProcess(o.PID, c.start); got != c.want {
+			t.Errorf("%s: %v (%s), want %v", c.name, got, why, c.want)
+		}
+	}
+	_ = sleep.Process.Kill()
+	_ = sleep.Wait()
+	if got, why := hidden.JudgeProcess(o.PID, o.Start); got != Gone {
+		t.Errorf("a reaped process, even with /proc hidden: %v (%s), want gone (kill(0) answers ESRCH)", got, why)
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,8 +37,9 @@ const tokenizer = "model/tokenizer.json"
 // at drillBaseline, and a state store (a directory unless state is set).
 type crashRig struct {
 	dir, fleet, drill, weights, state string
-	env                               []string // the drill processes' environment (TMPDIR: the rig)
-	original                          []byte   // the archive's tokenizer before any drill
+	env                               []string        // the drill processes' environment (TMPDIR: the rig)
+	original                          []byte          // the archive's tokenizer before any drill
+	drv                               failover.Driver // the router, when not the file at weights
 }
 
 func newCrashRig(t *testing.T, state string, env []string, stepInterval, drill string) *crashRig {
@@ -93,9 +96,55 @@ func (r *crashRig) tokenizerPath() string {
 	return filepath.Join(r.dir, "replicas", "archive", tokenizer)
 }
 
+// driver is the rig's router: the weights file, or what useHAProxy set.
+func (r *crashRig) driver() failover.Driver {
+	if r.drv != nil {
+		return r.drv
+	}
+	return &failover.FileRouter{Path: r.weights}
+}
+
+// useHAProxy puts a real HAProxy (its Runtime API) in the file router's place, at drillBaseline:
+// a backend per class, a server per region (no traffic goes through it; the drill's and the
+// on-call's executors set its weights).
+func (r *crashRig) useHAProxy(t *testing.T) {
+	t.Helper()
+	if _, err := emulators.HAProxyBinary(); err != nil {
+		t.Skipf("haproxy: %v", err)
+	}
+	var cfg strings.Builder
+	cfg.WriteString("defaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n")
+	for _, class := range []string{"eu-only", "global"} {
+		fmt.Fprintf(&cfg, "\nbackend be_%s\n  balance roundrobin\n", strings.ReplaceAll(class, "-", "_"))
+		for _, region := range slices.Sorted(maps.Keys(drillBaseline[class])) {
+			fmt.Fprintf(&cfg, "  server %s 127.0.0.1:1 weight %d\n", region, drillBaseline[class][region])
+		}
+	}
+	h := emulators.StartHAProxy(t, cfg.String())
+	b, err := os.ReadFile(r.fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "router: {driver: file, path: weights.json}",
+		fmt.Sprintf("router: {driver: haproxy, socket: %q, backends: {eu-only: be_eu_only, global: be_global}}", h.Socket), 1)
+	if err := os.WriteFile(r.fleet, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := failover.ReadFleet(r.fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.drv, err = failover.OpenRouter(fl); err != nil {
+		t.Fatal(err)
+	}
+	if rs := r.router(t); !rs.Weights.Equal(drillBaseline) {
+		t.Fatalf("HAProxy does not start at the drill's baseline: %v", rs.Weights)
+	}
+}
+
 func (r *crashRig) router(t *testing.T) failover.RouterState {
 	t.Helper()
-	rs, err := (&failover.FileRouter{Path: r.weights}).Read(context.Background())
+	rs, err := r.driver().Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +186,7 @@ func (r *crashRig) waitMidEvacuation(t *testing.T, cmd *exec.Cmd, logf string) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		tok, err := os.ReadFile(r.tokenizerPath())
-		if rs, rerr := (&failover.FileRouter{Path: r.weights}).Read(context.Background()); rerr == nil && !rs.Weights.Equal(drillBaseline) && err == nil && !bytes.Equal(tok, r.original) {
+		if rs, rerr := r.driver().Read(context.Background()); rerr == nil && !rs.Weights.Equal(drillBaseline) && err == nil && !bytes.Equal(tok, r.original) {
 			return
 		}
 		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)); bytes.Contains(st, []byte(") Z ")) {

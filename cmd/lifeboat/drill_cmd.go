@@ -20,6 +20,7 @@ import (
 	"lifeboat/drills"
 	"lifeboat/failover"
 	"lifeboat/manifest"
+	"lifeboat/manifest/signature"
 	"lifeboat/providers"
 	"lifeboat/providers/localfile"
 )
@@ -100,11 +101,15 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			if err != nil {
 				return err
 			}
+			// The key is read and decrypted once, here, before any candidate is launched: a
+			// key file changed or removed during the drill, or the environment, is not consulted
+			// again (and the password never reaches a candidate: its environment is an allowlist).
+			var signer *signature.Signer
 			if signKey != "" {
 				if reportDir == "" {
 					return usageErr("--sign-key signs the report's evidence: give --report DIR too")
 				}
-				if _, err := a.loadSigner(signKey); err != nil {
+				if signer, err = a.loadSigner(signKey); err != nil {
 					return err
 				}
 			}
@@ -163,8 +168,8 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			if writeErr != nil {
 				return writeErr
 			}
-			if signKey != "" {
-				where, id, err := a.signEvidence(hctx, signKey, filepath.Join(reportDir, "report.json"))
+			if signer != nil {
+				where, id, err := a.signEvidence(hctx, signer, filepath.Join(reportDir, "report.json"))
 				if err != nil {
 					return err
 				}

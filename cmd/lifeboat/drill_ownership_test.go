@@ -16,7 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"lifeboat/failover"
+	"lifeboat/internal/emulators"
+	"lifeboat/internal/testbed"
 	"lifeboat/providers"
 )
 
@@ -67,13 +71,45 @@ func (r *crashRig) onCallSignals(t *testing.T) string {
 	return p
 }
 
+// storeOpener opens a state store URL as the test's process may (with the emulator's credentials).
+type storeOpener func(ctx context.Context, url string) (providers.Store, error)
+
+// eachStateStore runs f once with a file:// state store (state "": the rig's directory) and once
+// with an S3 one on versitygw, with the environment the drill processes need to reach it.
+func eachStateStore(t *testing.T, f func(t *testing.T, state string, env []string, open storeOpener)) {
+	t.Run("file", func(t *testing.T) { f(t, "", nil, fileStoreOpen) })
+	t.Run("s3", func(t *testing.T) {
+		state, env, open := s3State(t)
+		f(t, state, env, open)
+	})
+}
+
+// s3State is a fresh state store on the shared versitygw: its URL, the environment that reaches
+// it and how this process opens it.
+func s3State(t *testing.T) (string, []string, storeOpener) {
+	t.Helper()
+	gw := emulators.SharedVersityGW(t)
+	if err := gw.Bucket(context.Background(), "drill-state"); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"AWS_ACCESS_KEY_ID=" + gw.AccessKey, "AWS_SECRET_ACCESS_KEY=" + gw.SecretKey, "AWS_EC2_METADATA_DISABLED=true"}
+	open := func(ctx context.Context, url string) (providers.Store, error) {
+		return providers.Open(ctx, url, providers.Options{S3Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")})
+	}
+	return gw.URL("drill-state", testbed.FreshPrefix("owned")), env, open
+}
+
 // TestDrillCleanupKilledMidBootLeavesIncident: a drill killed with SIGKILL while its candidates
 // boot; then the on-call evacuates eu-west-1 for a real incident (a separate `failover run`);
 // then `drill cleanup`. The cleanup stops every candidate the dead drill started (recorded before
 // each was launched), puts the fault back, and does not undo the on-call's failover: it names
 // the run as left behind and exits 1.
 func TestDrillCleanupKilledMidBootLeavesIncident(t *testing.T) {
-	rig := newCrashRig(t, "", nil, "200ms", crashDrill)
+	eachStateStore(t, killedMidBoot)
+}
+
+func killedMidBoot(t *testing.T, state string, env []string, _ storeOpener) {
+	rig := newCrashRig(t, state, env, "200ms", crashDrill)
 	rig.slowBoots(t)
 	rig.killEngineSims(t)
 	cmd, logf := rig.start(t, "--approve-all")
@@ -119,7 +155,19 @@ func TestDrillCleanupKilledMidBootLeavesIncident(t *testing.T) {
 // incident; `drill cleanup` then stops the candidates, puts the fault back and leaves the
 // on-call's failover in place, naming it (exit 1).
 func TestDrillCleanupKilledMidRampLeavesIncident(t *testing.T) {
-	rig := newCrashRig(t, "", nil, "400ms", crashDrill)
+	eachStateStore(t, func(t *testing.T, state string, env []string, open storeOpener) {
+		killedMidRamp(t, newCrashRig(t, state, env, "400ms", crashDrill))
+	})
+	// the same through a real router: HAProxy's Runtime API, the state store on versitygw
+	t.Run("haproxy-s3", func(t *testing.T) {
+		state, env, _ := s3State(t)
+		rig := newCrashRig(t, state, env, "400ms", crashDrill)
+		rig.useHAProxy(t)
+		killedMidRamp(t, rig)
+	})
+}
+
+func killedMidRamp(t *testing.T, rig *crashRig) {
 	rig.killEngineSims(t)
 	cmd, logf := rig.start(t, "--approve-all")
 	rig.waitMidEvacuation(t, cmd, logf)
@@ -191,9 +239,13 @@ func putJSON(t *testing.T, s providers.Store, key string, v any) {
 // key (drill history evidence), a fault path the drill file does not name, a record of another
 // fleet file.
 func TestDrillCleanupRefusesForgedRecords(t *testing.T) {
-	rig := newCrashRig(t, "", nil, "200ms", crashDrill)
+	eachStateStore(t, refusesForgedRecords)
+}
+
+func refusesForgedRecords(t *testing.T, state string, env []string, open storeOpener) {
+	rig := newCrashRig(t, state, env, "200ms", crashDrill)
 	ctx := context.Background()
-	st, err := fileStoreOpen(ctx, rig.state)
+	st, err := open(ctx, rig.state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,5 +396,58 @@ func TestBootCandidateEnvironment(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("candidate environment:\n%s", got)
+	}
+}
+
+// TestDrillSigningKeyReadOnceAtStart (issue 28 §4): `drill run --sign-key` reads and decrypts its
+// key once, before any candidate is launched. Each candidate's own command removes the key file
+// as it starts and dumps its environment; the drill still signs its report (with the key read at
+// start, verified against the public key), and no candidate saw LIFEBOAT_KEY_PASSWORD or
+// COSIGN_PASSWORD.
+func TestDrillSigningKeyReadOnceAtStart(t *testing.T) {
+	rig := newCrashRig(t, "", nil, "200ms", crashDrill)
+	rig.killEngineSims(t)
+	key, _ := testKeys(t)
+	priv := filepath.Join(rig.dir, "sign.key")
+	copyBytes := mustRead(t, key.priv)
+	if err := os.WriteFile(priv, copyBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(rig.dir, "candidate.env")
+	b, _ := os.ReadFile(rig.fleet)
+	s := strings.ReplaceAll(string(b), `command: "lifeboat engine-sim {{.ModelDir}}`,
+		`command: "sh -c 'env > `+dump+`; rm -f `+priv+`; exec \"$0\" \"$@\"' `+testbed.LifeboatBinary(t)+` engine-sim {{.ModelDir}}`)
+	if s == string(b) {
+		t.Fatal("the rig's launcher command changed: this test no longer edits it")
+	}
+	if err := os.WriteFile(rig.fleet, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(rig.dir, "report")
+	env := append(append([]string{}, rig.env...), "LIFEBOAT_KEY_PASSWORD=hunter2-key", "COSIGN_PASSWORD=hunter2-cosign")
+	r := cli(t, env, "drill", "run", rig.drill, "--approve-all", "--report", out, "--sign-key", priv)
+	if _, err := os.Stat(priv); !os.IsNotExist(err) {
+		t.Fatalf("no candidate removed the key file (drill exit %d): %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "boot passed") {
+		t.Fatalf("the candidates did not boot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "report signed with key "+key.id) {
+		t.Fatalf("the drill did not sign its report with the key read at start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if v := cli(t, nil, "manifest", "verify-sig", filepath.Join(out, "report.json"), "--key", key.pub); v.code != 0 {
+		t.Fatalf("verify-sig of the report: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+	got, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"LIFEBOAT_KEY_PASSWORD", "COSIGN_PASSWORD"} {
+		if bytes.Contains(got, []byte(name+"=")) {
+			t.Errorf("a drill's candidate inherited %s", name)
+		}
+	}
+	if bytes.Contains(got, []byte("hunter2")) {
+		t.Error("a drill's candidate's environment holds a key password")
 	}
 }

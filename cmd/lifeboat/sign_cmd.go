@@ -542,12 +542,9 @@ func (a *app) readTrustedManifest(ctx context.Context, ref string, ts *trustSpec
 	return m, nil
 }
 
-// signEvidence signs a file Lifeboat wrote (a drill report) with keyFile: the signature beside it.
-func (a *app) signEvidence(ctx context.Context, keyFile, path string) (string, string, error) {
-	signer, err := a.loadSigner(keyFile)
-	if err != nil {
-		return "", "", err
-	}
+// signEvidence signs a file Lifeboat wrote (a drill report) with signer, loaded when the command
+// started: the signature beside it.
+func (a *app) signEvidence(ctx context.Context, signer *signature.Signer, path string) (string, string, error) {
 	data, err := localfile.ReadFile(path, manifest.MaxManifestBytes)
 	if err != nil {
 		return "", "", err

@@ -27,12 +27,6 @@ func ProcStart(pid int) string {
 	return s
 }
 
-// ProcessRunning says whether the process recorded as pid with start time start runs (not a zombie).
-func ProcessRunning(pid int, start string) bool {
-	st, s := procState(pid)
-	return st != 0 && s == start && st != 'Z' && st != 'X'
-}
-
 func procState(pid int) (state byte, start string) {
 	if pid <= 0 {
 		return 0, ""

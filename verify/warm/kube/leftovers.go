@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"lifeboat/failover"
 	"lifeboat/verify/warm"
 )
 
@@ -128,6 +129,13 @@ func (l *Launcher) left(ctx context.Context, run string, refs []ref) (left, term
 	return left, terminating
 }
 
+// processGone is failover's judgement of a boot's recorded process: gone only when proven (an
+// unreadable /proc, hidepid, is "cannot tell", and the boot is then judged by its heartbeat).
+func processGone(pid int, start uint64) bool {
+	l, _ := failover.JudgeProcess(pid, start)
+	return l == failover.Gone
+}
+
 // CleanupLeftovers finds the boots of this launcher's region in its namespace that no process
 // runs any more — recorded on this host and boot by a process that is gone, or whose heartbeat
 // stopped three intervals ago (another host) — and removes everything they created, by label.
@@ -156,13 +164,14 @@ func (l *Launcher) CleanupLeftovers(ctx context.Context) ([]string, error) {
 		data, _, _ := unstructuredStrings(cm.Object, "data")
 		why := ""
 		pid, _ := strconv.Atoi(data["pid"])
+		start, _ := strconv.ParseUint(data["pid_start"], 10, 64)
 		hb, herr := time.Parse(time.RFC3339Nano, cm.GetAnnotations()[AnnotationHeartbeat])
 		interval, _ := strconv.ParseFloat(data["heartbeat_s"], 64)
 		if interval <= 0 {
 			interval = DefaultHeartbeat.Seconds()
 		}
 		switch {
-		case data["host"] == host && data["boot_id"] == boot && !warm.ProcessRunning(pid, data["pid_start"]):
+		case boot != "" && data["host"] == host && data["boot_id"] == boot && processGone(pid, start):
 			why = fmt.Sprintf("its process (pid %d on this host) is gone", pid)
 		case herr != nil:
 			why = "it has no heartbeat"

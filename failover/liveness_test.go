@@ -174,6 +174,10 @@ func TestHidepidHolderIsWaitedOut(t *testing.T) {
 	if code := a.wait(t, time.Minute); code != 0 {
 		t.Fatalf("the holder: exit %d\n%s", code, a.stderr)
 	}
+	// this process reads the journal itself, with the emulator's credentials (not the host's chain)
+	t.Setenv("AWS_ACCESS_KEY_ID", gw.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", gw.SecretKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	for run, recs := range journalRecords(t, state) {
 		for _, rec := range recs {
 			if rec.Kind == RecTakeover {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"lifeboat/internal/childproc"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
 )
@@ -77,7 +78,7 @@ func bootSection(ctx context.Context, c config) error {
 		return err
 	}
 	sim := exec.CommandContext(ctx, c.lifeboat, "engine-sim", l.ModelDir, "--config", l.EngineFile, "--port", strconv.Itoa(port), "--sim-itl", "1ms")
-	sim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	sim.SysProcAttr = childproc.Attr(true)
 	if err := sim.Start(); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"lifeboat/internal/childproc"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/enginesim/tokenizer"
 	"lifeboat/internal/sample"
@@ -100,7 +101,7 @@ func engineSimReady(ctx context.Context, lifeboat, dir string) (time.Duration, e
 		return 0, err
 	}
 	cmd := exec.CommandContext(ctx, lifeboat, "engine-sim", dir, "--port", strconv.Itoa(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childproc.Attr(true)
 	var logb limitedBuffer
 	cmd.Stdout, cmd.Stderr = &logb, &logb
 	start := time.Now()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/internal/childproc"
 )
 
 // failoverSection is section 7: planning 1,000 regions × 200 classes, and one router step
@@ -194,7 +195,7 @@ func (p *routerProc) stop() {
 
 func startProc(bin string, args ...string) (*exec.Cmd, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childproc.Attr(true)
 	return cmd, cmd.Start()
 }
 
@@ -265,7 +266,7 @@ func startCaddy(ctx context.Context, dir string, backends map[string]string) (*r
 	os.WriteFile(path, cfg, 0o644)
 	cmd := exec.Command(bin, "run", "--config", path)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childproc.Attr(true)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

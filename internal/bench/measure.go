@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"lifeboat/internal/childproc"
 	"lifeboat/internal/emulators"
 )
 
@@ -72,7 +72,7 @@ func (c command) run(ctx context.Context) outcome {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Killed with the bench if the bench dies (and the command with the shim).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childproc.Attr(false)
 	start := time.Now()
 	err = cmd.Run()
 	o := outcome{wall: time.Since(start), code: -1, stdout: stdout.String(), stderr: stderr.String()}

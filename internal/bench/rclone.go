@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"lifeboat/internal/childproc"
 )
 
 // rcloneInstall is rclone, the comparison tool: already in place, or being built in the
@@ -50,7 +52,7 @@ func startRcloneInstall(goTool, pkg, path, logName string) *rcloneInstall {
 	r.cmd = exec.Command(goTool, "install", pkg)
 	r.cmd.Env = append(os.Environ(), "GOBIN="+scratch)
 	r.cmd.Stdout, r.cmd.Stderr = log, log
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	r.cmd.SysProcAttr = childproc.Attr(true)
 	start := time.Now()
 	if err := r.cmd.Start(); err != nil {
 		log.Close()

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"lifeboat/internal/childproc"
 )
 
 // ErrNotInstalled: the emulator's binary is missing; `make emulators` installs it.
@@ -83,7 +85,7 @@ func spawnProcess(name, bin string, args, env []string) (*Process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childproc.Attr(true)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}

@@ -7,9 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"lifeboat/internal/childproc"
 )
 
 // HAProxy is a real haproxy (the Debian package) running a test config in the foreground.
@@ -70,7 +71,7 @@ func (h *HAProxy) start(t testing.TB, bin string) {
 	out := &tailBuffer{max: 16 << 10}
 	cmd := exec.Command(bin, "-db", "-f", h.config)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childproc.Attr(true)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("haproxy: %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"lifeboat/internal/childproc"
 )
 
 func main() {
@@ -21,7 +23,7 @@ func main() {
 	floor := selfHWM()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with us (the bench kills us)
+	cmd.SysProcAttr = childproc.Attr(false) // dies with us (the bench kills us)
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)

@@ -86,7 +86,7 @@ state: ./state
 `)
 	r := cli(t, nil, "failover", "plan", "--fleet", bad, "--evacuate", "us-east-1")
 	for _, w := range []string{
-		bad + `:3: regions.us-east-1.replcia: unknown key (want one of capacity, endpoint, geo, launcher, replica, signals) (did you mean replica?)`,
+		bad + `:3: regions.us-east-1.replcia: unknown key (want one of capacity, endpoint, geo, launcher, probe, replica, signals) (did you mean replica?)`,
 		bad + `:4: regions.eu-west-1.capacity.replicas: want a whole number`,
 		bad + `:6: tenants.eu-only: region "eu-wst-1" is not defined under regions (did you mean eu-west-1?)`,
 		bad + `:7: router.driver: want one of file, haproxy`,

@@ -202,7 +202,7 @@ func TestBootWaitingQueueLimitIsSettable(t *testing.T) {
 	l, m := fixture(t, sample.Options{})
 	fleet := bootFleet(t, m, l.Root)
 	r := lifeboat(t, "boot", "--fleet", fleet, "--region", "local", "--workdir", t.TempDir(), "--timeout", "60s", "--max-waiting", "5", "-o", "json")
-	if r.code != 0 || !strings.Contains(r.stdout, "(max 5)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "(max 5;") {
 		t.Fatalf("boot --max-waiting 5: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/net/html"
 
+	"lifeboat/internal/base/redact"
 	"lifeboat/internal/sample"
 )
 
@@ -318,15 +319,19 @@ func checkYAML(t *testing.T, what string, b []byte) *yaml.Node {
 const yamlPayload = "INC-9\nforged: pwned\n--- \n- &a x\n*a\n!!binary aGk= #c\n? k\n: v\n{pwnkey: 1} [x] @at `bt` %YAML 1.2\n... 'q' \"dq\" | > \x1b[2J "
 
 // A reason is the operator's text, kept whole in the journal (newlines too) and shown in status
-// -o yaml: YAML-special text in it stays the one string it was — it reads back exactly (its
-// terminal escape made safe), with no forged key, document, anchor or tag — in the latest run
+// -o yaml on one line, as all text read back from the state store is (docs/security.md):
+// YAML-special text in it stays one string — it reads back as the journal's reason rendered on
+// one line (redact.Sanitize), with no forged key, document, anchor or tag — in the latest run
 // and in the list of recent runs; -o json and the text table are safe too.
 func TestYAMLKeepsHostileReasonText(t *testing.T) {
 	faultDir(t)
 	if r := cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes", "--reason", yamlPayload); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
-	want := strings.ReplaceAll(yamlPayload, "\x1b", "\uFFFD")
+	want := redact.Sanitize(yamlPayload, maxPeerText)
+	if strings.ContainsAny(want, "\n\x1b") || !strings.Contains(want, "forged: pwned") {
+		t.Fatalf("the one-line rendering of the payload is %q", want)
+	}
 	r := cli(t, nil, "failover", "status", "--fleet", "fleet.yaml", "-o", "yaml")
 	root := checkYAML(t, "status -o yaml", []byte(r.stdout))
 	var doc struct {

@@ -114,7 +114,7 @@ fuzz:
 ## (minutes), during its untimed set-up, and times nothing before that build is done.
 RCLONE_VERSION ?= v1.71.2
 bench: build emulators
-	$(GO) run ./internal/bench -lifeboat $(LIFEBOAT) -dir $(CURDIR)/.bench -go $(GO) \
+	$(GO) run ./cmd/bench -lifeboat $(LIFEBOAT) -dir $(CURDIR)/.bench -go $(GO) \
 	  -rclone $(BIN)/rclone -rclone-pkg github.com/rclone/rclone@$(RCLONE_VERSION)
 
 ## demo: the main job on an embedded sample — no cloud account needed. Steps 15 and 16 use HAProxy
@@ -150,7 +150,7 @@ demo: build haproxy
 	$(LIFEBOAT) manifest diff $(DEMO)/manifest.json $(DEMO)/broken-manifest.json
 	@echo; echo "== 6. three local \"clouds\" for DR replicas: versitygw (S3) and Azurite when installed"
 	@echo "   (make -f mk/emulators.mk emulators), else local directories stand in; fake-gcs-server in-process"
-	$(GO) build -o $(BIN)/democlouds ./internal/democlouds
+	$(GO) build -o $(BIN)/democlouds ./cmd/democlouds
 	@$(BIN)/democlouds -dir $(DEMO)/clouds -env $(DEMO)/clouds.env $(if $(KEEP),,-watch-pid $$PPID) > $(DEMO)/clouds.log 2>&1 & \
 	  pid=$$!; echo $$pid > $(DEMO)/clouds.pid; \
 	  for i in $$(seq 900); do [ -s $(DEMO)/clouds.env ] && break; kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; \
@@ -241,7 +241,7 @@ demo-stop:
 DIST ?= $(CURDIR)/dist
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 SIGN_KEY ?=
-RELEASE_TOOL = $(GO) run ./internal/release
+RELEASE_TOOL = $(GO) run ./cmd/release
 need-sign-key = @test -n "$(SIGN_KEY)" || { echo "make $@: SIGN_KEY=PATH (the private key that signs it) is needed: nothing is released unsigned (docs/release.md)" >&2; exit 2; }
 release:
 	$(need-sign-key)
@@ -253,7 +253,7 @@ release:
 	$(RELEASE_TOOL) sign -key $(SIGN_KEY) $(DIST)/SHA256SUMS
 	@echo "release $(VERSION) in $(DIST): verify with: cd $(DIST) && sha256sum -c SHA256SUMS"
 
-## image: the container image, built without a Docker daemon by internal/release: FROM scratch,
+## image: the container image, built without a Docker daemon by cmd/release: FROM scratch,
 ## the GOBUILD binary for each of IMAGE_PLATFORMS, the CA bundle CA_CERTS, user 65532; every
 ## time in it the commit time, so one commit gives one digest. Pushed to IMAGE_REPO (the Docker
 ## credentials in DOCKER_CONFIG or ~/.docker/config.json) with the tag IMAGE_TAG, signed by

@@ -19,5 +19,5 @@
 //
 // Every package says what it holds in its doc.go, the first paragraph in at most three lines, and
 // every file a doc.go names exists (TestPackageDocs). docs/architecture.md says where each concept
-// lives.
+// lives; every path the recipes in docs/development.md name exists (recipes_test.go).
 package base

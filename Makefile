@@ -23,6 +23,10 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.commitTim
 # GCS over JSON/HTTP. Their package initialisation was over half of every command's start-up
 # (init 14.6 → 6.3 ms) and a quarter of the binary (80 → 60 MB).
 TAGS := disable_grpc_modules
+# TEST_TAGS adds `integration`: the _test.go files that start servers (the emulators, the engine
+# simulator, fault proxies, the test bed) carry //go:build integration, so `go test ./manifest`
+# compiles and runs the unit tests alone; `make test`, vet, cross-vet and staticcheck take them too.
+TEST_TAGS := $(TAGS),integration
 
 .PHONY: all build test vet cross-build lint fmt-check fuzz bench demo demo-stop release image pin-image clean docs
 
@@ -69,8 +73,8 @@ build:
 RACE ?= 1
 NORACE ?= ^TestFamilyBrokenVariants$$
 test: fmt-check vet cross-build staticcheck emulators oracles routers chromium kube ci-tools cosign
-	$(GO) test $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
-	$(if $(filter 1,$(RACE)),$(GO) test -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
+	$(GO) test -tags $(TEST_TAGS) $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
+	$(if $(filter 1,$(RACE)),$(GO) test -tags $(TEST_TAGS) -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
 
 ## docs: regenerate the CLI reference (docs/cli/, one page per command) from the commands' own
 ## help, as cobra's doc generator renders it. TestCLIReferenceIsCurrent fails when it is stale.
@@ -78,7 +82,7 @@ docs:
 	LIFEBOAT_WRITE_DOCS=1 $(GO) test -count=1 -run '^TestCLIReferenceIsCurrent$$' ./cmd/lifeboat
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags $(TEST_TAGS) ./...
 
 ## cross-build: build the CLI for each of RELEASE_PLATFORMS, and vet every package with its tests
 ## (type-checked, nothing run) for CROSS_VET, so that a Linux-only call in shared code fails
@@ -91,7 +95,7 @@ cross-build:
 	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o /dev/null ./cmd/lifeboat; done
 	set -e; for p in $(CROSS_VET); do os=$${p%/*}; arch=$${p#*/}; \
 	  echo "cross-vet $$os/$$arch"; \
-	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet -tags $(TAGS) ./...; done
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet -tags $(TEST_TAGS) ./...; done
 
 lint: fmt-check vet staticcheck
 
@@ -102,8 +106,8 @@ fmt-check:
 ## fuzz: run every fuzzer for FUZZTIME each (seeds alone already run in `make test`).
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  for f in $$($(GO) test -tags $(TEST_TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -tags $(TEST_TAGS) -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
 ## bench: in one run, side by side: manifest build vs sha256sum/openssl/md5sum; quick verify of

@@ -153,12 +153,14 @@ func firstTwo(r string) string {
 	return parts[0] + "/" + parts[1]
 }
 
+// goList lists the module's packages with the integration tag, so the imports of the test files
+// that start servers (//go:build integration) are checked too.
 func goList(t *testing.T) []pkg {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
 	}
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Dir,Name,GoFiles,IgnoredGoFiles", module+"/...")
+	cmd := exec.Command("go", "list", "-e", "-tags", "integration", "-json=ImportPath,Imports,TestImports,XTestImports,Dir,Name,GoFiles,IgnoredGoFiles", module+"/...")
 	cmd.Dir = "../.."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

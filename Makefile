@@ -23,6 +23,10 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.commitTim
 # GCS over JSON/HTTP. Their package initialisation was over half of every command's start-up
 # (init 14.6 → 6.3 ms) and a quarter of the binary (80 → 60 MB).
 TAGS := disable_grpc_modules
+# TEST_TAGS adds `integration`: the _test.go files that start servers (the emulators, the engine
+# simulator, fault proxies, the test bed) carry //go:build integration, so `go test ./manifest`
+# compiles and runs the unit tests alone; `make test`, vet, cross-vet and staticcheck take them too.
+TEST_TAGS := $(TAGS),integration
 
 .PHONY: all build test vet cross-build lint fmt-check fuzz bench demo demo-stop release image pin-image clean docs
 
@@ -69,8 +73,8 @@ build:
 RACE ?= 1
 NORACE ?= ^TestFamilyBrokenVariants$$
 test: fmt-check vet cross-build staticcheck emulators oracles routers chromium kube ci-tools cosign
-	$(GO) test $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
-	$(if $(filter 1,$(RACE)),$(GO) test -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
+	$(GO) test -tags $(TEST_TAGS) $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
+	$(if $(filter 1,$(RACE)),$(GO) test -tags $(TEST_TAGS) -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
 
 ## docs: regenerate the CLI reference (docs/cli/, one page per command) from the commands' own
 ## help, as cobra's doc generator renders it. TestCLIReferenceIsCurrent fails when it is stale.
@@ -78,7 +82,7 @@ docs:
 	LIFEBOAT_WRITE_DOCS=1 $(GO) test -count=1 -run '^TestCLIReferenceIsCurrent$$' ./cmd/lifeboat
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags $(TEST_TAGS) ./...
 
 ## cross-build: build the CLI for each of RELEASE_PLATFORMS, and vet every package with its tests
 ## (type-checked, nothing run) for CROSS_VET, so that a Linux-only call in shared code fails
@@ -91,7 +95,7 @@ cross-build:
 	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o /dev/null ./cmd/lifeboat; done
 	set -e; for p in $(CROSS_VET); do os=$${p%/*}; arch=$${p#*/}; \
 	  echo "cross-vet $$os/$$arch"; \
-	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet -tags $(TAGS) ./...; done
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet -tags $(TEST_TAGS) ./...; done
 
 lint: fmt-check vet staticcheck
 
@@ -102,8 +106,8 @@ fmt-check:
 ## fuzz: run every fuzzer for FUZZTIME each (seeds alone already run in `make test`).
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  for f in $$($(GO) test -tags $(TEST_TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -tags $(TEST_TAGS) -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
 ## bench: in one run, side by side: manifest build vs sha256sum/openssl/md5sum; quick verify of
@@ -114,7 +118,7 @@ fuzz:
 ## (minutes), during its untimed set-up, and times nothing before that build is done.
 RCLONE_VERSION ?= v1.71.2
 bench: build emulators
-	$(GO) run ./internal/bench -lifeboat $(LIFEBOAT) -dir $(CURDIR)/.bench -go $(GO) \
+	$(GO) run ./cmd/bench -lifeboat $(LIFEBOAT) -dir $(CURDIR)/.bench -go $(GO) \
 	  -rclone $(BIN)/rclone -rclone-pkg github.com/rclone/rclone@$(RCLONE_VERSION)
 
 ## demo: the main job on an embedded sample — no cloud account needed. Steps 15 and 16 use HAProxy
@@ -150,7 +154,7 @@ demo: build haproxy
 	$(LIFEBOAT) manifest diff $(DEMO)/manifest.json $(DEMO)/broken-manifest.json
 	@echo; echo "== 6. three local \"clouds\" for DR replicas: versitygw (S3) and Azurite when installed"
 	@echo "   (make -f mk/emulators.mk emulators), else local directories stand in; fake-gcs-server in-process"
-	$(GO) build -o $(BIN)/democlouds ./internal/democlouds
+	$(GO) build -o $(BIN)/democlouds ./cmd/democlouds
 	@$(BIN)/democlouds -dir $(DEMO)/clouds -env $(DEMO)/clouds.env $(if $(KEEP),,-watch-pid $$PPID) > $(DEMO)/clouds.log 2>&1 & \
 	  pid=$$!; echo $$pid > $(DEMO)/clouds.pid; \
 	  for i in $$(seq 900); do [ -s $(DEMO)/clouds.env ] && break; kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; \
@@ -241,7 +245,7 @@ demo-stop:
 DIST ?= $(CURDIR)/dist
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 SIGN_KEY ?=
-RELEASE_TOOL = $(GO) run ./internal/release
+RELEASE_TOOL = $(GO) run ./cmd/release
 need-sign-key = @test -n "$(SIGN_KEY)" || { echo "make $@: SIGN_KEY=PATH (the private key that signs it) is needed: nothing is released unsigned (docs/release.md)" >&2; exit 2; }
 release:
 	$(need-sign-key)
@@ -253,7 +257,7 @@ release:
 	$(RELEASE_TOOL) sign -key $(SIGN_KEY) $(DIST)/SHA256SUMS
 	@echo "release $(VERSION) in $(DIST): verify with: cd $(DIST) && sha256sum -c SHA256SUMS"
 
-## image: the container image, built without a Docker daemon by internal/release: FROM scratch,
+## image: the container image, built without a Docker daemon by cmd/release: FROM scratch,
 ## the GOBUILD binary for each of IMAGE_PLATFORMS, the CA bundle CA_CERTS, user 65532; every
 ## time in it the commit time, so one commit gives one digest. Pushed to IMAGE_REPO (the Docker
 ## credentials in DOCKER_CONFIG or ~/.docker/config.json) with the tag IMAGE_TAG, signed by

@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/internal/clitest"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 )
@@ -118,22 +119,14 @@ func localFleet(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	lifeboat(t, dir, "demo", "init", "llama")
-	lifeboat(t, dir, "manifest", "build", "--model", "llama/model", "--engine", "llama/engine/engine.yaml",
+	in := clitest.Options{Dir: dir}
+	clitest.Succeed(t, in, "demo", "init", "llama")
+	clitest.Succeed(t, in, "manifest", "build", "--model", "llama/model", "--engine", "llama/engine/engine.yaml",
 		"--deploy", "llama/deploy", "--name", "llama-demo", "--out", "dr/manifest.json", "-q")
 	for _, r := range []string{"use1", "euw1", "euc1"} {
-		lifeboat(t, dir, "replicate", "--manifest", "dr/manifest.json", "--from", "llama", "--to", "dr/replicas/"+r, "-q")
+		clitest.Succeed(t, in, "replicate", "--manifest", "dr/manifest.json", "--from", "llama", "--to", "dr/replicas/"+r, "-q")
 	}
 	return dir
-}
-
-func lifeboat(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	c := exec.Command(testbed.LifeboatBinary(t), args...)
-	c.Dir = dir
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("lifeboat %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
 }
 
 // releaseServer serves the built binary as a release download, and returns its URL and SHA-256.

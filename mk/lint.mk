@@ -6,9 +6,11 @@
 # noticed (and removed first, as go install overwrites only a Go binary). It runs with
 # staticcheck's default checks; a finding that is wrong for one line is silenced there with
 # `//lint:ignore CHECK reason`, never project-wide without a staticcheck.conf that says why.
+# It takes the test tags (TEST_TAGS), so the integration test files are checked too.
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(CURDIR)/bin/staticcheck
-STATICCHECK_TAGS ?= $(or $(TAGS),disable_grpc_modules)
+STATICCHECK_TAGS ?= $(or $(TEST_TAGS),disable_grpc_modules$(comma)integration)
+comma := ,
 
 .PHONY: staticcheck staticcheck-tool
 

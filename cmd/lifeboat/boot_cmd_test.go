@@ -75,7 +75,7 @@ type bootJSON struct {
 
 func bootRun(t *testing.T, args ...string) (result, bootJSON) {
 	t.Helper()
-	r := lifeboatAll(t, args...)
+	r := lifeboat(t, args...)
 	var b bootJSON
 	if err := json.Unmarshal([]byte(r.stdout), &b); err != nil {
 		t.Fatalf("boot %v: exit %d, not JSON (%v)\n%s%s", args, r.code, err, r.stdout, r.stderr)
@@ -101,7 +101,7 @@ func TestBootWarmThenSkipsRestore(t *testing.T) {
 	}
 
 	// Second boot: the restore is skipped, still WARM. Text output names verdict and timings.
-	r = lifeboatAll(t, args[:len(args)-2]...)
+	r = lifeboat(t, args[:len(args)-2]...)
 	if r.code != 0 || !strings.Contains(r.stdout, "restore: skipped") || !strings.Contains(r.stdout, "WARM:") || !strings.Contains(r.stdout, "timings: ") {
 		t.Fatalf("second boot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -154,7 +154,7 @@ func TestBootUsage(t *testing.T) {
 		{[]string{"boot", "--fleet", noLauncher, "--region", "a"}, "has no launcher"},
 		{[]string{"boot", "--fleet", fleet, "--region", "local", "-o", "junit"}, "-o junit"},
 	} {
-		r := lifeboatAll(t, c.args...)
+		r := lifeboat(t, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.msg) {
 			t.Errorf("lifeboat %v: exit %d stderr %q; want 2 mentioning %q", c.args, r.code, r.stderr, c.msg)
 		}
@@ -184,7 +184,7 @@ func TestRestoreAndBootFromGCS(t *testing.T) {
 		t.Fatalf("seed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	to := filepath.Join(t.TempDir(), "restored")
-	r := lifeboatAll(t, "restore", "--manifest", m, "--from", replica, "--to", to)
+	r := lifeboat(t, "restore", "--manifest", m, "--from", replica, "--to", to)
 	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("OK: %d copied", len(l.Files))) {
 		t.Fatalf("restore from gs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

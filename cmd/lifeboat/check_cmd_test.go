@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,9 +13,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
+	"lifeboat/internal/clitest"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
-	"lifeboat/internal/testbed"
 )
 
 // checkFleet writes a fleet file whose regions have these replicas (region name → URL).
@@ -161,23 +160,6 @@ func demoLayout(t *testing.T, m string, pid int, gcsHost string) (dir, fleet str
 	return dir, fleet
 }
 
-// cliEnv runs the binary in exactly this environment (not the test process's).
-func cliEnv(t *testing.T, env []string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(testbed.LifeboatBinary(t), args...)
-	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return result{code, out.String(), errb.String()}
-}
-
 // TestCheckDemoFleetHint: after `make demo`, check --fleet .demo/drill/fleet.yaml used to say
 // "set GOOGLE_APPLICATION_CREDENTIALS" — wrong, the replicas are the demo's local emulators.
 // Stopped clouds: the hint says so and names make demo KEEP=1. Running but not sourced: the
@@ -195,7 +177,7 @@ func TestCheckDemoFleetHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir, fleet := demoLayout(t, m, dead.Process.Pid, g.Host)
-	r := cliEnv(t, base, "check", "--fleet", fleet)
+	r := res(clitest.Run(t, clitest.Options{Env: base, OnlyEnv: true}, "check", "--fleet", fleet))
 	if r.code == 0 || !strings.Contains(r.stderr, "the demo's clouds are stopped") || !strings.Contains(r.stderr, "make demo KEEP=1") ||
 		!strings.Contains(r.stderr, ". "+filepath.Join(dir, "clouds.env")+" && lifeboat check --fleet "+fleet) ||
 		strings.Contains(r.stderr, "GOOGLE_APPLICATION_CREDENTIALS") || !strings.HasPrefix(lastLine(r.stdout), "FAIL (exit ") {
@@ -204,7 +186,7 @@ func TestCheckDemoFleetHint(t *testing.T) {
 
 	// Running (this test process stands for democlouds), not sourced.
 	dir, fleet = demoLayout(t, m, os.Getpid(), g.Host)
-	r = cliEnv(t, base, "check", "--fleet", fleet)
+	r = res(clitest.Run(t, clitest.Options{Env: base, OnlyEnv: true}, "check", "--fleet", fleet))
 	if r.code == 0 || !strings.Contains(r.stderr, "the demo's clouds are running, but this shell has not loaded") ||
 		!strings.Contains(r.stderr, ". "+filepath.Join(dir, "clouds.env")) || strings.Contains(r.stderr, "GOOGLE_APPLICATION_CREDENTIALS") {
 		t.Fatalf("check of a running demo, env not loaded: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -212,17 +194,17 @@ func TestCheckDemoFleetHint(t *testing.T) {
 
 	// Running and sourced: the replica is there once replicated, and check passes.
 	withEnv := append(base, "STORAGE_EMULATOR_HOST="+g.Host)
-	if r = cliEnv(t, withEnv, "replicate", "--manifest", m, "--from", l.Root, "--to", "gs://lifeboat-demo/llama"); r.code != 0 {
+	if r = res(clitest.Run(t, clitest.Options{Env: withEnv, OnlyEnv: true}, "replicate", "--manifest", m, "--from", l.Root, "--to", "gs://lifeboat-demo/llama")); r.code != 0 {
 		t.Fatalf("replicate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = cliEnv(t, withEnv, "check", "--fleet", fleet)
+	r = res(clitest.Run(t, clitest.Options{Env: withEnv, OnlyEnv: true}, "check", "--fleet", fleet))
 	if r.code != 0 || !strings.HasPrefix(lastLine(r.stdout), "PASS: check ") {
 		t.Fatalf("check of a kept, sourced demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
 	// A fleet that is not the demo's keeps the store's own hint.
 	other := checkFleet(t, t.TempDir(), m, map[string]string{"eu-central-1": "gs://lifeboat-demo/llama"})
-	if r = cliEnv(t, base, "check", "--fleet", other); r.code == 0 || strings.Contains(r.stderr, "demo's clouds") || !strings.Contains(r.stderr, "GOOGLE_APPLICATION_CREDENTIALS") {
+	if r = res(clitest.Run(t, clitest.Options{Env: base, OnlyEnv: true}, "check", "--fleet", other)); r.code == 0 || strings.Contains(r.stderr, "demo's clouds") || !strings.Contains(r.stderr, "GOOGLE_APPLICATION_CREDENTIALS") {
 		t.Fatalf("check of a non-demo fleet: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"testing"
 
+	"lifeboat/internal/clitest"
 	"lifeboat/internal/testbed"
 )
 
@@ -15,16 +14,8 @@ func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
 // cli runs the built binary with args; env entries (KEY=VALUE) are added to the environment.
 func cli(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(testbed.LifeboatBinary(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return result{code, out.String(), errb.String()}
+	return res(clitest.Run(t, clitest.Options{Env: env}, args...))
 }
+
+// res is a clitest result as these tests name its fields.
+func res(r clitest.Result) result { return result{r.Code, r.Stdout, r.Stderr} }

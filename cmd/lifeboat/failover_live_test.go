@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/internal/clitest"
 	"lifeboat/internal/enginesim"
 	"lifeboat/internal/sample"
 	"lifeboat/internal/testbed"
@@ -25,24 +26,8 @@ import (
 // startCLI starts the binary in the background; its stdout and stderr are returned by wait.
 func startCLI(t *testing.T, args ...string) (*exec.Cmd, func() result) {
 	t.Helper()
-	cmd := exec.Command(testbed.LifeboatBinary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return cmd, func() result {
-		err := cmd.Wait()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
-			}
-		}
-		return result{code, out.String(), errb.String()}
-	}
+	p := clitest.Start(t, clitest.Options{}, args...)
+	return p.Cmd, func() result { return res(p.Wait()) }
 }
 
 // waitForRecord waits until the journal holds n records of kind (false after 30 s).

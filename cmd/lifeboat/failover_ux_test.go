@@ -1,36 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"lifeboat/internal/testbed"
+	"lifeboat/internal/clitest"
 )
 
 // Tests of issue 22's failover commands, through processes of the built binary.
-
-// cliStdin runs the binary with stdin (a pipe, never a terminal).
-func cliStdin(t *testing.T, stdin string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(testbed.LifeboatBinary(t), args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
-}
 
 // The plan shows what a person decides on: the fleet, every region's health, warm verdict,
 // queue wait and inflow (measured or assumed) above the steps, the estimated duration, a ~ on
@@ -153,7 +134,7 @@ func TestFailoverOneSpelling(t *testing.T) {
 // fleet and, without a terminal, say --yes.
 func TestFailoverHintsArePasteable(t *testing.T) {
 	dir := faultDir(t)
-	r := cliStdin(t, "no\n", "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json")
+	r := res(clitest.Run(t, clitest.Options{Stdin: strings.NewReader("no\n")}, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json"))
 	if r.code == 0 || !strings.Contains(r.stderr, "add --yes") || !strings.Contains(r.stderr, "Apply these 3 steps to fleet fleet.yaml (model llama-demo") {
 		t.Errorf("non-TTY prompt: exit %d\n%s", r.code, r.stderr)
 	}
@@ -185,7 +166,7 @@ func TestFailoverPartialPlanPrompt(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(strings.Replace(cliFleet, "spill_cap_percent: 60", "spill_cap_percent: 10", 1)), 0o644)
 	weights := readFile(t, filepath.Join(dir, "weights.json"))
 	run := []string{"failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--reason", "t"}
-	r := cliStdin(t, "no\n", run...)
+	r := res(clitest.Run(t, clitest.Options{Stdin: strings.NewReader("no\n")}, run...))
 	for _, want := range []string{
 		"add --yes --allow-partial (the plan above is for fleet fleet.yaml (model llama-demo, router file, state ./state))",
 		"This plan cannot reach its target: HELD for safety (spill_cap)",
@@ -204,7 +185,7 @@ func TestFailoverPartialPlanPrompt(t *testing.T) {
 	if got := readFile(t, filepath.Join(dir, "weights.json")); got != weights {
 		t.Errorf("answered no, the router changed:\n%s", got)
 	}
-	r = cliStdin(t, "yes\n", run...)
+	r = res(clitest.Run(t, clitest.Options{Stdin: strings.NewReader("yes\n")}, run...))
 	cells := fileRouterCells(t, filepath.Join(dir, "weights.json"))
 	if r.code != 3 || !strings.Contains(r.stdout, "1 step(s) applied") || !strings.HasPrefix(cells["eu-only"]["eu-central-1"], "60 ") {
 		t.Errorf("answered yes: exit %d, weights %v, want its step applied and exit 3\n%s\n%s", r.code, cells, r.stdout, r.stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"lifeboat/internal/clitest"
 	"lifeboat/internal/sample"
 )
 
@@ -18,11 +18,10 @@ type result struct {
 	stdout, stderr string
 }
 
+// lifeboat runs the CLI in-process (its run function) with args and an empty stdin.
 func lifeboat(t *testing.T, args ...string) result {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
-	return result{code, out.String(), errb.String()}
+	return res(clitest.Call(t, run, clitest.Options{}, args...))
 }
 
 // absent is a directory that does not exist and that no other process can create: a path under

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,24 +14,12 @@ import (
 	"lifeboat/internal/sample"
 )
 
-// lifeboatAll is lifeboat() with restore and boot registered even before the lead adds them to
-// root.go (it then changes nothing). It mirrors run's error handling.
-func lifeboatAll(t *testing.T, args ...string) result {
-	t.Helper()
-	return runAll(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{})
-}
-
-func runAll(ctx context.Context, args []string, out, errb *bytes.Buffer) result {
-	code := run(ctx, args, strings.NewReader(""), out, errb)
-	return result{code, out.String(), errb.String()}
-}
-
 func TestRestoreCLI(t *testing.T) {
 	l, m := fixture(t, sample.Options{})
 	to := filepath.Join(t.TempDir(), "restored")
 	args := []string{"restore", "--manifest", m, "--from", l.Root, "--to", to}
 
-	r := lifeboatAll(t, append(args, "-o", "json", "-j", "2")...)
+	r := lifeboat(t, append(args, "-o", "json", "-j", "2")...)
 	var rep struct {
 		Status string `json:"status"`
 		Copied int    `json:"copied"`
@@ -60,7 +47,7 @@ func TestRestoreCLI(t *testing.T) {
 	tok := filepath.Join(to, "model", "tokenizer.json")
 	os.WriteFile(tok, bytes.Repeat([]byte("x"), int(fileSize(t, tok))), 0o644)
 	os.Remove(filepath.Join(to, "model", l.Shards[0]))
-	r = lifeboatAll(t, args...)
+	r = lifeboat(t, args...)
 	if r.code != 0 || !strings.Contains(r.stdout, "OK: 2 copied") || !strings.Contains(r.stdout, "restored bundle: model "+filepath.Join(to, "model")) {
 		t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -79,7 +66,7 @@ func TestRestoreCLI(t *testing.T) {
 	data[100] ^= 1
 	os.WriteFile(shard, data, 0o644)
 	to2 := filepath.Join(t.TempDir(), "r2")
-	r = lifeboatAll(t, "restore", "--manifest", m, "--from", bad, "--to", to2)
+	r = lifeboat(t, "restore", "--manifest", m, "--from", bad, "--to", to2)
 	if r.code != 1 || !strings.Contains(r.stdout, "source-corrupt") {
 		t.Fatalf("corrupt source: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -115,7 +102,7 @@ func TestRestoreCLIUsage(t *testing.T) {
 		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", to, "-o", "junit"}, "-o junit"},
 		{[]string{"restore", "--manifest", m, "--from", l.Root, "--to", to, "-j", "-2"}, "-j"},
 	} {
-		r := lifeboatAll(t, c.args...)
+		r := lifeboat(t, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.msg) {
 			t.Errorf("lifeboat %v: exit %d stderr %q; want 2 mentioning %q", c.args, r.code, r.stderr, c.msg)
 		}
@@ -133,11 +120,11 @@ func TestRestoreAndBootUnreachable(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_MAX_ATTEMPTS", "2")
 	dead := "s3://nobody/llama?region=us-east-1&endpoint=" + url.QueryEscape("http://127.0.0.1:1")
-	r := lifeboatAll(t, "restore", "--manifest", m, "--from", dead, "--to", filepath.Join(t.TempDir(), "r"))
+	r := lifeboat(t, "restore", "--manifest", m, "--from", dead, "--to", filepath.Join(t.TempDir(), "r"))
 	if r.code != 4 {
 		t.Fatalf("restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = lifeboatAll(t, "boot", "--fleet", bootFleet(t, m, dead), "--region", "local", "--workdir", t.TempDir())
+	r = lifeboat(t, "boot", "--fleet", bootFleet(t, m, dead), "--region", "local", "--workdir", t.TempDir())
 	if r.code != 4 {
 		t.Fatalf("boot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	"lifeboat/failover"
 	"lifeboat/internal/base/kubeclient"
+	"lifeboat/internal/clitest"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 )
@@ -412,20 +412,8 @@ func (r *kubeRig) binDir(t *testing.T) string {
 // lifeboat runs the binary in dir to its end: exit code, stdout, stderr.
 func lifeboat(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, testbed.LifeboatBinary(t), args...)
-	cmd.Dir = dir
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errOut.String()
+	r := clitest.Run(t, clitest.Options{Dir: dir, Timeout: 60 * time.Second}, args...)
+	return r.Code, r.Stdout, r.Stderr
 }
 
 // watchRefs records the backendRefs of every version of route name from now on.

@@ -13,9 +13,11 @@
 // failover.FleetDecoder), so it is in the failover layer; failover/gatewayapi is a router driver,
 // also in the failover layer. Product packages (everything above outside internal/) import from
 // internal/ only internal/base, except that cmd/lifeboat ships the demo's `demo init` and
-// `engine-sim` commands, which use internal/sample and internal/enginesim. Test files are free.
+// `engine-sim` commands, which use internal/sample and internal/enginesim. The tools beside the CLI
+// under cmd/ (bench, democlouds, release) ship nothing: they may use the test servers the bench and
+// the demo run, and nothing imports them. Test files are free.
 //
 // Every package says what it holds in its doc.go, the first paragraph in at most three lines, and
 // every file a doc.go names exists (TestPackageDocs). docs/architecture.md says where each concept
-// lives.
+// lives; every path the recipes in docs/development.md name exists (recipes_test.go).
 package base

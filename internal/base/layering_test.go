@@ -30,14 +30,33 @@ var layerOverrides = map[string]string{
 	"verify/warm/kube": "failover", // a launcher kind: failover.RegisterLauncher, failover.FleetDecoder
 }
 
-// productInternal are the internal/ packages a product package may import outside internal/base,
-// each with the reason.
+// productInternal are the internal/ packages a package of the layers may import outside
+// internal/base, each with the reason. The tools under cmd/ beside the CLI (isTool) are in the top
+// layer but ship nothing: they run the servers and samples the tests use.
 var productInternal = map[string]map[string]string{
 	"cmd/lifeboat": {
 		"internal/enginesim": "the `engine-sim` command (the demo's and tests' vLLM stand-in)",
 		"internal/sample":    "the `demo init` command (the embedded sample model)",
 	},
+	"cmd/bench": {
+		"internal/emulators":  "`make bench` measures against versitygw, fake-gcs-server, Azurite, the registry and kube-apiserver",
+		"internal/faultproxy": "`make bench`'s WAN section: the latency-adding proxies",
+		"internal/enginesim":  "`make bench`'s engine-sim section: the real tokenizer files per family",
+		"internal/sample":     "`make bench` generates its model repositories",
+		"internal/childproc":  "`make bench` starts servers that die with it, as the test harness does",
+	},
+	"cmd/bench/maxrss": {
+		"internal/childproc": "the bench's memory shim starts each measured command as the bench starts its servers",
+	},
+	"cmd/democlouds": {
+		"internal/emulators": "`make demo`'s three clouds are the test emulators",
+	},
 }
+
+// isTool reports whether r is a development tool under cmd/ (cmd/bench, cmd/democlouds,
+// cmd/release): a main package beside the CLI that `make` runs. Tools ship nothing, so the one
+// sleep does not bind them, and nothing outside a tool imports it.
+func isTool(r string) bool { return under(r, "cmd") && !under(r, "cmd/lifeboat") && r != "cmd" }
 
 // pkg is what the check needs of one `go list` entry.
 type pkg struct {
@@ -95,6 +114,8 @@ func violations(pkgs []pkg) []string {
 					continue
 				}
 				switch {
+				case isTool(to) && firstTwo(to) != firstTwo(from):
+					out = append(out, fmt.Sprintf("%s imports %s: a tool under cmd/ is run by make, never imported", from, to))
 				case under(from, "internal/base"):
 					if under(to, "internal/base") {
 						continue // the ground floor may build on itself (kubeclient uses redact)
@@ -132,12 +153,14 @@ func firstTwo(r string) string {
 	return parts[0] + "/" + parts[1]
 }
 
+// goList lists the module's packages with the integration tag, so the imports of the test files
+// that start servers (//go:build integration) are checked too.
 func goList(t *testing.T) []pkg {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
 	}
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Dir,Name,GoFiles,IgnoredGoFiles", module+"/...")
+	cmd := exec.Command("go", "list", "-e", "-tags", "integration", "-json=ImportPath,Imports,TestImports,XTestImports,Dir,Name,GoFiles,IgnoredGoFiles", module+"/...")
 	cmd.Dir = "../.."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -192,6 +215,11 @@ func TestLayeringCatches(t *testing.T) {
 		{"failover imports drills", pkg{ImportPath: "lifeboat/failover/gatewayapi", Imports: []string{"lifeboat/drills"}}, "imports drills (layer drills)"},
 		{"drills imports cmd", pkg{ImportPath: "lifeboat/drills", Imports: []string{"lifeboat/cmd/lifeboat"}}, "(layer drills) imports cmd/lifeboat (layer cmd)"},
 		{"internal helper imports anything", pkg{ImportPath: "lifeboat/internal/testbed", Imports: []string{"lifeboat/cmd/lifeboat"}}, ""},
+		{"bench imports the emulators", pkg{ImportPath: "lifeboat/cmd/bench", Imports: []string{"lifeboat/internal/emulators", "lifeboat/internal/faultproxy", "lifeboat/failover"}}, ""},
+		{"bench runs its maxrss", pkg{ImportPath: "lifeboat/cmd/bench/maxrss", Imports: []string{"lifeboat/internal/childproc"}}, ""},
+		{"release imports the emulators", pkg{ImportPath: "lifeboat/cmd/release", Imports: []string{"lifeboat/internal/emulators"}}, "product code imports only internal/base"},
+		{"the CLI imports a tool", pkg{ImportPath: "lifeboat/cmd/lifeboat", Imports: []string{"lifeboat/cmd/bench"}}, "a tool under cmd/ is run by make"},
+		{"a test imports a tool", pkg{ImportPath: "lifeboat/examples", XTestImports: []string{"lifeboat/cmd/release"}}, "a tool under cmd/ is run by make"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -487,8 +515,8 @@ func sleepProblems(fset *token.FileSet, f *ast.File) []string {
 	return out
 }
 
-// TestOneSleep fails when product code (the layers, not test files or internal/ test helpers)
-// sleeps other than through wait.Sleep: a copy of it, or a time.Sleep that Ctrl-C has to wait out.
+// TestOneSleep fails when product code (the layers; not test files, internal/ helpers or the tools
+// under cmd/) sleeps other than through wait.Sleep: a copy of it, or a time.Sleep Ctrl-C waits out.
 func TestOneSleep(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -497,7 +525,7 @@ func TestOneSleep(t *testing.T) {
 	files := 0
 	for _, p := range goList(t) {
 		r, ok := rel(p.ImportPath)
-		if !ok || layerOf(r) < 0 || under(r, sleepHome) {
+		if !ok || layerOf(r) < 0 || under(r, sleepHome) || isTool(r) {
 			continue
 		}
 		for _, name := range append(slices.Clone(p.GoFiles), p.IgnoredGoFiles...) {

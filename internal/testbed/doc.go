@@ -3,7 +3,7 @@
 // and the lifeboat binary built once per test binary (LifeboatBinary). Tests only.
 //
 // testbed.go holds the stores (Backends, each optionally behind an *http.Client for fault
-// injection) and the verify helpers (ExpectStatuses, ByPath, Dump); binary.go builds cmd/lifeboat
-// as `make build` does. Main stops the shared emulators and removes the binary; never a product
+// injection) and the verify helpers (ExpectStatuses, ByPath, Dump); binary.go gets the binary from
+// internal/clitest. Main stops the shared emulators and removes the binary; never a product
 // import.
 package testbed

@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"lifeboat/internal/clitest"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
 	"lifeboat/manifest"
@@ -34,7 +35,7 @@ const Bucket = "lifeboat-verify"
 // the built lifeboat binary: func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }.
 func Main(m *testing.M) int {
 	code := emulators.Main(m)
-	removeLifeboatBinary()
+	clitest.RemoveBinary()
 	fixtures.mu.Lock()
 	if fixtures.root != "" {
 		os.RemoveAll(fixtures.root)

@@ -37,7 +37,7 @@ type command struct {
 	env  []string
 }
 
-// shim is the maxrss program (see internal/bench/maxrss) every measured command runs under, so
+// shim is the maxrss program (see cmd/bench/maxrss) every measured command runs under, so
 // that its peak memory is its own and not the bench's; built by buildShim.
 var shim string
 
@@ -48,10 +48,10 @@ func buildShim(ctx context.Context, goTool, dir string) error {
 		return err
 	}
 	shim = filepath.Join(dir, "maxrss")
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", shim, "./internal/bench/maxrss")
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", shim, "./cmd/bench/maxrss")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building internal/bench/maxrss: %v\n%s", err, out)
+		return fmt.Errorf("building cmd/bench/maxrss: %v\n%s", err, out)
 	}
 	return nil
 }

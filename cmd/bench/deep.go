@@ -165,7 +165,7 @@ func blake3Rate() float64 { return inMemoryRate(checksum.New(checksum.BLAKE3)) }
 // memorySection is section 4: the peak resident memory of every lifeboat verify run above.
 func memorySection(q *quickResult, d *deepResult) {
 	fmt.Println("== 4. peak memory (maxrss of the lifeboat process, largest over the timed runs; measured through")
-	fmt.Println("   internal/bench/maxrss, since a child Go starts is charged the parent's memory in its own maxrss)")
+	fmt.Println("   cmd/bench/maxrss, since a child Go starts is charged the parent's memory in its own maxrss)")
 	rows := []struct {
 		name string
 		rss  int64

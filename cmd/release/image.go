@@ -179,7 +179,7 @@ func buildPlatform(p ocispec.Platform, binPath string, meta imageMeta) (*platfor
 			Labels:     labels(meta),
 		},
 		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{digest.FromBytes(raw)}},
-		History: []ocispec.History{{Created: &created, CreatedBy: "lifeboat internal/release image: static binary " +
+		History: []ocispec.History{{Created: &created, CreatedBy: "lifeboat cmd/release image: static binary " +
 			"(CGO_ENABLED=0 -trimpath -tags disable_grpc_modules), CA certificates, non-root user 65532"}},
 	}
 	config, err := jsonBlob(ocispec.MediaTypeImageConfig, cfg)

@@ -137,7 +137,7 @@ func SBOMFor(binPath, version, created string, extra []cdxComponent) ([]byte, er
 		SerialNumber: "urn:uuid:" + hexSum[0:8] + "-" + hexSum[8:12] + "-5" + hexSum[13:16] + "-8" + hexSum[17:20] + "-" + hexSum[20:32],
 		Metadata: cdxMetadata{
 			Timestamp:  created,
-			Tools:      cdxTools{Components: []cdxComponent{{Type: "application", Name: "lifeboat/internal/release", Version: version}}},
+			Tools:      cdxTools{Components: []cdxComponent{{Type: "application", Name: "lifeboat/cmd/release", Version: version}}},
 			Component:  main,
 			Lifecycles: []cdxLifecycle{{Phase: "build"}},
 		},

@@ -11,8 +11,8 @@
 // referrers (the sha256-<digest> tag schema on registries without the referrers API). It also signs
 // files (the release's SHA256SUMS) and verifies a pushed image's signatures and SBOMs.
 //
-//	go run ./internal/release image -repo REGISTRY/REPO -tag TAG -platform linux/amd64=BINARY … -key cosign.key
-//	go run ./internal/release verify-image -key cosign.pub REGISTRY/REPO@sha256:…
-//	go run ./internal/release sign -key cosign.key dist/SHA256SUMS
-//	go run ./internal/release sbom -binary dist/lifeboat_linux_amd64
+//	go run ./cmd/release image -repo REGISTRY/REPO -tag TAG -platform linux/amd64=BINARY … -key cosign.key
+//	go run ./cmd/release verify-image -key cosign.pub REGISTRY/REPO@sha256:…
+//	go run ./cmd/release sign -key cosign.key dist/SHA256SUMS
+//	go run ./cmd/release sbom -binary dist/lifeboat_linux_amd64
 package main

@@ -78,11 +78,15 @@ type FaultUndo struct {
 }
 
 // CandidateRecord is one candidate the drill booted: where it serves and its process group.
+// A candidate in a cluster (kubernetes launcher) is recorded by the namespace and run label
+// of its objects instead, PGID 0.
 type CandidateRecord struct {
-	Region string `json:"region"`
-	URL    string `json:"url"`
-	PGID   int    `json:"pgid"`
-	Start  string `json:"pid_start"`
+	Region    string `json:"region"`
+	URL       string `json:"url"`
+	PGID      int    `json:"pgid"`
+	Start     string `json:"pid_start"`
+	Namespace string `json:"namespace,omitempty"`
+	Run       string `json:"run,omitempty"`
 }
 
 func recordKey(id string) string { return activeDir + "/" + id + ".json" }
@@ -603,6 +607,9 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 		res.Router = r.routerBack(ctx)
 		res.AbortRun = r.abortRun
 		for _, cand := range rec.Candidates {
+			if cand.Run != "" {
+				continue // in a cluster: its launcher removes it below, then it is checked gone
+			}
 			if err := stopGroup(ctx, rec, cand, grace); err != nil {
 				r.left("%v", err)
 				continue
@@ -620,6 +627,16 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 				if !slices.Contains(res.Teardown.Stopped, name) {
 					res.Teardown.Stopped = append(res.Teardown.Stopped, name)
 				}
+			}
+		}
+		for _, cand := range rec.Candidates {
+			if cand.Run == "" {
+				continue
+			}
+			if err := bootGone(ctx, c.Fleet, cand); err != nil {
+				r.left("the candidate of %s: %v", cand.Region, err)
+			} else if !slices.Contains(res.Teardown.Stopped, cand.Region) {
+				res.Teardown.Stopped = append(res.Teardown.Stopped, cand.Region)
 			}
 		}
 		r.faultsBack(ctx)
@@ -667,6 +684,33 @@ func launcherLeftovers(ctx context.Context, f *failover.Fleet, region string) ([
 		return nil, nil
 	}
 	return lc.CleanupLeftovers(ctx)
+}
+
+// bootGone checks that nothing of a candidate recorded by namespace and run label (a cluster
+// launcher's) is left, asking the launcher the fleet configures for its region — the record
+// only names what is looked up, in the namespace the fleet allows.
+func bootGone(ctx context.Context, f *failover.Fleet, c CandidateRecord) error {
+	what := fmt.Sprintf("boot %s in namespace %s", providers.Sanitize(c.Run, 40), providers.Sanitize(c.Namespace, 80))
+	r, ok := f.Regions[c.Region]
+	if !ok || !r.Candidate() {
+		return fmt.Errorf("%s: the fleet has no candidate region %q: not checked", what, providers.Sanitize(c.Region, 80))
+	}
+	o, err := f.BootOptions(c.Region, failover.LaunchOptions{})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	bc, ok := o.Launcher.(failover.BootChecker)
+	if !ok {
+		return fmt.Errorf("%s: the region's launcher cannot look for it: not checked", what)
+	}
+	left, err := bc.BootLeft(ctx, c.Namespace, c.Run)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%s: still there: %s", what, strings.Join(left, ", "))
+	}
+	return nil
 }
 
 // cleanupFleet is the fleet with each candidate's endpoint set to where the dead drill booted it

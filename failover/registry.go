@@ -113,6 +113,13 @@ type LeftoverCleaner interface {
 	CleanupLeftovers(ctx context.Context) ([]string, error)
 }
 
+// BootChecker is a warm.Launcher whose boots are recorded by namespace and run label
+// (warm.Started.Run) rather than by process group: BootLeft lists what of one boot is still
+// there, so that a clean-up says "nothing left" only when that is so.
+type BootChecker interface {
+	BootLeft(ctx context.Context, namespace, run string) ([]string, error)
+}
+
 // registry holds the registered kinds. It is written by init functions (RegisterDriver,
 // RegisterLauncher) and only read afterwards; the mutex makes a late registration safe anyway.
 var registry = struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -298,6 +299,77 @@ func TestKubeDrillCleanupRemovesLeftovers(t *testing.T) {
 	}
 	r := cli(t, nil, "drill", "cleanup", drill)
 	if r.code != 0 || !strings.Contains(r.stdout, "launcher leftovers: region gpu-eu: boot ") || !strings.Contains(r.stdout, "its process (pid ") {
+		t.Fatalf("drill cleanup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("drill cleanup:\n%s", r.stdout)
+	b.waitGone(t, 60*time.Second)
+	b.untouched(t, other)
+}
+
+// A drill killed with -9 while its Kubernetes candidate boots has recorded that candidate — its
+// namespace and run label — before the launcher wrote anything to the cluster (write-ahead, as
+// for a process group). `drill cleanup` removes it and exits 0 only once nothing of that boot
+// is left; a bystander in the namespace is untouched.
+func TestKubeDrillKilledMidBootRecordsItsCandidate(t *testing.T) {
+	b := newKubeBoot(t, pendingPods, "      schedule_timeout: 10m")
+	dir := filepath.Dir(b.fleet)
+	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
+	os.WriteFile(filepath.Join(dir, "weights.json"), []byte(`{"version": 1, "classes": {"eu-only": {"gpu-eu": {"weight": 100}}}}`), 0o644)
+	f, err := os.OpenFile(b.fleet, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("router: {driver: file, path: weights.json}\nstate: ./state\nsla: {rto: 5m}\n")
+	f.Close()
+	drill := filepath.Join(dir, "drill.yaml")
+	os.WriteFile(drill, []byte("name: lose-gpu-eu\nfleet: fleet.yaml\nlose: gpu-eu\nsteps: [boot, teardown]\n"), 0o644)
+	other := b.bystander(t, "not-lifeboats")
+
+	cmd := exec.Command(testbed.LifeboatBinary(t), "drill", "run", drill, "--approve-all")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := b.k.Clientset().AppsV1().Deployments(b.ns).Get(ctx, b.name, metav1.GetOptions{})
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the drill never applied its candidate's Deployment: %v\n%s", err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	dep, err := b.k.Clientset().AppsV1().Deployments(b.ns).Get(ctx, b.name, metav1.GetOptions{})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := dep.Labels[kube.LabelRun]
+	recs, _ := filepath.Glob(filepath.Join(dir, "state", "drills", "active", "*.json"))
+	if len(recs) != 1 || run == "" {
+		t.Fatalf("want one open drill record and a run label, got %v and %q\n%s", recs, run, out.String())
+	}
+	data, _ := os.ReadFile(recs[0])
+	var rec struct {
+		Candidates []struct{ Region, Namespace, Run string } `json:"candidates"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil || len(rec.Candidates) != 1 ||
+		rec.Candidates[0].Region != "gpu-eu" || rec.Candidates[0].Namespace != b.ns || rec.Candidates[0].Run != run {
+		t.Fatalf("the record does not name the candidate's namespace %s and run %s (%v):\n%s", b.ns, run, err, data)
+	}
+
+	r := cli(t, nil, "drill", "cleanup", drill)
+	if r.code != 0 || !strings.Contains(r.stdout, "gpu-eu") {
 		t.Fatalf("drill cleanup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("drill cleanup:\n%s", r.stdout)

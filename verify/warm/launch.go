@@ -247,10 +247,15 @@ func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
 const gateScript = `IFS= read -r go <&3 && [ "$go" = run ] || exit 125; exec 3<&-; exec "$@"`
 
 // Started is a replica process as Spec.Starting is told it, before its command runs.
+// A launcher that starts no process here (kubernetes) tells it Namespace and Run instead, before
+// it writes anything to the cluster: what its objects will be labelled with.
 type Started struct {
 	PGID    int    // its process group (its leader's pid)
 	Start   string // the leader's start time (/proc/PID/stat field 22)
 	BaseURL string // where it will serve
+
+	Namespace string // the namespace its objects go to (kubernetes)
+	Run       string // the boot's run label on every object it applies (kubernetes)
 }
 
 // BaseEnvNames are the variables of Lifeboat's own environment a replica gets: the search path,

@@ -27,6 +27,7 @@ var (
 	_ failover.LauncherConfig  = (*FleetConfig)(nil)
 	_ failover.InPlaceLauncher = (*FleetConfig)(nil)
 	_ failover.LeftoverCleaner = (*Launcher)(nil)
+	_ failover.BootChecker     = (*Launcher)(nil)
 )
 
 // FleetConfig is a region's launcher: {kind: kubernetes, …} as the fleet file says it.

@@ -127,6 +127,13 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 	}
 
 	run := newRunID()
+	// Write ahead: the caller (a drill) records the boot's namespace and run label before any
+	// object exists, so a clean-up after kill -9 knows what was its.
+	if s.Starting != nil {
+		if err := s.Starting(warm.Started{Namespace: ns, Run: run, BaseURL: l.cfg.URL}); err != nil {
+			return nil, fmt.Errorf("kubernetes launcher: record the boot before it starts: %w", err)
+		}
+	}
 	in := &instance{l: l, ns: ns, run: run, refs: refs, exited: make(chan struct{}), stop: make(chan struct{})}
 	host, boot := warm.ThisHost()
 	owner := &unstructured.Unstructured{Object: map[string]any{

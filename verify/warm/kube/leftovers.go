@@ -92,6 +92,47 @@ func (l *Launcher) removeBounded(ctx context.Context, run string, refs []ref) er
 }
 
 // left lists what of one boot still exists, and apart the pods already terminating.
+// BootLeft lists what of boot run is still in the launcher's namespace: its owner ConfigMap,
+// the objects the owner names, their ReplicaSets and pods (terminating ones too). run comes from
+// a record a clean-up reads (untrusted): it only names what is looked up, never what is deleted.
+func (l *Launcher) BootLeft(ctx context.Context, namespace, run string) ([]string, error) {
+	if namespace != l.cfg.Namespace {
+		return nil, fmt.Errorf("recorded in namespace %q, the fleet's launcher boots into %s: not looked at", sanitize(namespace), l.cfg.Namespace)
+	}
+	if !validRunID(run) {
+		return nil, fmt.Errorf("boot run %q: not a run id this launcher writes", sanitize(run))
+	}
+	var refs []ref
+	gctx, cancel := withTimeout(ctx)
+	cm, err := l.dyn.Resource(gvrConfigMap).Namespace(l.cfg.Namespace).Get(gctx, ownerName(run), metav1.GetOptions{})
+	cancel()
+	switch {
+	case err == nil:
+		data, _, _ := unstructuredStrings(cm.Object, "data")
+		refs = decodeRefs(data["objects"])
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get ConfigMap %s in namespace %s: %w", ownerName(run), l.cfg.Namespace, err)
+	}
+	left, terminating := l.left(ctx, run, refs)
+	for _, p := range terminating {
+		left = append(left, "Pod "+p+" (terminating)")
+	}
+	return left, nil
+}
+
+// validRunID is the shape newRunID writes: 10 lowercase hex digits.
+func validRunID(s string) bool {
+	if len(s) != 10 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func (l *Launcher) left(ctx context.Context, run string, refs []ref) (left, terminating []string) {
 	ns := l.cfg.Namespace
 	all := append(append([]ref{}, refs...), ref{gvr: gvrConfigMap, kind: "ConfigMap", name: ownerName(run)})

@@ -41,7 +41,7 @@ const azureMaxBlocks = 50000
 // pins the ETag so a resumed read never mixes two versions.
 type azureStore struct {
 	cc       *container.Client
-	ks       keyspace
+	ks       Keyspace
 	url      string
 	endpoint string // host[:port] requests go to
 	opts     Options
@@ -49,7 +49,7 @@ type azureStore struct {
 }
 
 func newAzureStore(ctx context.Context, account, containerName, prefix string, opts Options) (*azureStore, error) {
-	ks, err := newKeyspace(prefix)
+	ks, err := NewKeyspace(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -76,9 +76,9 @@ func newAzureStore(ctx context.Context, account, containerName, prefix string, o
 	if opts.Log != nil {
 		var base http.RoundTripper = http.DefaultTransport
 		if copts.Transport != nil {
-			base = doerTransport{copts.Transport}
+			base = DoerTransport{copts.Transport}
 		}
-		copts.Transport = newLogTransport(base, opts.Log)
+		copts.Transport = NewLogTransport(base, opts.Log)
 	}
 	copts.Logging.IncludeBody = false
 
@@ -100,16 +100,16 @@ func newAzureStore(ctx context.Context, account, containerName, prefix string, o
 	} else {
 		cred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {
-			return nil, fmt.Errorf("default Azure credential: %s", describe(err))
+			return nil, fmt.Errorf("default Azure credential: %s", Describe(err))
 		}
 		client, err = azblob.NewClient(fmt.Sprintf("https://%s.blob.core.windows.net/", account), cred, copts)
 		if err != nil {
-			return nil, fmt.Errorf("create an Azure client for account %q: %s", account, describe(err))
+			return nil, fmt.Errorf("create an Azure client for account %q: %s", account, Describe(err))
 		}
 	}
-	u := &url.URL{Scheme: "az", Host: account, Path: "/" + containerName + "/" + ks.prefix}
-	s := &azureStore{cc: client.ServiceClient().NewContainerClient(containerName), ks: ks, url: u.String(), opts: opts.withoutSecrets(),
-		endpoint: hostOf(client.URL())}
+	u := &url.URL{Scheme: "az", Host: account, Path: "/" + containerName + "/" + ks.Prefix}
+	s := &azureStore{cc: client.ServiceClient().NewContainerClient(containerName), ks: ks, url: u.String(), opts: opts.WithoutSecrets(),
+		endpoint: HostOf(client.URL())}
 	if opts.PageSize > 0 {
 		s.pageSize = int32(min(opts.PageSize, 5000))
 	}
@@ -125,7 +125,7 @@ func (s *azureStore) Capabilities() Capabilities {
 }
 
 func init() {
-	describers = append(describers, func(err error) (string, bool) {
+	AddDescriber(func(err error) (string, bool) {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) {
 			// ResponseError.Error() dumps the request and response; keep only status and code.
@@ -142,7 +142,7 @@ func classifyAzure(err error) error {
 	if strings.Contains(err.Error(), "DefaultAzureCredential") && !errors.Is(err, context.Canceled) {
 		return ErrMisconfigured // no usable credential in the default chain
 	}
-	if kind, ok := classifyCommon(err); ok {
+	if kind, ok := ClassifyCommon(err); ok {
 		return kind
 	}
 	var re *azcore.ResponseError
@@ -200,16 +200,16 @@ func azureObject(key string, size *int64, mod *time.Time, etag *azcore.ETag, md5
 }
 
 func (s *azureStore) List(ctx context.Context, dir string, fn func(Object) error) error {
-	fn = capEntries(fn, s.opts.maxListEntries())
-	dir, err := validateDir(dir)
+	fn = CapEntries(fn, s.opts.EffectiveMaxListEntries())
+	dir, err := ValidateDir(dir)
 	if err != nil {
 		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
-	o := &container.ListBlobsFlatOptions{Prefix: toPtr(s.ks.listPrefix(dir))}
+	o := &container.ListBlobsFlatOptions{Prefix: toPtr(s.ks.ListPrefix(dir))}
 	if s.pageSize > 0 {
 		o.MaxResults = toPtr(s.pageSize)
 	}
-	var bad invalidKeys
+	var bad InvalidKeys
 	p := s.cc.NewListBlobsFlatPager(o)
 	for p.More() {
 		page, err := p.NextPage(ctx)
@@ -225,12 +225,12 @@ func (s *azureStore) List(ctx context.Context, dir string, fn func(Object) error
 			if pr.ContentLength != nil {
 				size = *pr.ContentLength
 			}
-			key, skip, err := s.ks.relative(*b.Name, size)
+			key, skip, err := s.ks.Relative(*b.Name, size)
 			if skip {
 				continue
 			}
 			if err != nil {
-				bad.add(*b.Name)
+				bad.Add(*b.Name)
 				continue
 			}
 			if err := fn(azureObject(key, pr.ContentLength, pr.LastModified, pr.ETag, pr.ContentMD5, b.VersionID, pr.CustomerProvidedKeySHA256)); err != nil {
@@ -238,7 +238,7 @@ func (s *azureStore) List(ctx context.Context, dir string, fn func(Object) error
 			}
 		}
 	}
-	if err := bad.result(); err != nil {
+	if err := bad.Result(); err != nil {
 		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
 	return nil
@@ -248,7 +248,7 @@ func (s *azureStore) Stat(ctx context.Context, key string) (Object, error) {
 	if err := ValidateKey(key); err != nil {
 		return Object{}, &Error{Op: "stat", Store: s.url, Key: key, Err: err}
 	}
-	p, err := s.cc.NewBlobClient(s.ks.full(key)).GetProperties(ctx, nil)
+	p, err := s.cc.NewBlobClient(s.ks.Full(key)).GetProperties(ctx, nil)
 	if err != nil {
 		return Object{}, s.fail("stat", key, err)
 	}
@@ -267,7 +267,7 @@ func (s *azureStore) Read(ctx context.Context, key string, opts ReadOptions, fn 
 		etag := azcore.ETag(opts.IfMatch)
 		o.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}
 	}
-	resp, err := s.cc.NewBlobClient(s.ks.full(key)).DownloadStream(ctx, o)
+	resp, err := s.cc.NewBlobClient(s.ks.Full(key)).DownloadStream(ctx, o)
 	if err != nil {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && re.StatusCode == 416 {
@@ -306,15 +306,15 @@ func (s *azureStore) Write(ctx context.Context, key string, r io.Reader, opts Wr
 	}
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	up := &azureUpload{s: s, key: key, bb: s.cc.NewBlockBlobClient(s.ks.full(key)), opts: opts, nonce: hex.EncodeToString(nonce[:])}
-	d := newDigester(opts.Checksums, MD5)
-	plan := uploadPlan{partSize: s.opts.partSize(), concurrency: s.opts.concurrency(), maxParts: azureMaxBlocks, size: opts.Size}
-	obj, err := streamUpload(ctx, r, plan, d, up)
-	return finishUpload(obj, err, func(err error) error { return s.writeFail(key, opts, err) })
+	up := &azureUpload{s: s, key: key, bb: s.cc.NewBlockBlobClient(s.ks.Full(key)), opts: opts, nonce: hex.EncodeToString(nonce[:])}
+	d := NewDigester(opts.Checksums, MD5)
+	plan := UploadPlan{PartSize: s.opts.EffectivePartSize(), Concurrency: s.opts.EffectiveConcurrency(), MaxParts: azureMaxBlocks, Size: opts.Size}
+	obj, err := StreamUpload(ctx, r, plan, d, up)
+	return FinishUpload(obj, err, func(err error) error { return s.writeFail(key, opts, err) })
 }
 
 func (s *azureStore) writeFail(key string, opts WriteOptions, err error) error {
-	return casWriteError(s.fail("write", key, err).(*Error), opts)
+	return CASWriteError(s.fail("write", key, err).(*Error), opts)
 }
 
 type azureUpload struct {
@@ -333,13 +333,13 @@ func (u *azureUpload) headers(md5 []byte) *blob.HTTPHeaders {
 	return &blob.HTTPHeaders{BlobContentType: &ct, BlobContentMD5: md5}
 }
 
-func (u *azureUpload) written(etag *azcore.ETag, mod *time.Time, version *string, d *digester) Object {
-	size := d.n
-	return azureObject(u.key, &size, mod, etag, d.raw(MD5), version, nil)
+func (u *azureUpload) written(etag *azcore.ETag, mod *time.Time, version *string, d *Digester) Object {
+	size := d.N
+	return azureObject(u.key, &size, mod, etag, d.Raw(MD5), version, nil)
 }
 
-func (u *azureUpload) single(ctx context.Context, data []byte, d *digester) (Object, error) {
-	md5 := d.raw(MD5)
+func (u *azureUpload) Single(ctx context.Context, data []byte, d *Digester) (Object, error) {
+	md5 := d.Raw(MD5)
 	resp, err := u.bb.Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
 		HTTPHeaders:             u.headers(md5),
 		TransactionalValidation: blob.TransferValidationTypeMD5(md5),
@@ -351,13 +351,13 @@ func (u *azureUpload) single(ctx context.Context, data []byte, d *digester) (Obj
 	return u.written(resp.ETag, resp.LastModified, resp.VersionID, d), nil
 }
 
-func (u *azureUpload) begin(context.Context) error { return nil }
+func (u *azureUpload) Begin(context.Context) error { return nil }
 
 func (u *azureUpload) blockID(n int) string {
 	return base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%06d", u.nonce, n))
 }
 
-func (u *azureUpload) part(ctx context.Context, n int, data []byte) error {
+func (u *azureUpload) Part(ctx context.Context, n int, data []byte) error {
 	_, err := u.bb.StageBlock(ctx, u.blockID(n), streaming.NopCloser(bytes.NewReader(data)), &blockblob.StageBlockOptions{
 		TransactionalValidation: blob.TransferValidationTypeComputeCRC64(),
 	})
@@ -367,13 +367,13 @@ func (u *azureUpload) part(ctx context.Context, n int, data []byte) error {
 	return nil
 }
 
-func (u *azureUpload) commit(ctx context.Context, n int, d *digester) (Object, error) {
+func (u *azureUpload) Commit(ctx context.Context, n int, d *Digester) (Object, error) {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = u.blockID(i + 1)
 	}
 	resp, err := u.bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{
-		HTTPHeaders:      u.headers(d.raw(MD5)),
+		HTTPHeaders:      u.headers(d.Raw(MD5)),
 		AccessConditions: u.s.accessConditions(u.opts),
 	})
 	if err != nil {
@@ -384,7 +384,7 @@ func (u *azureUpload) commit(ctx context.Context, n int, d *digester) (Object, e
 
 // abort: uncommitted blocks are garbage-collected by the service after a week and are invisible
 // under the blob's name, so there is nothing to undo.
-func (u *azureUpload) abort(context.Context) {}
+func (u *azureUpload) Abort(context.Context) {}
 
 func (s *azureStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {
 	if err := ValidateKey(key); err != nil {
@@ -394,7 +394,7 @@ func (s *azureStore) Delete(ctx context.Context, key string, opts DeleteOptions)
 	if opts.IfMatch != "" {
 		o.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: toPtr(azcore.ETag(opts.IfMatch))}}
 	}
-	if _, err := s.cc.NewBlobClient(s.ks.full(key)).Delete(ctx, o); err != nil {
+	if _, err := s.cc.NewBlobClient(s.ks.Full(key)).Delete(ctx, o); err != nil {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && re.ErrorCode == "BlobNotFound" && opts.IfMatch == "" {
 			return nil
@@ -405,3 +405,24 @@ func (s *azureStore) Delete(ctx context.Context, key string, opts DeleteOptions)
 }
 
 func toPtr[T any](v T) *T { return &v }
+
+func (s *azureStore) ListDirs(ctx context.Context, max int) ([]string, error) {
+	p := s.cc.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{Prefix: toPtr(s.ks.Prefix), MaxResults: toPtr(int32(max))})
+	if !p.More() {
+		return nil, nil
+	}
+	page, err := p.NextPage(ctx)
+	if err != nil {
+		return nil, s.fail("list", "", err)
+	}
+	var names []string
+	for _, bp := range page.Segment.BlobPrefixes {
+		if bp.Name == nil {
+			continue
+		}
+		if n, ok := s.ks.DirName(*bp.Name); ok {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}

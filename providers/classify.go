@@ -14,7 +14,7 @@ import (
 var ErrMisconfigured = errors.New("misconfigured")
 
 // maxServerMessage bounds how much of a server's own error message is shown.
-const maxServerMessage = 200
+const MaxServerMessage = 200
 
 // Kind is the one classification of errors every layer shares, in the spirit of rclone's
 // fs/fserrors: what it means for the user (and for the exit code), and whether another attempt
@@ -66,7 +66,7 @@ func KindOf(err error) Kind {
 		// did not classify it, being not its own failure; what broke it is what counts here.
 		err = se.err
 	}
-	if k, ok := classifyCommon(err); ok && k == ErrUnreachable {
+	if k, ok := ClassifyCommon(err); ok && k == ErrUnreachable {
 		return KindUnreachable
 	}
 	return KindOther
@@ -116,7 +116,7 @@ func Hint(scheme string, k Kind) string {
 }
 
 // hostOf is the host[:port] of a URL, or s itself when it has no scheme.
-func hostOf(s string) string {
+func HostOf(s string) string {
 	if u, err := url.Parse(s); err == nil && u.Host != "" {
 		return u.Host
 	}

@@ -39,7 +39,7 @@ type gcsStore struct {
 	client   *storage.Client
 	bucket   *storage.BucketHandle
 	name     string
-	ks       keyspace
+	ks       Keyspace
 	url      string
 	endpoint string // host[:port] requests go to
 	opts     Options
@@ -47,7 +47,7 @@ type gcsStore struct {
 }
 
 func newGCSStore(ctx context.Context, bucket, prefix string, opts Options) (*gcsStore, error) {
-	ks, err := newKeyspace(prefix)
+	ks, err := NewKeyspace(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -55,24 +55,24 @@ func newGCSStore(ctx context.Context, bucket, prefix string, opts Options) (*gcs
 	switch {
 	case opts.HTTPClient != nil && opts.Log != nil:
 		hc := *opts.HTTPClient
-		hc.Transport = newLogTransport(hc.Transport, opts.Log)
+		hc.Transport = NewLogTransport(hc.Transport, opts.Log)
 		copts = append(copts, option.WithHTTPClient(&hc))
 	case opts.HTTPClient != nil:
 		copts = append(copts, option.WithHTTPClient(opts.HTTPClient))
 	case opts.Log != nil && lookupEnv("STORAGE_EMULATOR_HOST") != "":
-		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: newLogTransport(nil, opts.Log)}))
+		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: NewLogTransport(nil, opts.Log)}))
 	case opts.Log != nil:
 		// The authenticating transport of the SDK, over one that logs (so no Authorization
 		// header is ever in reach of the log).
-		t, err := htransport.NewTransport(ctx, newLogTransport(nil, opts.Log), option.WithScopes(storage.ScopeFullControl))
+		t, err := htransport.NewTransport(ctx, NewLogTransport(nil, opts.Log), option.WithScopes(storage.ScopeFullControl))
 		if err != nil {
-			return nil, fmt.Errorf("creating GCS client: %s", describe(err))
+			return nil, fmt.Errorf("creating GCS client: %s", Describe(err))
 		}
 		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: t}))
 	}
 	client, err := storage.NewClient(ctx, copts...)
 	if err != nil {
-		return nil, fmt.Errorf("creating GCS client: %s", describe(err))
+		return nil, fmt.Errorf("creating GCS client: %s", Describe(err))
 	}
 	attempts := opts.Retry.MaxAttempts
 	if attempts <= 0 {
@@ -86,12 +86,12 @@ func newGCSStore(ctx context.Context, bucket, prefix string, opts Options) (*gcs
 		bo.Max = opts.Retry.MaxBackoff
 	}
 	client.SetRetry(storage.WithMaxAttempts(attempts), storage.WithBackoff(bo))
-	u := &url.URL{Scheme: "gs", Host: bucket, Path: "/" + ks.prefix}
+	u := &url.URL{Scheme: "gs", Host: bucket, Path: "/" + ks.Prefix}
 	endpoint := "storage.googleapis.com"
 	if h := lookupEnv("STORAGE_EMULATOR_HOST"); h != "" {
-		endpoint = hostOf(h)
+		endpoint = HostOf(h)
 	}
-	return &gcsStore{client: client, bucket: client.Bucket(bucket), name: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets(), pageSize: opts.PageSize,
+	return &gcsStore{client: client, bucket: client.Bucket(bucket), name: bucket, ks: ks, url: u.String(), opts: opts.WithoutSecrets(), pageSize: opts.PageSize,
 		endpoint: endpoint}, nil
 }
 
@@ -104,7 +104,7 @@ func (s *gcsStore) Capabilities() Capabilities {
 }
 
 func init() {
-	describers = append(describers, func(err error) (string, bool) {
+	AddDescriber(func(err error) (string, bool) {
 		var ge *googleapi.Error
 		if errors.As(err, &ge) {
 			msg := ge.Message
@@ -114,7 +114,7 @@ func init() {
 			if msg == "" {
 				msg = http.StatusText(ge.Code)
 			}
-			return fmt.Sprintf("HTTP %d: %s", ge.Code, Sanitize(msg, maxServerMessage)), true
+			return fmt.Sprintf("HTTP %d: %s", ge.Code, Sanitize(msg, MaxServerMessage)), true
 		}
 		return "", false
 	})
@@ -124,7 +124,7 @@ func classifyGCS(err error) error {
 	if strings.Contains(err.Error(), "could not find default credentials") {
 		return ErrMisconfigured // no ADC: nothing was sent
 	}
-	if kind, ok := classifyCommon(err); ok {
+	if kind, ok := ClassifyCommon(err); ok {
 		return kind
 	}
 	if errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist) {
@@ -189,19 +189,19 @@ func gcsObject(key string, a *storage.ObjectAttrs) Object {
 }
 
 func (s *gcsStore) List(ctx context.Context, dir string, fn func(Object) error) error {
-	fn = capEntries(fn, s.opts.maxListEntries())
-	dir, err := validateDir(dir)
+	fn = CapEntries(fn, s.opts.EffectiveMaxListEntries())
+	dir, err := ValidateDir(dir)
 	if err != nil {
 		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
-	q := &storage.Query{Prefix: s.ks.listPrefix(dir)}
+	q := &storage.Query{Prefix: s.ks.ListPrefix(dir)}
 	_ = q.SetAttrSelection([]string{"Name", "Size", "CRC32C", "MD5", "Etag", "Generation", "Updated",
 		"ComponentCount", "KMSKeyName", "CustomerKeySHA256"})
 	it := s.bucket.Objects(ctx, q)
 	if s.pageSize > 0 {
 		it.PageInfo().MaxSize = s.pageSize
 	}
-	var bad invalidKeys
+	var bad InvalidKeys
 	for {
 		a, err := it.Next()
 		if err == iterator.Done {
@@ -210,19 +210,19 @@ func (s *gcsStore) List(ctx context.Context, dir string, fn func(Object) error) 
 		if err != nil {
 			return s.fail("list", dir, err)
 		}
-		key, skip, err := s.ks.relative(a.Name, a.Size)
+		key, skip, err := s.ks.Relative(a.Name, a.Size)
 		if skip {
 			continue
 		}
 		if err != nil {
-			bad.add(a.Name)
+			bad.Add(a.Name)
 			continue
 		}
 		if err := fn(gcsObject(key, a)); err != nil {
 			return err
 		}
 	}
-	if err := bad.result(); err != nil {
+	if err := bad.Result(); err != nil {
 		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
 	return nil
@@ -232,7 +232,7 @@ func (s *gcsStore) Stat(ctx context.Context, key string) (Object, error) {
 	if err := ValidateKey(key); err != nil {
 		return Object{}, &Error{Op: "stat", Store: s.url, Key: key, Err: err}
 	}
-	a, err := s.bucket.Object(s.ks.full(key)).Attrs(ctx)
+	a, err := s.bucket.Object(s.ks.Full(key)).Attrs(ctx)
 	if err != nil {
 		return Object{}, s.fail("stat", key, err)
 	}
@@ -248,7 +248,7 @@ func (s *gcsStore) Read(ctx context.Context, key string, opts ReadOptions, fn fu
 	}
 	// ReadCompressed: always the stored bytes, never gzip-transcoded ones, so sizes and checksums
 	// match what was written.
-	o := s.bucket.Object(s.ks.full(key)).ReadCompressed(true)
+	o := s.bucket.Object(s.ks.Full(key)).ReadCompressed(true)
 	if opts.IfMatch != "" {
 		gen, err := strconv.ParseInt(opts.IfMatch, 10, 64)
 		if err != nil {
@@ -272,7 +272,7 @@ func (s *gcsStore) Read(ctx context.Context, key string, opts ReadOptions, fn fu
 		}
 		e := s.fail("read", key, err).(*Error)
 		if opts.IfMatch != "" && e.Kind == ErrNotFound {
-			if _, serr := s.bucket.Object(s.ks.full(key)).Attrs(ctx); serr == nil {
+			if _, serr := s.bucket.Object(s.ks.Full(key)).Attrs(ctx); serr == nil {
 				e.Kind = ErrPreconditionFailed // the object lives on at another generation
 			}
 		}
@@ -289,7 +289,7 @@ func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts Writ
 	if err := opts.Checksums.Validate(); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
-	o := s.bucket.Object(s.ks.full(key))
+	o := s.bucket.Object(s.ks.Full(key))
 	switch {
 	case opts.IfNotExists && opts.IfMatch != "":
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: errors.New("IfNotExists and IfMatch are exclusive")}
@@ -310,7 +310,7 @@ func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts Writ
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := o.NewWriter(wctx)
-	w.ChunkSize = int(min(s.opts.partSize(), 1<<30))
+	w.ChunkSize = int(min(s.opts.EffectivePartSize(), 1<<30))
 	w.ContentType = opts.ContentType
 	if w.ContentType == "" {
 		w.ContentType = "application/octet-stream"
@@ -323,13 +323,13 @@ func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts Writ
 	if opts.Checksums.MD5 != "" {
 		w.MD5, _ = base64.StdEncoding.DecodeString(opts.Checksums.MD5)
 	}
-	d := newDigester(opts.Checksums)
-	if _, err := io.Copy(w, io.TeeReader(sourceReader{ctx: ctx, r: r}, d)); err != nil {
+	d := NewDigester(opts.Checksums)
+	if _, err := io.Copy(w, io.TeeReader(SourceReader{Ctx: ctx, R: r}, d)); err != nil {
 		cancel()
 		_ = w.Close()
 		return Object{}, s.writeFail(key, opts, err)
 	}
-	if err := d.check(opts.Size); err != nil {
+	if err := d.Check(opts.Size); err != nil {
 		cancel()
 		_ = w.Close()
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
@@ -341,14 +341,14 @@ func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts Writ
 }
 
 func (s *gcsStore) writeFail(key string, opts WriteOptions, err error) error {
-	return casWriteError(s.fail("write", key, err).(*Error), opts)
+	return CASWriteError(s.fail("write", key, err).(*Error), opts)
 }
 
 func (s *gcsStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {
 	if err := ValidateKey(key); err != nil {
 		return &Error{Op: "delete", Store: s.url, Key: key, Err: err}
 	}
-	o := s.bucket.Object(s.ks.full(key))
+	o := s.bucket.Object(s.ks.Full(key))
 	if opts.IfMatch != "" {
 		gen, err := strconv.ParseInt(opts.IfMatch, 10, 64)
 		if err != nil {
@@ -373,4 +373,25 @@ func (s *gcsStore) Delete(ctx context.Context, key string, opts DeleteOptions) e
 		return s.fail("delete", key, err)
 	}
 	return nil
+}
+
+func (s *gcsStore) ListDirs(ctx context.Context, max int) ([]string, error) {
+	q := &storage.Query{Prefix: s.ks.Prefix, Delimiter: "/"}
+	_ = q.SetAttrSelection([]string{"Name"})
+	it := s.bucket.Objects(ctx, q)
+	it.PageInfo().MaxSize = max
+	var names []string
+	for seen := 0; seen < max; seen++ {
+		a, err := it.Next()
+		if err == iterator.Done {
+			break
+		}
+		if err != nil {
+			return names, s.fail("list", "", err)
+		}
+		if n, ok := s.ks.DirName(a.Prefix); ok && a.Prefix != "" {
+			names = append(names, n)
+		}
+	}
+	return names, nil
 }

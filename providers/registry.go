@@ -130,7 +130,7 @@ func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
 	}
 	ps := opts.PartSize
 	if ps <= 0 {
-		ps = defaultPartSize
+		ps = DefaultPartSize
 	}
 	log := opts.Log
 	if log == nil {
@@ -165,7 +165,7 @@ func (s *registryStore) Capabilities() Capabilities {
 }
 
 func (s *registryStore) fail(op, key string, err error) error {
-	kind, ok := classifyCommon(err)
+	kind, ok := ClassifyCommon(err)
 	if !ok {
 		var er *errcode.ErrorResponse
 		switch {
@@ -188,7 +188,7 @@ func (s *registryStore) fail(op, key string, err error) error {
 			kind = ErrPermission
 		}
 	}
-	return &Error{Op: op, Store: s.String(), Key: key, Kind: kind, Err: err, Endpoint: s.loc.Registry, known: s.known}
+	return &Error{Op: op, Store: s.String(), Key: key, Kind: kind, Err: err, Endpoint: s.loc.Registry, Known: s.known}
 }
 
 // sentAuth records the Authorization every request carries — Basic from the Docker
@@ -234,7 +234,7 @@ func (s *registryStore) load(ctx context.Context) error {
 		if t := l.Annotations[AnnotationTitle]; p == "" && t != "" {
 			p = keyOfTitle(t)
 		}
-		if p == "" || validatePath(p) != nil {
+		if p == "" || ValidatePath(p) != nil {
 			continue
 		}
 		if _, ok := s.keys[p]; !ok {
@@ -317,7 +317,7 @@ func (s *registryStore) Stat(ctx context.Context, key string) (Object, error) {
 // List calls fn for the keys this store can resolve below dir (the manifest's files and what it
 // wrote). A registry cannot list by prefix; this is the manifest's view, not a listing.
 func (s *registryStore) List(ctx context.Context, dir string, fn func(Object) error) error {
-	d, err := validateDir(dir)
+	d, err := ValidateDir(dir)
 	if err != nil {
 		return &Error{Op: "list", Store: s.String(), Key: dir, Kind: ErrInvalidKey, Err: err}
 	}
@@ -445,7 +445,7 @@ func (s *registryStore) Write(ctx context.Context, key string, r io.Reader, opts
 			return Object{}, s.fail("write", key, err)
 		}
 	}
-	d := newDigester(opts.Checksums, SHA256)
+	d := NewDigester(opts.Checksums, SHA256)
 	dg, n, err := s.uploadBlob(ctx, r, opts.Size, d)
 	if err != nil {
 		return Object{}, s.fail("write", key, err)

@@ -295,9 +295,9 @@ func (u *uploadSession) cancel() {
 // are the upload's memory, and reading, hashing and sending overlap instead of taking turns.
 // The chunk being sent stays in memory until the registry holds all of it, so that a PATCH
 // that fails is resumed from it (see sendChunk).
-func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64, d *digester) (digest.Digest, int64, error) {
+func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64, d *Digester) (digest.Digest, int64, error) {
 	chunk := s.partSize
-	src := sourceReader{ctx: ctx, r: r}
+	src := SourceReader{Ctx: ctx, R: r}
 	// chunk+1 bytes (size+1 when less is declared) tell content that fits in one request from
 	// content that does not (or that is longer than declared: d.check says so).
 	var first []byte
@@ -319,10 +319,10 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 		// All of it is in hand: check, then one POST and one PUT with the bytes.
 		data := first[:n]
 		d.Write(data)
-		if err := d.check(size); err != nil {
+		if err := d.Check(size); err != nil {
 			return "", 0, err
 		}
-		dg := digest.NewDigestFromEncoded(digest.SHA256, d.sum(SHA256))
+		dg := digest.NewDigestFromEncoded(digest.SHA256, d.Sum(SHA256))
 		u, err := s.startUpload(ctx)
 		if err != nil {
 			return "", 0, err
@@ -368,10 +368,10 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 			break
 		}
 	}
-	if err := d.check(size); err != nil {
+	if err := d.Check(size); err != nil {
 		return "", 0, err
 	}
-	dg := digest.NewDigestFromEncoded(digest.SHA256, d.sum(SHA256))
+	dg := digest.NewDigestFromEncoded(digest.SHA256, d.Sum(SHA256))
 	if err := u.commit(dg, nil); err != nil {
 		return "", 0, err
 	}
@@ -394,7 +394,7 @@ type chunkPart struct {
 	err       error
 }
 
-func newChunkReader(src io.Reader, d *digester, carry, buf []byte) *chunkReader {
+func newChunkReader(src io.Reader, d *Digester, carry, buf []byte) *chunkReader {
 	c := &chunkReader{free: make(chan []byte, 2), parts: make(chan chunkPart), quit: make(chan struct{}), done: make(chan struct{})}
 	c.free <- buf
 	go func() {

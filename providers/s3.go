@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -53,7 +56,7 @@ const s3MaxParts = 10000
 type s3Store struct {
 	client   *s3.Client
 	bucket   string
-	ks       keyspace
+	ks       Keyspace
 	url      string
 	endpoint string // host[:port] requests go to
 	opts     Options
@@ -61,7 +64,7 @@ type s3Store struct {
 }
 
 func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, opts Options) (*s3Store, error) {
-	ks, err := newKeyspace(prefix)
+	ks, err := NewKeyspace(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, op
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
-		return nil, fmt.Errorf("loading AWS configuration: %s", describe(err))
+		return nil, fmt.Errorf("loading AWS configuration: %s", Describe(err))
 	}
 	if cfg.Region == "" {
 		if endpoint == "" {
@@ -112,10 +115,10 @@ func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, op
 			o.HTTPClient = opts.HTTPClient
 		}
 		if opts.Log != nil {
-			o.HTTPClient = newLogTransport(doerTransport{o.HTTPClient}, opts.Log)
+			o.HTTPClient = NewLogTransport(DoerTransport{o.HTTPClient}, opts.Log)
 		}
 	})
-	u := &url.URL{Scheme: "s3", Host: bucket, Path: "/" + ks.prefix}
+	u := &url.URL{Scheme: "s3", Host: bucket, Path: "/" + ks.Prefix}
 	// The query is written as the user would (?endpoint=http://host:port&region=…), escaping only
 	// what would end the value: the URL is shown as it is, never decoded later.
 	var q []string
@@ -126,10 +129,10 @@ func newS3Store(ctx context.Context, bucket, prefix, region, endpoint string, op
 		q = append(q, "region="+queryValueEscaper.Replace(region))
 	}
 	u.RawQuery = strings.Join(q, "&")
-	s := &s3Store{client: client, bucket: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets(),
+	s := &s3Store{client: client, bucket: bucket, ks: ks, url: u.String(), opts: opts.WithoutSecrets(),
 		endpoint: "s3." + cfg.Region + ".amazonaws.com"}
 	if endpoint != "" {
-		s.endpoint = hostOf(endpoint)
+		s.endpoint = HostOf(endpoint)
 	}
 	if opts.PageSize > 0 {
 		s.pageSize = int32(min(opts.PageSize, 1000))
@@ -149,13 +152,13 @@ func (s *s3Store) Capabilities() Capabilities {
 }
 
 func init() {
-	describers = append(describers, describeS3)
+	AddDescriber(describeS3)
 }
 
 func describeS3(err error) (string, bool) {
 	var mae *retry.MaxAttemptsError
 	if errors.As(err, &mae) {
-		return fmt.Sprintf("gave up after %d attempts: %s", mae.Attempt, describe(mae.Err)), true
+		return fmt.Sprintf("gave up after %d attempts: %s", mae.Attempt, Describe(mae.Err)), true
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
@@ -166,7 +169,7 @@ func describeS3(err error) (string, bool) {
 		}
 		msg := Sanitize(ae.ErrorCode(), 64)
 		if m := ae.ErrorMessage(); m != "" {
-			msg += ": " + Sanitize(m, maxServerMessage)
+			msg += ": " + Sanitize(m, MaxServerMessage)
 		}
 		if status != 0 {
 			return fmt.Sprintf("HTTP %d %s", status, msg), true
@@ -176,9 +179,9 @@ func describeS3(err error) (string, bool) {
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
 		if re.HTTPStatusCode() == 0 {
-			return describe(re.Err), true // a transport failure: no response, so no status to show
+			return Describe(re.Err), true // a transport failure: no response, so no status to show
 		}
-		return fmt.Sprintf("HTTP %d: %s", re.HTTPStatusCode(), describe(re.Err)), true
+		return fmt.Sprintf("HTTP %d: %s", re.HTTPStatusCode(), Describe(re.Err)), true
 	}
 	return "", false
 }
@@ -187,7 +190,7 @@ func classifyS3(err error) error {
 	if noCredentials(err) {
 		return ErrMisconfigured
 	}
-	if kind, ok := classifyCommon(err); ok {
+	if kind, ok := ClassifyCommon(err); ok {
 		return kind
 	}
 	code := ""
@@ -228,16 +231,16 @@ func (s *s3Store) fail(op, key string, err error) error {
 }
 
 func (s *s3Store) List(ctx context.Context, dir string, fn func(Object) error) error {
-	fn = capEntries(fn, s.opts.maxListEntries())
-	dir, err := validateDir(dir)
+	fn = CapEntries(fn, s.opts.EffectiveMaxListEntries())
+	dir, err := ValidateDir(dir)
 	if err != nil {
 		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(s.ks.listPrefix(dir))}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(s.ks.ListPrefix(dir))}
 	if s.pageSize > 0 {
 		in.MaxKeys = aws.Int32(s.pageSize)
 	}
-	var bad invalidKeys
+	var bad InvalidKeys
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx, capResponseBody(MaxListPageBytes))
@@ -246,17 +249,17 @@ func (s *s3Store) List(ctx context.Context, dir string, fn func(Object) error) e
 		}
 		for _, o := range page.Contents {
 			name, size := aws.ToString(o.Key), aws.ToInt64(o.Size)
-			key, skip, err := s.ks.relative(name, size)
+			key, skip, err := s.ks.Relative(name, size)
 			if skip {
 				continue
 			}
 			if err != nil {
-				bad.add(name)
+				bad.Add(name)
 				continue
 			}
 			obj := Object{Key: key, Size: size, ModTime: aws.ToTime(o.LastModified), ETag: aws.ToString(o.ETag)}
 			obj.Revision = obj.ETag
-			if md5, ok := etagMD5(obj.ETag); ok {
+			if md5, ok := ETagMD5(obj.ETag); ok {
 				obj.Checksums = append(obj.Checksums, Checksum{Algorithm: MD5, Value: md5, FromETag: true})
 			}
 			if err := fn(obj); err != nil {
@@ -264,7 +267,7 @@ func (s *s3Store) List(ctx context.Context, dir string, fn func(Object) error) e
 			}
 		}
 	}
-	if err := bad.result(); err != nil {
+	if err := bad.Result(); err != nil {
 		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
 	return nil
@@ -295,7 +298,7 @@ func (c s3Sums) checksums() []Checksum {
 		v   *string
 	}{{CRC64NVME, c.crc64nvme}, {CRC32C, c.crc32c}, {CRC32, c.crc32}, {SHA256, c.sha256}, {SHA1, c.sha1}} {
 		// CRC64NVME exists only as a full-object checksum.
-		if c, ok := nativeChecksum(x.alg, aws.ToString(x.v), composite && x.alg != CRC64NVME); ok {
+		if c, ok := NativeChecksum(x.alg, aws.ToString(x.v), composite && x.alg != CRC64NVME); ok {
 			out = append(out, c)
 		}
 	}
@@ -307,7 +310,7 @@ func (s *s3Store) Stat(ctx context.Context, key string) (Object, error) {
 		return Object{}, &Error{Op: "stat", Store: s.url, Key: key, Err: err}
 	}
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
-		Bucket: aws.String(s.bucket), Key: aws.String(s.ks.full(key)), ChecksumMode: types.ChecksumModeEnabled,
+		Bucket: aws.String(s.bucket), Key: aws.String(s.ks.Full(key)), ChecksumMode: types.ChecksumModeEnabled,
 	})
 	if err != nil {
 		return Object{}, s.fail("stat", key, err)
@@ -320,7 +323,7 @@ func (s *s3Store) Stat(ctx context.Context, key string) (Object, error) {
 	obj.Revision = obj.ETag
 	obj.Checksums = s3Sums{out.ChecksumType, out.ChecksumCRC32, out.ChecksumCRC32C, out.ChecksumCRC64NVME, out.ChecksumSHA1, out.ChecksumSHA256}.checksums()
 	if obj.Encryption != EncryptionKMS && obj.Encryption != EncryptionCustomerKey {
-		if md5, ok := etagMD5(obj.ETag); ok {
+		if md5, ok := ETagMD5(obj.ETag); ok {
 			obj.Checksums = append(obj.Checksums, Checksum{Algorithm: MD5, Value: md5, FromETag: true})
 		}
 	}
@@ -334,7 +337,7 @@ func (s *s3Store) Read(ctx context.Context, key string, opts ReadOptions, fn fun
 	if opts.Offset < 0 || opts.Length < 0 {
 		return &Error{Op: "read", Store: s.url, Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
 	}
-	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.ks.full(key))}
+	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.ks.Full(key))}
 	if r := httpRange(opts.Offset, opts.Length); r != "" {
 		in.Range = aws.String(r)
 	}
@@ -473,16 +476,16 @@ func (s *s3Store) Write(ctx context.Context, key string, r io.Reader, opts Write
 	if opts.IfNotExists && opts.IfMatch != "" {
 		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: errors.New("IfNotExists and IfMatch are exclusive")}
 	}
-	up := &s3Upload{s: s, key: key, name: s.ks.full(key), opts: opts}
-	d := newDigester(opts.Checksums, CRC64NVME)
-	plan := uploadPlan{partSize: max(s.opts.partSize(), 5<<20), concurrency: s.opts.concurrency(), maxParts: s3MaxParts, size: opts.Size}
-	obj, err := streamUpload(ctx, r, plan, d, up)
-	return finishUpload(obj, err, func(err error) error { return s.writeFail(key, opts, err) })
+	up := &s3Upload{s: s, key: key, name: s.ks.Full(key), opts: opts}
+	d := NewDigester(opts.Checksums, CRC64NVME)
+	plan := UploadPlan{PartSize: max(s.opts.EffectivePartSize(), 5<<20), Concurrency: s.opts.EffectiveConcurrency(), MaxParts: s3MaxParts, Size: opts.Size}
+	obj, err := StreamUpload(ctx, r, plan, d, up)
+	return FinishUpload(obj, err, func(err error) error { return s.writeFail(key, opts, err) })
 }
 
 // writeFail classifies a write error; a CAS against a missing object is a failed precondition.
 func (s *s3Store) writeFail(key string, opts WriteOptions, err error) error {
-	return casWriteError(s.fail("write", key, err).(*Error), opts)
+	return CASWriteError(s.fail("write", key, err).(*Error), opts)
 }
 
 type s3Upload struct {
@@ -512,28 +515,28 @@ func (u *s3Upload) conditions() (ifNoneMatch, ifMatch *string) {
 	return
 }
 
-func (u *s3Upload) written(etag, version *string, sse types.ServerSideEncryption, d *digester) Object {
+func (u *s3Upload) written(etag, version *string, sse types.ServerSideEncryption, d *Digester) Object {
 	obj := Object{
-		Key: u.key, Size: d.n, ETag: aws.ToString(etag), Generation: aws.ToString(version),
+		Key: u.key, Size: d.N, ETag: aws.ToString(etag), Generation: aws.ToString(version),
 		Encryption: s3Encryption(sse, nil),
-		Checksums:  []Checksum{{Algorithm: CRC64NVME, Value: d.sum(CRC64NVME)}},
+		Checksums:  []Checksum{{Algorithm: CRC64NVME, Value: d.Sum(CRC64NVME)}},
 	}
 	obj.Revision = obj.ETag
 	if obj.Encryption != EncryptionKMS {
-		if md5, ok := etagMD5(obj.ETag); ok {
+		if md5, ok := ETagMD5(obj.ETag); ok {
 			obj.Checksums = append(obj.Checksums, Checksum{Algorithm: MD5, Value: md5, FromETag: true})
 		}
 	}
 	return obj
 }
 
-func (u *s3Upload) single(ctx context.Context, data []byte, d *digester) (Object, error) {
+func (u *s3Upload) Single(ctx context.Context, data []byte, d *Digester) (Object, error) {
 	ifNoneMatch, ifMatch := u.conditions()
 	out, err := u.s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(u.s.bucket), Key: aws.String(u.name),
 		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
 		ContentType:       u.contentType(),
-		ChecksumCRC64NVME: aws.String(d.sum(CRC64NVME)),
+		ChecksumCRC64NVME: aws.String(d.Sum(CRC64NVME)),
 		IfNoneMatch:       ifNoneMatch, IfMatch: ifMatch,
 	})
 	if err != nil {
@@ -542,7 +545,7 @@ func (u *s3Upload) single(ctx context.Context, data []byte, d *digester) (Object
 	return u.written(out.ETag, out.VersionId, out.ServerSideEncryption, d), nil
 }
 
-func (u *s3Upload) begin(ctx context.Context) error {
+func (u *s3Upload) Begin(ctx context.Context) error {
 	out, err := u.s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket: aws.String(u.s.bucket), Key: aws.String(u.name), ContentType: u.contentType(),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme, ChecksumType: types.ChecksumTypeFullObject,
@@ -560,7 +563,7 @@ func crc64Base64(data []byte) string {
 	return base64.StdEncoding.EncodeToString(b[:])
 }
 
-func (u *s3Upload) part(ctx context.Context, n int, data []byte) error {
+func (u *s3Upload) Part(ctx context.Context, n int, data []byte) error {
 	sum := crc64Base64(data)
 	out, err := u.s.client.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: aws.String(u.s.bucket), Key: aws.String(u.name), UploadId: u.uploadID,
@@ -576,7 +579,7 @@ func (u *s3Upload) part(ctx context.Context, n int, data []byte) error {
 	return nil
 }
 
-func (u *s3Upload) commit(ctx context.Context, n int, d *digester) (Object, error) {
+func (u *s3Upload) Commit(ctx context.Context, n int, d *Digester) (Object, error) {
 	sort.Slice(u.parts, func(i, j int) bool { return *u.parts[i].PartNumber < *u.parts[j].PartNumber })
 	if len(u.parts) != n {
 		return Object{}, fmt.Errorf("uploaded %d parts, expected %d", len(u.parts), n)
@@ -585,8 +588,8 @@ func (u *s3Upload) commit(ctx context.Context, n int, d *digester) (Object, erro
 	out, err := u.s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: aws.String(u.s.bucket), Key: aws.String(u.name), UploadId: u.uploadID,
 		MultipartUpload:   &types.CompletedMultipartUpload{Parts: u.parts},
-		ChecksumCRC64NVME: aws.String(d.sum(CRC64NVME)), ChecksumType: types.ChecksumTypeFullObject,
-		MpuObjectSize: aws.Int64(d.n),
+		ChecksumCRC64NVME: aws.String(d.Sum(CRC64NVME)), ChecksumType: types.ChecksumTypeFullObject,
+		MpuObjectSize: aws.Int64(d.N),
 		IfNoneMatch:   ifNoneMatch, IfMatch: ifMatch,
 	})
 	if err != nil {
@@ -595,7 +598,7 @@ func (u *s3Upload) commit(ctx context.Context, n int, d *digester) (Object, erro
 	return u.written(out.ETag, out.VersionId, out.ServerSideEncryption, d), nil
 }
 
-func (u *s3Upload) abort(ctx context.Context) {
+func (u *s3Upload) Abort(ctx context.Context) {
 	if u.uploadID == nil {
 		return
 	}
@@ -608,11 +611,11 @@ func (s *s3Store) Delete(ctx context.Context, key string, opts DeleteOptions) er
 	if err := ValidateKey(key); err != nil {
 		return &Error{Op: "delete", Store: s.url, Key: key, Err: err}
 	}
-	in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.ks.full(key))}
+	in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.ks.Full(key))}
 	if opts.IfMatch != "" {
 		// DeleteObject answers 204 for a missing object even with If-Match (S3 and versitygw alike),
 		// so look first to report ErrNotFound; If-Match still guards the delete itself.
-		head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.ks.full(key))})
+		head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.ks.Full(key))})
 		if err != nil {
 			return s.fail("delete", key, err)
 		}
@@ -650,4 +653,108 @@ func noCredentials(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "get identity: ") || strings.Contains(msg, "failed to retrieve credentials") ||
 		strings.Contains(msg, "failed to refresh cached credentials")
+}
+
+func (s *s3Store) ListDirs(ctx context.Context, max int) ([]string, error) {
+	page, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket), Prefix: aws.String(s.ks.Prefix), Delimiter: aws.String("/"), MaxKeys: aws.Int32(int32(max)),
+	}, capResponseBody(MaxListPageBytes))
+	if err != nil {
+		return nil, s.fail("list", "", err)
+	}
+	var names []string
+	for _, p := range page.CommonPrefixes {
+		if n, ok := s.ks.DirName(aws.ToString(p.Prefix)); ok {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+// Sweep aborts the incomplete multipart uploads below the store's prefix that were initiated
+// before before; younger ones are counted as Left. The listing is capped like List.
+func (s *s3Store) Sweep(ctx context.Context, before time.Time) (Swept, error) {
+	var sw Swept
+	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(s.bucket), Prefix: aws.String(s.ks.ListPrefix(""))}
+	seen := 0
+	for {
+		out, err := s.client.ListMultipartUploads(ctx, in, capResponseBody(MaxListPageBytes))
+		if err != nil {
+			return sw, s.fail("sweep", "", err)
+		}
+		for _, u := range out.Uploads {
+			if seen++; seen > s.opts.EffectiveMaxListEntries() {
+				return sw, &Error{Op: "sweep", Store: s.url, Err: fmt.Errorf("%w: more than %d multipart uploads", ErrListTooLarge, s.opts.EffectiveMaxListEntries())}
+			}
+			if u.Initiated == nil || !u.Initiated.Before(before) {
+				sw.Left++
+				continue
+			}
+			_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(s.bucket), Key: u.Key, UploadId: u.UploadId})
+			if err != nil {
+				return sw, s.fail("sweep", aws.ToString(u.Key), err)
+			}
+			sw.Removed++
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return sw, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}
+
+// capResponseBody caps the raw response body one S3 operation's deserializer may read.
+func capResponseBody(limit int64) func(*s3.Options) {
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			// Added last in the deserialize step, so it runs inside the operation's
+			// deserializer: it sees the response first and hands on a capped body.
+			return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("lifeboat.CapResponseBody",
+				func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+					out, md, err := next.HandleDeserialize(ctx, in)
+					if resp, ok := out.RawResponse.(*smithyhttp.Response); ok && resp.Body != nil {
+						resp.Body = &cappedBody{rc: resp.Body, left: limit, limit: limit}
+					}
+					return out, md, err
+				}), middleware.After)
+		})
+	}
+}
+
+// cappedBody fails with ErrListTooLarge once more than limit bytes have been read.
+type cappedBody struct {
+	rc          io.ReadCloser
+	left, limit int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, _ := b.rc.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("%w: a listing page larger than %d bytes", ErrListTooLarge, b.limit)
+		}
+		return b.rc.Read(p)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// loggingRetryer makes the AWS retryer say each retry as it schedules it: "retry 2/3 in 1.2s: …".
+type loggingRetryer struct {
+	aws.RetryerV2
+	log *slog.Logger
+}
+
+func (r loggingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	d, derr := r.RetryerV2.RetryDelay(attempt, err)
+	if derr == nil {
+		r.log.LogAttrs(context.Background(), slog.LevelInfo, "retry "+strconv.Itoa(attempt+1)+"/"+strconv.Itoa(r.MaxAttempts())+" in "+d.Round(time.Millisecond).String()+": "+Sanitize(Describe(err), 200))
+	}
+	return d, derr
 }

@@ -284,18 +284,18 @@ const DefaultStallTimeout = 2 * time.Minute
 const DefaultGCSMaxAttempts = 4
 
 const (
-	defaultPartSize    = 8 << 20
+	DefaultPartSize    = 8 << 20
 	defaultConcurrency = 4
 )
 
-func (o Options) partSize() int64 {
+func (o Options) EffectivePartSize() int64 {
 	if o.PartSize > 0 {
 		return o.PartSize
 	}
-	return defaultPartSize
+	return DefaultPartSize
 }
 
-func (o Options) concurrency() int {
+func (o Options) EffectiveConcurrency() int {
 	if o.Concurrency > 0 {
 		return o.Concurrency
 	}
@@ -303,7 +303,7 @@ func (o Options) concurrency() int {
 }
 
 // withoutSecrets is what a store keeps of its options: nothing a %#v could print a secret from.
-func (o Options) withoutSecrets() Options {
+func (o Options) WithoutSecrets() Options {
 	o.S3Credentials = nil
 	o.AzureConnectionString = ""
 	return o

@@ -414,7 +414,7 @@ func checkPrefix(p string) (string, error) {
 	if p == "" {
 		return "", nil
 	}
-	if err := validatePath(p); err != nil {
+	if err := ValidatePath(p); err != nil {
 		return "", fmt.Errorf("prefix %q: %s", p, err)
 	}
 	return p, nil

@@ -90,27 +90,8 @@ func Retryable(ctx context.Context, err error) bool {
 // Hint says what to set or check for an error of kind k on a store of scheme s3, gs, az or file;
 // "" when there is nothing to suggest.
 func Hint(scheme string, k Kind) string {
-	switch k {
-	case KindMisconfigured, KindDenied:
-		switch scheme {
-		case "s3":
-			return "set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_REGION or ?region=), and check the bucket policy"
-		case "gs":
-			return "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, or run 'gcloud auth application-default login'; check the bucket's IAM"
-		case "az":
-			return "set AZURE_STORAGE_CONNECTION_STRING, or run 'az login' (DefaultAzureCredential); check the role assignment on the container"
-		case "file":
-			return "check the directory's permissions"
-		}
-	case KindNotFound:
-		switch scheme {
-		case "s3", "gs":
-			return "check the bucket name and the prefix (and ?region= for S3)"
-		case "az":
-			return "check the account, the container name and the prefix"
-		case "file":
-			return "check the path"
-		}
+	if s, ok := lookupScheme(scheme); ok && s.Hint != nil {
+		return s.Hint(k)
 	}
 	return ""
 }

@@ -19,6 +19,7 @@ import (
 
 	"lifeboat/internal/emulators"
 	"lifeboat/providers"
+	"lifeboat/providers/oci"
 	"lifeboat/providers/providertest"
 
 	"github.com/opencontainers/go-digest"
@@ -75,7 +76,7 @@ func TestRegistryStore(t *testing.T) {
 			t.Fatalf("write %s: %+v", p, o)
 		}
 		layers = append(layers, ocispec.Descriptor{MediaType: "application/vnd.cncf.model.weight.v1.raw", Digest: digest.FromBytes(files[p]), Size: int64(len(files[p])),
-			Annotations: map[string]string{providers.AnnotationFilepath: p}})
+			Annotations: map[string]string{oci.AnnotationFilepath: p}})
 	}
 	// No digest declared: computed on the way, the blob committed by it.
 	if o, err := s.Write(ctx, "model/x", bytes.NewReader([]byte("xyz")), providers.WriteOptions{}); err != nil || o.Revision != digest.FromBytes([]byte("xyz")).String() {
@@ -94,14 +95,14 @@ func TestRegistryStore(t *testing.T) {
 		Config: ocispec.Descriptor{MediaType: "application/vnd.cncf.model.config.v1+json", Digest: digest.FromBytes(cfg), Size: int64(len(cfg)), Data: cfg},
 		Layers: layers}
 	data, _ := json.Marshal(m)
-	dg, err := providers.PushManifest(ctx, s, data)
+	dg, err := oci.PushManifest(ctx, s, data)
 	if err != nil || dg != digest.FromBytes(data) {
 		t.Fatalf("push manifest: %v %v", dg, err)
 	}
 
 	posts := ct.posts.Load()
 	s2 := open(t, url, opts)
-	if got, err := providers.FetchManifest(ctx, s2); err != nil || !bytes.Equal(got, data) {
+	if got, err := oci.FetchManifest(ctx, s2); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("fetch manifest: %v", err)
 	}
 	for p, want := range files {

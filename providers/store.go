@@ -9,8 +9,6 @@ import (
 
 	"lifeboat/internal/base/redact"
 	"lifeboat/providers/checksum"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // Store is one location in an object store or on local disk: a bucket (or container, or directory)
@@ -239,8 +237,10 @@ type Options struct {
 	// HTTPClient, if set, carries every request (fault injection, proxies). For gs:// it replaces
 	// the SDK's authenticating client, so it is meant for emulators.
 	HTTPClient *http.Client
-	// S3Credentials overrides the AWS default credential chain (tests, embedding).
-	S3Credentials aws.CredentialsProvider
+	// S3Credentials, an aws.CredentialsProvider, overrides the AWS default credential chain
+	// (tests, embedding). It is typed any so that this package links no cloud SDK; the s3://
+	// store refuses any other type.
+	S3Credentials any
 	// AzureConnectionString overrides AZURE_STORAGE_CONNECTION_STRING (tests, embedding).
 	AzureConnectionString string
 	// DockerConfig is the directory whose config.json (and credential helpers) give registry

@@ -1,4 +1,4 @@
-package providers_test
+package oci_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,18 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+func TestMain(m *testing.M) {
+	// No test may reach for cloud metadata servers.
+	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	os.Exit(emulators.Main(m))
+}
+
+var (
+	testOptions = providertest.Options
+	open        = providertest.Open
+	prefixSeq   atomic.Int64
 )
 
 // countingTransport counts requests by method.

@@ -13,7 +13,7 @@ import (
 // retry can fix it; the error's Hint says what to set.
 var ErrMisconfigured = errors.New("misconfigured")
 
-// maxServerMessage bounds how much of a server's own error message is shown.
+// MaxServerMessage bounds how much of a server's own error message is shown.
 const MaxServerMessage = 200
 
 // Kind is the one classification of errors every layer shares, in the spirit of rclone's
@@ -96,7 +96,7 @@ func Hint(scheme string, k Kind) string {
 	return ""
 }
 
-// hostOf is the host[:port] of a URL, or s itself when it has no scheme.
+// HostOf is the host[:port] of a URL, or s itself when it has no scheme.
 func HostOf(s string) string {
 	if u, err := url.Parse(s); err == nil && u.Host != "" {
 		return u.Host

@@ -10,7 +10,7 @@ import (
 	"lifeboat/providers/checksum"
 )
 
-// digester computes, in one pass over streamed bytes, the checksums a Write was asked to verify plus
+// Digester computes, in one pass over streamed bytes, the checksums a Write was asked to verify plus
 // those the provider needs to send, and counts the bytes.
 type Digester struct {
 	want   Checksums
@@ -18,6 +18,7 @@ type Digester struct {
 	N      int64
 }
 
+// NewDigester hashes for the checksums in want plus the algorithms in also.
 func NewDigester(want Checksums, also ...Algorithm) *Digester {
 	d := &Digester{want: want, hashes: map[Algorithm]hash.Hash{}}
 	for _, alg := range checksum.Recorded {
@@ -73,7 +74,7 @@ func (d *Digester) Check(size int64) error {
 	return nil
 }
 
-// nativeChecksum converts a provider's base64 value (S3 reports every checksum that way) into a
+// NativeChecksum converts a provider's base64 value (S3 reports every checksum that way) into a
 // Checksum in the manifest's encoding; values with a "-N" suffix are composite and kept verbatim.
 func NativeChecksum(alg Algorithm, v string, composite bool) (Checksum, bool) {
 	if v == "" {
@@ -92,7 +93,7 @@ func NativeChecksum(alg Algorithm, v string, composite bool) (Checksum, bool) {
 	return Checksum{Algorithm: alg, Value: checksum.Encode(alg, raw)}, true
 }
 
-// etagMD5 returns the base64 MD5 an S3 ETag stands for when it is 32 hex digits.
+// ETagMD5 returns the base64 MD5 an S3 ETag stands for when it is 32 hex digits.
 func ETagMD5(etag string) (string, bool) {
 	e := strings.Trim(etag, `"`)
 	if len(e) != 32 {

@@ -105,8 +105,10 @@ func (e *InvalidKeysError) Error() string {
 
 func (e *InvalidKeysError) Is(target error) bool { return target == ErrInvalidKey }
 
+// InvalidKeys collects the invalid keys a listing skips; Result is its *InvalidKeysError or nil.
 type InvalidKeys struct{ err *InvalidKeysError }
 
+// Add counts one invalid key, keeping the first few as examples.
 func (k *InvalidKeys) Add(key string) {
 	if k.err == nil {
 		k.err = &InvalidKeysError{}
@@ -117,6 +119,7 @@ func (k *InvalidKeys) Add(key string) {
 	}
 }
 
+// Result is the listing's error for the keys added, nil for none.
 func (k *InvalidKeys) Result() error {
 	if k.err == nil {
 		return nil
@@ -124,7 +127,7 @@ func (k *InvalidKeys) Result() error {
 	return k.err
 }
 
-// describer lets provider code give a safe one-line summary of an SDK error.
+// Describer lets provider code give a safe one-line summary of an SDK error.
 type Describer func(error) (string, bool)
 
 var describers []Describer
@@ -132,7 +135,7 @@ var describers []Describer
 // AddDescriber adds a store's summary of its SDK's errors to Describe (at init).
 func AddDescriber(d Describer) { describers = append(describers, d) }
 
-// describe is a one-line, credential-free summary of an underlying error.
+// Describe is a one-line, credential-free summary of an underlying error.
 func Describe(err error) string {
 	if err == nil {
 		return ""
@@ -164,7 +167,7 @@ func Describe(err error) string {
 	return err.Error()
 }
 
-// classifyCommon recognises what every provider shares: cancellation (kept as is, no sentinel),
+// ClassifyCommon recognises what every provider shares: cancellation (kept as is, no sentinel),
 // network failures and local file errors.
 func ClassifyCommon(err error) (kind error, ok bool) {
 	var se *sourceError
@@ -206,7 +209,7 @@ type sourceError struct{ err error }
 func (e *sourceError) Error() string { return "reading content: " + e.err.Error() }
 func (e *sourceError) Unwrap() error { return e.err }
 
-// sourceReader marks the errors of a Write's content reader as sourceErrors and stops when ctx ends.
+// SourceReader marks the errors of a Write's content reader as sourceErrors and stops when ctx ends.
 type SourceReader struct {
 	Ctx context.Context
 	R   io.Reader
@@ -223,7 +226,7 @@ func (s SourceReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// casWriteError applies the rule every store shares for a failed write: a compare-and-swap
+// CASWriteError applies the rule every store shares for a failed write: a compare-and-swap
 // (IfMatch) against an object that no longer exists lost its precondition, it did not find
 // "nothing" — the caller's view of the object is stale either way.
 func CASWriteError(e *Error, opts WriteOptions) *Error {

@@ -27,6 +27,8 @@ type logTransport struct {
 	seen map[string]int // Azure: attempts per x-ms-client-request-id (kept across its retries)
 }
 
+// NewLogTransport logs each request through next (nil: http.DefaultTransport) to log, as
+// LoggingTransport does; an S3 or Azure SDK takes it as its HTTP client (Do).
 func NewLogTransport(next http.RoundTripper, log *slog.Logger) *logTransport {
 	if next == nil {
 		next = http.DefaultTransport
@@ -100,7 +102,7 @@ type Doer interface {
 	Do(*http.Request) (*http.Response, error)
 }
 
-// doerTransport adapts an SDK's HTTP client to a RoundTripper.
+// DoerTransport adapts an SDK's HTTP client to a RoundTripper.
 type DoerTransport struct{ D Doer }
 
 func (t DoerTransport) RoundTrip(req *http.Request) (*http.Response, error) { return t.D.Do(req) }

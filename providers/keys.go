@@ -23,7 +23,7 @@ func ValidateKey(key string) error {
 	return nil
 }
 
-// validateDir checks a List dir: "" or a valid key (a trailing "/" is tolerated and dropped).
+// ValidateDir checks a List dir: "" or a valid key (a trailing "/" is tolerated and dropped).
 func ValidateDir(dir string) (string, error) {
 	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {
@@ -32,7 +32,7 @@ func ValidateDir(dir string) (string, error) {
 	return dir, ValidateKey(dir)
 }
 
-// validatePath holds the rules shared by keys and store prefixes.
+// ValidatePath holds the rules shared by keys and store prefixes.
 func ValidatePath(p string) error {
 	if len(p) > MaxKeyLen {
 		return fmt.Errorf("longer than %d bytes", MaxKeyLen)
@@ -62,11 +62,12 @@ func ValidatePath(p string) error {
 	return nil
 }
 
-// keyspace maps relative keys onto provider object names under a prefix.
+// Keyspace maps relative keys onto provider object names under a prefix.
 type Keyspace struct {
 	Prefix string // "" or "a/b/" (always with a trailing slash)
 }
 
+// NewKeyspace is the keyspace of a store prefix, which must be "" or a valid key.
 func NewKeyspace(prefix string) (Keyspace, error) {
 	prefix = strings.Trim(prefix, "/")
 	if prefix == "" {

@@ -26,7 +26,7 @@ func (o Options) EffectiveMaxListEntries() int {
 	return DefaultMaxListEntries
 }
 
-// capEntries wraps a List callback so that entry max+1 ends the listing with ErrListTooLarge.
+// CapEntries wraps a List callback so that entry max+1 ends the listing with ErrListTooLarge.
 func CapEntries(fn func(Object) error, max int) func(Object) error {
 	n := 0
 	return func(o Object) error {

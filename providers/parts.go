@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// multipart is what a provider implements to take part of streamUpload.
+// Multipart is what a provider implements to take part of StreamUpload.
 type Multipart interface {
 	// single stores content that fits in one part with one request; d has seen all of it.
 	Single(ctx context.Context, data []byte, d *Digester) (Object, error)
@@ -25,7 +25,7 @@ type Multipart interface {
 	Abort(ctx context.Context)
 }
 
-// uploadPlan are the limits of one streamUpload.
+// UploadPlan are the limits of one StreamUpload.
 type UploadPlan struct {
 	PartSize    int64
 	Concurrency int
@@ -44,7 +44,7 @@ func (p UploadPlan) effectivePartSize() int64 {
 	return ps
 }
 
-// streamUpload reads r once, in parts, hashing every byte in order with d, and hands the parts to m
+// StreamUpload reads r once, in parts, hashing every byte in order with d, and hands the parts to m
 // with bounded concurrency. Memory is at most (concurrency+1) part buffers. Content that fits in one
 // part goes up with one request. Nothing is committed unless all parts are up and d.check passes.
 func StreamUpload(ctx context.Context, r io.Reader, plan UploadPlan, d *Digester, m Multipart) (Object, error) {
@@ -172,7 +172,7 @@ func uploadParts(ctx context.Context, r io.Reader, first []byte, partSize int64,
 	return obj, nil
 }
 
-// finishUpload ends a streamed Write: an error the upload already classified passes through,
+// FinishUpload ends a streamed Write: an error the upload already classified passes through,
 // any other becomes the store's write error (fail).
 func FinishUpload(obj Object, err error, fail func(error) error) (Object, error) {
 	if err == nil {

@@ -284,7 +284,7 @@ const DefaultStallTimeout = 2 * time.Minute
 const DefaultGCSMaxAttempts = 4
 
 const (
-	DefaultPartSize    = 8 << 20
+	DefaultPartSize    = 8 << 20 // Options.PartSize when unset
 	defaultConcurrency = 4
 )
 
@@ -302,7 +302,7 @@ func (o Options) EffectiveConcurrency() int {
 	return defaultConcurrency
 }
 
-// withoutSecrets is what a store keeps of its options: nothing a %#v could print a secret from.
+// WithoutSecrets is what a store keeps of its options: nothing a %#v could print a secret from.
 func (o Options) WithoutSecrets() Options {
 	o.S3Credentials = nil
 	o.AzureConnectionString = ""

@@ -13,8 +13,8 @@ import (
 // retry can fix it; the error's Hint says what to set.
 var ErrMisconfigured = errors.New("misconfigured")
 
-// maxServerMessage bounds how much of a server's own error message is shown.
-const maxServerMessage = 200
+// MaxServerMessage bounds how much of a server's own error message is shown.
+const MaxServerMessage = 200
 
 // Kind is the one classification of errors every layer shares, in the spirit of rclone's
 // fs/fserrors: what it means for the user (and for the exit code), and whether another attempt
@@ -66,7 +66,7 @@ func KindOf(err error) Kind {
 		// did not classify it, being not its own failure; what broke it is what counts here.
 		err = se.err
 	}
-	if k, ok := classifyCommon(err); ok && k == ErrUnreachable {
+	if k, ok := ClassifyCommon(err); ok && k == ErrUnreachable {
 		return KindUnreachable
 	}
 	return KindOther
@@ -90,33 +90,14 @@ func Retryable(ctx context.Context, err error) bool {
 // Hint says what to set or check for an error of kind k on a store of scheme s3, gs, az or file;
 // "" when there is nothing to suggest.
 func Hint(scheme string, k Kind) string {
-	switch k {
-	case KindMisconfigured, KindDenied:
-		switch scheme {
-		case "s3":
-			return "set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_REGION or ?region=), and check the bucket policy"
-		case "gs":
-			return "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, or run 'gcloud auth application-default login'; check the bucket's IAM"
-		case "az":
-			return "set AZURE_STORAGE_CONNECTION_STRING, or run 'az login' (DefaultAzureCredential); check the role assignment on the container"
-		case "file":
-			return "check the directory's permissions"
-		}
-	case KindNotFound:
-		switch scheme {
-		case "s3", "gs":
-			return "check the bucket name and the prefix (and ?region= for S3)"
-		case "az":
-			return "check the account, the container name and the prefix"
-		case "file":
-			return "check the path"
-		}
+	if s, ok := lookupScheme(scheme); ok && s.Hint != nil {
+		return s.Hint(k)
 	}
 	return ""
 }
 
-// hostOf is the host[:port] of a URL, or s itself when it has no scheme.
-func hostOf(s string) string {
+// HostOf is the host[:port] of a URL, or s itself when it has no scheme.
+func HostOf(s string) string {
 	if u, err := url.Parse(s); err == nil && u.Host != "" {
 		return u.Host
 	}

@@ -10,16 +10,17 @@ import (
 	"lifeboat/providers/checksum"
 )
 
-// digester computes, in one pass over streamed bytes, the checksums a Write was asked to verify plus
+// Digester computes, in one pass over streamed bytes, the checksums a Write was asked to verify plus
 // those the provider needs to send, and counts the bytes.
-type digester struct {
+type Digester struct {
 	want   Checksums
 	hashes map[Algorithm]hash.Hash
-	n      int64
+	N      int64
 }
 
-func newDigester(want Checksums, also ...Algorithm) *digester {
-	d := &digester{want: want, hashes: map[Algorithm]hash.Hash{}}
+// NewDigester hashes for the checksums in want plus the algorithms in also.
+func NewDigester(want Checksums, also ...Algorithm) *Digester {
+	d := &Digester{want: want, hashes: map[Algorithm]hash.Hash{}}
 	for _, alg := range checksum.Recorded {
 		if want.Get(alg) != "" {
 			d.hashes[alg] = checksum.New(alg)
@@ -33,16 +34,16 @@ func newDigester(want Checksums, also ...Algorithm) *digester {
 	return d
 }
 
-func (d *digester) Write(p []byte) (int, error) {
+func (d *Digester) Write(p []byte) (int, error) {
 	for _, h := range d.hashes {
 		h.Write(p)
 	}
-	d.n += int64(len(p))
+	d.N += int64(len(p))
 	return len(p), nil
 }
 
 // sum returns the manifest encoding of one computed digest.
-func (d *digester) sum(alg Algorithm) string {
+func (d *Digester) Sum(alg Algorithm) string {
 	h := d.hashes[alg]
 	if h == nil {
 		return ""
@@ -50,19 +51,19 @@ func (d *digester) sum(alg Algorithm) string {
 	return checksum.Sum(alg, h)
 }
 
-func (d *digester) raw(alg Algorithm) []byte { return d.hashes[alg].Sum(nil) }
+func (d *Digester) Raw(alg Algorithm) []byte { return d.hashes[alg].Sum(nil) }
 
 // check compares the bytes seen with the declared size and checksums.
-func (d *digester) check(size int64) error {
-	if size > 0 && d.n != size {
-		return fmt.Errorf("%w: read %d bytes, expected %d", ErrContentMismatch, d.n, size)
+func (d *Digester) Check(size int64) error {
+	if size > 0 && d.N != size {
+		return fmt.Errorf("%w: read %d bytes, expected %d", ErrContentMismatch, d.N, size)
 	}
 	for _, alg := range checksum.Recorded {
 		want := d.want.Get(alg)
 		if want == "" {
 			continue
 		}
-		got := d.sum(alg)
+		got := d.Sum(alg)
 		if alg == SHA256 {
 			want = strings.ToLower(want)
 		}
@@ -73,9 +74,9 @@ func (d *digester) check(size int64) error {
 	return nil
 }
 
-// nativeChecksum converts a provider's base64 value (S3 reports every checksum that way) into a
+// NativeChecksum converts a provider's base64 value (S3 reports every checksum that way) into a
 // Checksum in the manifest's encoding; values with a "-N" suffix are composite and kept verbatim.
-func nativeChecksum(alg Algorithm, v string, composite bool) (Checksum, bool) {
+func NativeChecksum(alg Algorithm, v string, composite bool) (Checksum, bool) {
 	if v == "" {
 		return Checksum{}, false
 	}
@@ -92,8 +93,8 @@ func nativeChecksum(alg Algorithm, v string, composite bool) (Checksum, bool) {
 	return Checksum{Algorithm: alg, Value: checksum.Encode(alg, raw)}, true
 }
 
-// etagMD5 returns the base64 MD5 an S3 ETag stands for when it is 32 hex digits.
-func etagMD5(etag string) (string, bool) {
+// ETagMD5 returns the base64 MD5 an S3 ETag stands for when it is 32 hex digits.
+func ETagMD5(etag string) (string, bool) {
 	e := strings.Trim(etag, `"`)
 	if len(e) != 32 {
 		return "", false

@@ -47,7 +47,7 @@ type Error struct {
 	// unreachable and the cause does not already name it.
 	Endpoint string
 	// known are credentials the store sent, redacted from Error() like every pattern Redact knows.
-	known *redact.Known
+	Known *redact.Known
 }
 
 func (e *Error) Error() string {
@@ -62,13 +62,13 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Kind.Error())
 	}
-	if d := describe(e.Err); d != "" && (e.Kind == nil || d != e.Kind.Error()) {
+	if d := Describe(e.Err); d != "" && (e.Kind == nil || d != e.Kind.Error()) {
 		b.WriteString(": ")
 		b.WriteString(d)
 	}
 	var se *sourceError
 	if errors.As(e.Err, &se) {
-		return e.known.Redact(b.String()) // the content's reader failed: neither this endpoint nor a hint for it
+		return e.Known.Redact(b.String()) // the content's reader failed: neither this endpoint nor a hint for it
 	}
 	if k := KindOf(e); (k == KindUnreachable || k == KindTimeout) && e.Endpoint != "" && !strings.Contains(b.String(), e.Endpoint) {
 		fmt.Fprintf(&b, " (endpoint %s)", e.Endpoint)
@@ -78,7 +78,7 @@ func (e *Error) Error() string {
 		b.WriteString(h)
 		b.WriteString(")")
 	}
-	return e.known.Redact(b.String())
+	return e.Known.Redact(b.String())
 }
 
 func (e *Error) Unwrap() []error {
@@ -105,9 +105,11 @@ func (e *InvalidKeysError) Error() string {
 
 func (e *InvalidKeysError) Is(target error) bool { return target == ErrInvalidKey }
 
-type invalidKeys struct{ err *InvalidKeysError }
+// InvalidKeys collects the invalid keys a listing skips; Result is its *InvalidKeysError or nil.
+type InvalidKeys struct{ err *InvalidKeysError }
 
-func (k *invalidKeys) add(key string) {
+// Add counts one invalid key, keeping the first few as examples.
+func (k *InvalidKeys) Add(key string) {
 	if k.err == nil {
 		k.err = &InvalidKeysError{}
 	}
@@ -117,20 +119,24 @@ func (k *invalidKeys) add(key string) {
 	}
 }
 
-func (k *invalidKeys) result() error {
+// Result is the listing's error for the keys added, nil for none.
+func (k *InvalidKeys) Result() error {
 	if k.err == nil {
 		return nil
 	}
 	return k.err
 }
 
-// describer lets provider code give a safe one-line summary of an SDK error.
-type describer func(error) (string, bool)
+// Describer lets provider code give a safe one-line summary of an SDK error.
+type Describer func(error) (string, bool)
 
-var describers []describer
+var describers []Describer
 
-// describe is a one-line, credential-free summary of an underlying error.
-func describe(err error) string {
+// AddDescriber adds a store's summary of its SDK's errors to Describe (at init).
+func AddDescriber(d Describer) { describers = append(describers, d) }
+
+// Describe is a one-line, credential-free summary of an underlying error.
+func Describe(err error) string {
 	if err == nil {
 		return ""
 	}
@@ -161,9 +167,9 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// classifyCommon recognises what every provider shares: cancellation (kept as is, no sentinel),
+// ClassifyCommon recognises what every provider shares: cancellation (kept as is, no sentinel),
 // network failures and local file errors.
-func classifyCommon(err error) (kind error, ok bool) {
+func ClassifyCommon(err error) (kind error, ok bool) {
 	var se *sourceError
 	if errors.As(err, &se) {
 		return nil, true // the caller's reader failed, not the store
@@ -203,27 +209,27 @@ type sourceError struct{ err error }
 func (e *sourceError) Error() string { return "reading content: " + e.err.Error() }
 func (e *sourceError) Unwrap() error { return e.err }
 
-// sourceReader marks the errors of a Write's content reader as sourceErrors and stops when ctx ends.
-type sourceReader struct {
-	ctx context.Context
-	r   io.Reader
+// SourceReader marks the errors of a Write's content reader as sourceErrors and stops when ctx ends.
+type SourceReader struct {
+	Ctx context.Context
+	R   io.Reader
 }
 
-func (s sourceReader) Read(p []byte) (int, error) {
-	if err := s.ctx.Err(); err != nil {
+func (s SourceReader) Read(p []byte) (int, error) {
+	if err := s.Ctx.Err(); err != nil {
 		return 0, err
 	}
-	n, err := s.r.Read(p)
+	n, err := s.R.Read(p)
 	if err != nil && err != io.EOF {
 		err = &sourceError{err}
 	}
 	return n, err
 }
 
-// casWriteError applies the rule every store shares for a failed write: a compare-and-swap
+// CASWriteError applies the rule every store shares for a failed write: a compare-and-swap
 // (IfMatch) against an object that no longer exists lost its precondition, it did not find
 // "nothing" — the caller's view of the object is stale either way.
-func casWriteError(e *Error, opts WriteOptions) *Error {
+func CASWriteError(e *Error, opts WriteOptions) *Error {
 	if opts.IfMatch != "" && e.Kind == ErrNotFound {
 		e.Kind = ErrPreconditionFailed
 	}

@@ -41,7 +41,7 @@ func NewFileStore(root string, opts Options) (Store, error) {
 			return nil, fmt.Errorf("file store %s: %w", abs, err)
 		}
 	}
-	return &fileStore{root: filepath.Clean(abs), opts: opts.withoutSecrets()}, nil
+	return &fileStore{root: filepath.Clean(abs), opts: opts.WithoutSecrets()}, nil
 }
 
 func (s *fileStore) String() string {
@@ -54,7 +54,7 @@ func (s *fileStore) Close() error     { return nil }
 func (s *fileStore) Capabilities() Capabilities { return Capabilities{} }
 
 func (s *fileStore) fail(op, key string, err error) error {
-	kind, ok := classifyCommon(err)
+	kind, ok := ClassifyCommon(err)
 	if !ok {
 		switch {
 		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
@@ -101,8 +101,8 @@ func (s *fileStore) object(key string, fi fs.FileInfo) Object {
 // caches link snapshot files to blobs), and so is a root or dir that is itself a link; linked
 // sub-directories are not (no loops, no escaping the tree).
 func (s *fileStore) List(ctx context.Context, dir string, fn func(Object) error) error {
-	fn = capEntries(fn, s.opts.maxListEntries())
-	dir, err := validateDir(dir)
+	fn = CapEntries(fn, s.opts.EffectiveMaxListEntries())
+	dir, err := ValidateDir(dir)
 	if err != nil {
 		return &Error{Op: "list", Store: s.String(), Key: dir, Kind: ErrInvalidKey, Err: err}
 	}
@@ -120,7 +120,7 @@ func (s *fileStore) List(ctx context.Context, dir string, fn func(Object) error)
 	if err != nil {
 		return s.fail("list", dir, err)
 	}
-	var bad invalidKeys
+	var bad InvalidKeys
 	err = filepath.WalkDir(start, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -143,7 +143,7 @@ func (s *fileStore) List(ctx context.Context, dir string, fn func(Object) error)
 			key = dir + "/" + key
 		}
 		if checkKey(key) != nil {
-			bad.add(key)
+			bad.Add(key)
 			return nil
 		}
 		stat := os.Stat
@@ -172,7 +172,7 @@ func (s *fileStore) List(ctx context.Context, dir string, fn func(Object) error)
 		}
 		return s.fail("list", dir, err)
 	}
-	if err := bad.result(); err != nil {
+	if err := bad.Result(); err != nil {
 		return &Error{Op: "list", Store: s.String(), Key: dir, Err: err}
 	}
 	return nil
@@ -312,11 +312,11 @@ func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts Wri
 			root.Remove(tmpName)
 		}
 	}()
-	d := newDigester(opts.Checksums)
-	if _, err := io.Copy(tmp, io.TeeReader(sourceReader{ctx: ctx, r: r}, d)); err != nil {
+	d := NewDigester(opts.Checksums)
+	if _, err := io.Copy(tmp, io.TeeReader(SourceReader{Ctx: ctx, R: r}, d)); err != nil {
 		return Object{}, s.fail("write", key, err)
 	}
-	if err := d.check(opts.Size); err != nil {
+	if err := d.Check(opts.Size); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Err: err}
 	}
 	if err := tmp.Sync(); err != nil {

@@ -1,7 +1,6 @@
 package providers
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -9,8 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // Request logging for -v, in the spirit of restic's backend/logger but one level down: every HTTP
@@ -30,7 +27,9 @@ type logTransport struct {
 	seen map[string]int // Azure: attempts per x-ms-client-request-id (kept across its retries)
 }
 
-func newLogTransport(next http.RoundTripper, log *slog.Logger) *logTransport {
+// NewLogTransport logs each request through next (nil: http.DefaultTransport) to log, as
+// LoggingTransport does; an S3 or Azure SDK takes it as its HTTP client (Do).
+func NewLogTransport(next http.RoundTripper, log *slog.Logger) *logTransport {
 	if next == nil {
 		next = http.DefaultTransport
 	}
@@ -85,7 +84,7 @@ func (t *logTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	switch {
 	case err != nil:
-		t.log.DebugContext(ctx, "request", append(attrs, "error", Sanitize(describe(err), 200))...)
+		t.log.DebugContext(ctx, "request", append(attrs, "error", Sanitize(Describe(err), 200))...)
 		if ctx.Err() == nil {
 			t.log.InfoContext(ctx, "request failed; the SDK retries it unless this was its last attempt", "method", req.Method, "host", req.URL.Host, "attempt", n)
 		}
@@ -98,33 +97,19 @@ func (t *logTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// loggingRetryer makes the AWS retryer say each retry as it schedules it: "retry 2/3 in 1.2s: …".
-type loggingRetryer struct {
-	aws.RetryerV2
-	log *slog.Logger
-}
-
-func (r loggingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
-	d, derr := r.RetryerV2.RetryDelay(attempt, err)
-	if derr == nil {
-		r.log.LogAttrs(context.Background(), slog.LevelInfo, "retry "+strconv.Itoa(attempt+1)+"/"+strconv.Itoa(r.MaxAttempts())+" in "+d.Round(time.Millisecond).String()+": "+Sanitize(describe(err), 200))
-	}
-	return d, derr
-}
-
 // doer is what the S3 and Azure SDKs take as an HTTP client.
-type doer interface {
+type Doer interface {
 	Do(*http.Request) (*http.Response, error)
 }
 
-// doerTransport adapts an SDK's HTTP client to a RoundTripper.
-type doerTransport struct{ d doer }
+// DoerTransport adapts an SDK's HTTP client to a RoundTripper.
+type DoerTransport struct{ D Doer }
 
-func (t doerTransport) RoundTrip(req *http.Request) (*http.Response, error) { return t.d.Do(req) }
+func (t DoerTransport) RoundTrip(req *http.Request) (*http.Response, error) { return t.D.Do(req) }
 
 // LoggingTransport logs every request through next (nil: http.DefaultTransport) as stores do
 // with Options.Log: method, host, path, status, attempt, duration; never a header or a query.
 // Probes of replicas use it for -v.
 func LoggingTransport(next http.RoundTripper, log *slog.Logger) http.RoundTripper {
-	return newLogTransport(next, log)
+	return NewLogTransport(next, log)
 }

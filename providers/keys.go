@@ -17,14 +17,14 @@ func ValidateKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)
 	}
-	if err := validatePath(key); err != nil {
+	if err := ValidatePath(key); err != nil {
 		return fmt.Errorf("%w %q: %s", ErrInvalidKey, key, err)
 	}
 	return nil
 }
 
-// validateDir checks a List dir: "" or a valid key (a trailing "/" is tolerated and dropped).
-func validateDir(dir string) (string, error) {
+// ValidateDir checks a List dir: "" or a valid key (a trailing "/" is tolerated and dropped).
+func ValidateDir(dir string) (string, error) {
 	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {
 		return "", nil
@@ -32,8 +32,8 @@ func validateDir(dir string) (string, error) {
 	return dir, ValidateKey(dir)
 }
 
-// validatePath holds the rules shared by keys and store prefixes.
-func validatePath(p string) error {
+// ValidatePath holds the rules shared by keys and store prefixes.
+func ValidatePath(p string) error {
 	if len(p) > MaxKeyLen {
 		return fmt.Errorf("longer than %d bytes", MaxKeyLen)
 	}
@@ -62,37 +62,38 @@ func validatePath(p string) error {
 	return nil
 }
 
-// keyspace maps relative keys onto provider object names under a prefix.
-type keyspace struct {
-	prefix string // "" or "a/b/" (always with a trailing slash)
+// Keyspace maps relative keys onto provider object names under a prefix.
+type Keyspace struct {
+	Prefix string // "" or "a/b/" (always with a trailing slash)
 }
 
-func newKeyspace(prefix string) (keyspace, error) {
+// NewKeyspace is the keyspace of a store prefix, which must be "" or a valid key.
+func NewKeyspace(prefix string) (Keyspace, error) {
 	prefix = strings.Trim(prefix, "/")
 	if prefix == "" {
-		return keyspace{}, nil
+		return Keyspace{}, nil
 	}
-	if err := validatePath(prefix); err != nil {
-		return keyspace{}, fmt.Errorf("prefix %q: %s", prefix, err)
+	if err := ValidatePath(prefix); err != nil {
+		return Keyspace{}, fmt.Errorf("prefix %q: %s", prefix, err)
 	}
-	return keyspace{prefix: prefix + "/"}, nil
+	return Keyspace{Prefix: prefix + "/"}, nil
 }
 
 // full returns the provider name of a validated key.
-func (k keyspace) full(key string) string { return k.prefix + key }
+func (k Keyspace) Full(key string) string { return k.Prefix + key }
 
 // listPrefix is the provider prefix under which dir's objects live.
-func (k keyspace) listPrefix(dir string) string {
+func (k Keyspace) ListPrefix(dir string) string {
 	if dir == "" {
-		return k.prefix
+		return k.Prefix
 	}
-	return k.prefix + dir + "/"
+	return k.Prefix + dir + "/"
 }
 
 // relative turns a listed provider name back into a key; ok is false for names that are not valid
 // keys (the caller reports them) and skip is true for folder markers ("dir/" of size 0).
-func (k keyspace) relative(name string, size int64) (key string, skip bool, err error) {
-	rel, found := strings.CutPrefix(name, k.prefix)
+func (k Keyspace) Relative(name string, size int64) (key string, skip bool, err error) {
+	rel, found := strings.CutPrefix(name, k.Prefix)
 	if !found {
 		return "", false, fmt.Errorf("%w: %q is outside the prefix", ErrInvalidKey, name)
 	}

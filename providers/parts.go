@@ -11,50 +11,50 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// multipart is what a provider implements to take part of streamUpload.
-type multipart interface {
+// Multipart is what a provider implements to take part of StreamUpload.
+type Multipart interface {
 	// single stores content that fits in one part with one request; d has seen all of it.
-	single(ctx context.Context, data []byte, d *digester) (Object, error)
+	Single(ctx context.Context, data []byte, d *Digester) (Object, error)
 	// begin starts a multipart upload.
-	begin(ctx context.Context) error
+	Begin(ctx context.Context) error
 	// part uploads part n (from 1); called concurrently.
-	part(ctx context.Context, n int, data []byte) error
+	Part(ctx context.Context, n int, data []byte) error
 	// commit makes the parts 1..n the object; d has seen all the content.
-	commit(ctx context.Context, n int, d *digester) (Object, error)
+	Commit(ctx context.Context, n int, d *Digester) (Object, error)
 	// abort discards the parts (best effort; ctx is already detached from the caller's).
-	abort(ctx context.Context)
+	Abort(ctx context.Context)
 }
 
-// uploadPlan are the limits of one streamUpload.
-type uploadPlan struct {
-	partSize    int64
-	concurrency int
-	maxParts    int
-	size        int64 // declared size, <= 0 unknown
+// UploadPlan are the limits of one StreamUpload.
+type UploadPlan struct {
+	PartSize    int64
+	Concurrency int
+	MaxParts    int
+	Size        int64 // declared size, <= 0 unknown
 }
 
 // effectivePartSize raises the part size when a declared size would need more than maxParts parts.
-func (p uploadPlan) effectivePartSize() int64 {
-	ps := p.partSize
-	if p.size > 0 && p.maxParts > 0 && (p.size+ps-1)/ps > int64(p.maxParts) {
+func (p UploadPlan) effectivePartSize() int64 {
+	ps := p.PartSize
+	if p.Size > 0 && p.MaxParts > 0 && (p.Size+ps-1)/ps > int64(p.MaxParts) {
 		const mib = 1 << 20
-		ps = (p.size + int64(p.maxParts) - 1) / int64(p.maxParts)
+		ps = (p.Size + int64(p.MaxParts) - 1) / int64(p.MaxParts)
 		ps = (ps + mib - 1) / mib * mib
 	}
 	return ps
 }
 
-// streamUpload reads r once, in parts, hashing every byte in order with d, and hands the parts to m
+// StreamUpload reads r once, in parts, hashing every byte in order with d, and hands the parts to m
 // with bounded concurrency. Memory is at most (concurrency+1) part buffers. Content that fits in one
 // part goes up with one request. Nothing is committed unless all parts are up and d.check passes.
-func streamUpload(ctx context.Context, r io.Reader, plan uploadPlan, d *digester, m multipart) (Object, error) {
+func StreamUpload(ctx context.Context, r io.Reader, plan UploadPlan, d *Digester, m Multipart) (Object, error) {
 	partSize := plan.effectivePartSize()
-	br := bufio.NewReaderSize(sourceReader{ctx: ctx, r: r}, 16)
+	br := bufio.NewReaderSize(SourceReader{Ctx: ctx, R: r}, 16)
 
 	// The first part grows as it is read, so small objects (lock files, configs) cost little.
 	var fb bytes.Buffer
-	if plan.size > 0 && plan.size < partSize {
-		fb.Grow(int(plan.size) + 1)
+	if plan.Size > 0 && plan.Size < partSize {
+		fb.Grow(int(plan.Size) + 1)
 	}
 	_, err := io.CopyN(&fb, br, partSize)
 	if err != nil && err != io.EOF {
@@ -71,29 +71,29 @@ func streamUpload(ctx context.Context, r io.Reader, plan uploadPlan, d *digester
 	}
 	if err != nil { // the whole content is in first[:n]
 		d.Write(first[:n])
-		if cerr := d.check(plan.size); cerr != nil {
+		if cerr := d.Check(plan.Size); cerr != nil {
 			return Object{}, cerr
 		}
-		return m.single(ctx, first[:n], d)
+		return m.Single(ctx, first[:n], d)
 	}
 
-	if err := m.begin(ctx); err != nil {
+	if err := m.Begin(ctx); err != nil {
 		return Object{}, err
 	}
 	obj, err := uploadParts(ctx, br, first, partSize, plan, d, m)
 	if err != nil {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		m.abort(actx)
+		m.Abort(actx)
 		cancel()
 		return Object{}, err
 	}
 	return obj, nil
 }
 
-func uploadParts(ctx context.Context, r io.Reader, first []byte, partSize int64, plan uploadPlan, d *digester, m multipart) (Object, error) {
+func uploadParts(ctx context.Context, r io.Reader, first []byte, partSize int64, plan UploadPlan, d *Digester, m Multipart) (Object, error) {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(plan.concurrency)
-	maxBufs := plan.concurrency + 1
+	g.SetLimit(plan.Concurrency)
+	maxBufs := plan.Concurrency + 1
 	free := make(chan []byte, maxBufs)
 	allocated := 1
 	getBuf := func() []byte {
@@ -116,7 +116,7 @@ func uploadParts(ctx context.Context, r io.Reader, first []byte, partSize int64,
 	submit := func(n int, data []byte, buf []byte) {
 		g.Go(func() error {
 			defer func() { free <- buf }()
-			return m.part(gctx, n, data)
+			return m.Part(gctx, n, data)
 		})
 	}
 
@@ -134,9 +134,9 @@ func uploadParts(ctx context.Context, r io.Reader, first []byte, partSize int64,
 		}
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			if plan.maxParts > 0 && parts >= plan.maxParts {
+			if plan.MaxParts > 0 && parts >= plan.MaxParts {
 				free <- buf
-				readErr = fmt.Errorf("content needs more than %d parts of %d bytes: declare its size or raise the part size", plan.maxParts, partSize)
+				readErr = fmt.Errorf("content needs more than %d parts of %d bytes: declare its size or raise the part size", plan.MaxParts, partSize)
 				break
 			}
 			parts++
@@ -162,19 +162,19 @@ func uploadParts(ctx context.Context, r io.Reader, first []byte, partSize int64,
 	case ctx.Err() != nil:
 		return Object{}, ctx.Err()
 	}
-	if err := d.check(plan.size); err != nil {
+	if err := d.Check(plan.Size); err != nil {
 		return Object{}, err
 	}
-	obj, err := m.commit(ctx, parts, d)
+	obj, err := m.Commit(ctx, parts, d)
 	if err != nil {
 		return Object{}, err
 	}
 	return obj, nil
 }
 
-// finishUpload ends a streamed Write: an error the upload already classified passes through,
+// FinishUpload ends a streamed Write: an error the upload already classified passes through,
 // any other becomes the store's write error (fail).
-func finishUpload(obj Object, err error, fail func(error) error) (Object, error) {
+func FinishUpload(obj Object, err error, fail func(error) error) (Object, error) {
 	if err == nil {
 		return obj, nil
 	}

@@ -53,3 +53,33 @@ func ReadJSON(ctx context.Context, s Store, key string, opts ReadOptions, limit 
 
 // ErrNotJSON: a small object read with ReadJSON did not decode.
 var ErrNotJSON = errors.New("not valid JSON")
+
+// ReadBody hands body to fn, then drains it so the connection can be reused. Errors of the body
+// itself (a broken connection, a truncated or checksum-failing response) go through wrap;
+// fn's own errors are returned as they are.
+func ReadBody(body io.Reader, fn func(io.Reader) error, wrap func(error) error) error {
+	br := &bodyReader{r: body}
+	err := fn(br)
+	if err == nil {
+		// Drain a little so a keep-alive connection is reusable; large leftovers are just closed.
+		_, _ = io.CopyN(io.Discard, body, 64<<10)
+		return nil
+	}
+	if br.err != nil && errors.Is(err, br.err) {
+		return wrap(err)
+	}
+	return err
+}
+
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}

@@ -77,7 +77,7 @@ func (s *retryStore) Read(ctx context.Context, key string, opts ReadOptions, fn 
 			cause = body.err
 		}
 		s.log.LogAttrs(ctx, slog.LevelInfo, "retry "+strconv.Itoa(attempt+1)+"/"+strconv.Itoa(attempts)+" in "+
-			d.Round(time.Millisecond).String()+": "+Sanitize("read "+key+": "+describe(cause), 200))
+			d.Round(time.Millisecond).String()+": "+Sanitize("read "+key+": "+Describe(cause), 200))
 		if wait.Sleep(ctx, d) != nil {
 			return err
 		}

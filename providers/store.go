@@ -9,8 +9,6 @@ import (
 
 	"lifeboat/internal/base/redact"
 	"lifeboat/providers/checksum"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // Store is one location in an object store or on local disk: a bucket (or container, or directory)
@@ -239,8 +237,10 @@ type Options struct {
 	// HTTPClient, if set, carries every request (fault injection, proxies). For gs:// it replaces
 	// the SDK's authenticating client, so it is meant for emulators.
 	HTTPClient *http.Client
-	// S3Credentials overrides the AWS default credential chain (tests, embedding).
-	S3Credentials aws.CredentialsProvider
+	// S3Credentials, an aws.CredentialsProvider, overrides the AWS default credential chain
+	// (tests, embedding). It is typed any so that this package links no cloud SDK; the s3://
+	// store refuses any other type.
+	S3Credentials any
 	// AzureConnectionString overrides AZURE_STORAGE_CONNECTION_STRING (tests, embedding).
 	AzureConnectionString string
 	// DockerConfig is the directory whose config.json (and credential helpers) give registry
@@ -284,26 +284,26 @@ const DefaultStallTimeout = 2 * time.Minute
 const DefaultGCSMaxAttempts = 4
 
 const (
-	defaultPartSize    = 8 << 20
+	DefaultPartSize    = 8 << 20 // Options.PartSize when unset
 	defaultConcurrency = 4
 )
 
-func (o Options) partSize() int64 {
+func (o Options) EffectivePartSize() int64 {
 	if o.PartSize > 0 {
 		return o.PartSize
 	}
-	return defaultPartSize
+	return DefaultPartSize
 }
 
-func (o Options) concurrency() int {
+func (o Options) EffectiveConcurrency() int {
 	if o.Concurrency > 0 {
 		return o.Concurrency
 	}
 	return defaultConcurrency
 }
 
-// withoutSecrets is what a store keeps of its options: nothing a %#v could print a secret from.
-func (o Options) withoutSecrets() Options {
+// WithoutSecrets is what a store keeps of its options: nothing a %#v could print a secret from.
+func (o Options) WithoutSecrets() Options {
 	o.S3Credentials = nil
 	o.AzureConnectionString = ""
 	return o

@@ -3,7 +3,6 @@ package providers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,9 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // Sweeper is implemented by stores in which a run killed mid-write leaves debris that is never
@@ -91,38 +87,6 @@ func tmpOwnerAlive(name string) bool {
 		return true
 	}
 	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
-// Sweep aborts the incomplete multipart uploads below the store's prefix that were initiated
-// before before; younger ones are counted as Left. The listing is capped like List.
-func (s *s3Store) Sweep(ctx context.Context, before time.Time) (Swept, error) {
-	var sw Swept
-	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(s.bucket), Prefix: aws.String(s.ks.listPrefix(""))}
-	seen := 0
-	for {
-		out, err := s.client.ListMultipartUploads(ctx, in, capResponseBody(MaxListPageBytes))
-		if err != nil {
-			return sw, s.fail("sweep", "", err)
-		}
-		for _, u := range out.Uploads {
-			if seen++; seen > s.opts.maxListEntries() {
-				return sw, &Error{Op: "sweep", Store: s.url, Err: fmt.Errorf("%w: more than %d multipart uploads", ErrListTooLarge, s.opts.maxListEntries())}
-			}
-			if u.Initiated == nil || !u.Initiated.Before(before) {
-				sw.Left++
-				continue
-			}
-			_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(s.bucket), Key: u.Key, UploadId: u.UploadId})
-			if err != nil {
-				return sw, s.fail("sweep", aws.ToString(u.Key), err)
-			}
-			sw.Removed++
-		}
-		if !aws.ToBool(out.IsTruncated) {
-			return sw, nil
-		}
-		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
-	}
 }
 
 // AsSweeper returns the Sweeper of s or of a store it wraps (wrappers expose Unwrap() Store).

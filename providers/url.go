@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,8 +12,6 @@ import (
 
 // ErrInvalidURL: a store URL is malformed or names an unknown scheme. The message says which part.
 var ErrInvalidURL = errors.New("invalid store URL")
-
-var lookupEnv = os.Getenv
 
 // Open returns the Store a URL names:
 //
@@ -34,19 +31,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s Store
-	switch loc.Scheme {
-	case "file":
-		s, err = NewFileStore(loc.Path, opts)
-	case "s3":
-		s, err = newS3Store(ctx, loc.Bucket, loc.Prefix, loc.Region, loc.Endpoint, opts)
-	case "gs":
-		s, err = newGCSStore(ctx, loc.Bucket, loc.Prefix, opts)
-	case "az":
-		s, err = newAzureStore(ctx, loc.Account, loc.Bucket, loc.Prefix, opts)
-	case "oci":
-		s, err = newRegistryStore(loc, opts)
+	sch, ok := lookupScheme(loc.Scheme)
+	if !ok {
+		return nil, fmt.Errorf("opening %s: %w", loc, errNotLinked(loc.Scheme))
 	}
+	s, err := sch.Open(ctx, loc, opts)
 	if err != nil {
 		if KindOf(err) == KindOther {
 			// What fails before any request (no region, a malformed connection string, an account
@@ -414,7 +403,7 @@ func checkPrefix(p string) (string, error) {
 	if p == "" {
 		return "", nil
 	}
-	if err := validatePath(p); err != nil {
+	if err := ValidatePath(p); err != nil {
 		return "", fmt.Errorf("prefix %q: %s", p, err)
 	}
 	return p, nil

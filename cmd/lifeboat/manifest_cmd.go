@@ -16,6 +16,7 @@ import (
 	"lifeboat/manifest/lint"
 	"lifeboat/providers"
 	"lifeboat/providers/localfile"
+	"lifeboat/providers/oci"
 	"lifeboat/verify/replicate"
 )
 
@@ -199,7 +200,7 @@ func (a *app) manifestBytes(ctx context.Context, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer s.Close()
-	data, err := providers.FetchManifest(ctx, s)
+	data, err := oci.FetchManifest(ctx, s)
 	if err != nil {
 		return nil, fmt.Errorf("reading the manifest from %s: %w", s, err)
 	}

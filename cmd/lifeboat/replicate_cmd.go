@@ -13,6 +13,7 @@ import (
 
 	"lifeboat/manifest"
 	"lifeboat/providers"
+	"lifeboat/providers/oci"
 	"lifeboat/verify"
 	"lifeboat/verify/replicate"
 )
@@ -195,7 +196,7 @@ func (a *app) pushManifestTo(ctx context.Context, dst providers.Store, manifestF
 	if err != nil {
 		return err
 	}
-	dg, err := providers.PushManifest(ctx, dst, data)
+	dg, err := oci.PushManifest(ctx, dst, data)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"lifeboat/manifest/signature"
 	"lifeboat/providers"
 	"lifeboat/providers/localfile"
+	"lifeboat/providers/oci"
 )
 
 // signedSource is a signed (or to-be-signed) blob and where its signatures live: a local file
@@ -89,7 +90,7 @@ func (a *app) openSigned(ctx context.Context, ref string, limit int64) (*signedS
 		if err != nil {
 			return nil, err
 		}
-		data, err := providers.FetchManifest(ctx, st)
+		data, err := oci.FetchManifest(ctx, st)
 		if err != nil {
 			st.Close()
 			return nil, err
@@ -156,7 +157,7 @@ func (s *signedSource) signatures(ctx context.Context, extra []string) ([]foundS
 			return nil, err
 		}
 	case "oci":
-		refs, skipped, err := providers.Referrers(ctx, s.store, s.data, signature.MediaType, signature.MaxBundleBytes)
+		refs, skipped, err := oci.Referrers(ctx, s.store, s.data, signature.MediaType, signature.MaxBundleBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -193,7 +194,7 @@ func (s *signedSource) attach(ctx context.Context, b []byte, out string, keyID s
 		}
 		return sidecarURL(s.ref), nil
 	}
-	d, err := providers.AttachReferrer(ctx, s.store, s.data, signature.MediaType, b, map[string]string{
+	d, err := oci.AttachReferrer(ctx, s.store, s.data, signature.MediaType, b, map[string]string{
 		"dev.sigstore.bundle.content": "message-signature",
 		"dev.lifeboat.signature.key":  keyID,
 	})

@@ -1,4 +1,4 @@
-package providers
+package oci
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"lifeboat/internal/base/redact"
+	"lifeboat/providers"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -33,17 +34,6 @@ const AnnotationFilepath = "org.cncf.model.filepath"
 // AnnotationTitle is the layer annotation an OCI client (oras pull, a Kubernetes image volume)
 // names the file it writes after; see LayerTitle.
 const AnnotationTitle = "org.opencontainers.image.title"
-
-// LayerTitle is the title Lifeboat gives the layer of the file at bundle path p: the path in the
-// model repository for a model file (model/ dropped), so that `oras pull` writes a model
-// repository that loads as is; the bundle path itself for an engine or deployment file
-// (engine/…, deploy/…, beside it).
-func LayerTitle(p string) string {
-	if t, ok := strings.CutPrefix(p, "model/"); ok {
-		return t
-	}
-	return p
-}
 
 // keyOfTitle is LayerTitle's inverse, for a layer that names its file only by its title (pushed
 // by another client, e.g. `oras push` run in such a directory): engine/… and deploy/… are those
@@ -70,10 +60,10 @@ const maxRegistryManifestBytes = 64 << 20
 // It lacks compare-and-swap and prefix listing (see Lacks): List lists only the keys it can
 // resolve, conditional writes and deletes are ErrUnsupported.
 type registryStore struct {
-	loc      Location
+	loc      providers.Location
 	repo     *remote.Repository
 	partSize int64 // the chunk of an upload
-	retry    RetryOptions
+	retry    providers.RetryOptions
 	log      *slog.Logger
 	// known are the credentials this store sent (see sentAuth): its errors never show them.
 	known *redact.Known
@@ -91,10 +81,10 @@ type registryStore struct {
 // and oras use them; token and basic auth are negotiated by oras-go. Registries on loopback
 // (localhost, 127.0.0.0/8, ::1) are spoken to over plain HTTP, as docker and oras do by
 // convention; every other registry over HTTPS.
-func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
+func newRegistryStore(loc providers.Location, opts providers.Options) (*registryStore, error) {
 	repo, err := remote.NewRepository(loc.Registry + "/" + loc.Repository)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMisconfigured, err)
+		return nil, fmt.Errorf("%w: %v", providers.ErrMisconfigured, err)
 	}
 	repo.PlainHTTP = loopbackHost(loc.Registry)
 	hc := opts.HTTPClient
@@ -103,7 +93,7 @@ func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
 	}
 	if opts.Log != nil {
 		c := *hc
-		c.Transport = LoggingTransport(c.Transport, opts.Log)
+		c.Transport = providers.LoggingTransport(c.Transport, opts.Log)
 		hc = &c
 	}
 	known := opts.Known
@@ -120,7 +110,7 @@ func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
 		creds, err = credentials.NewStoreFromDocker(credentials.StoreOptions{})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading the Docker credential configuration: %v", ErrMisconfigured, err)
+		return nil, fmt.Errorf("%w: reading the Docker credential configuration: %v", providers.ErrMisconfigured, err)
 	}
 	repo.Client = &auth.Client{
 		Client:     hc,
@@ -130,7 +120,7 @@ func newRegistryStore(loc Location, opts Options) (*registryStore, error) {
 	}
 	ps := opts.PartSize
 	if ps <= 0 {
-		ps = defaultPartSize
+		ps = providers.DefaultPartSize
 	}
 	log := opts.Log
 	if log == nil {
@@ -160,35 +150,35 @@ func (s *registryStore) Close() error { return nil }
 // nothing and come from the manifest, not from the blobs (ListFromIndex: a blob deleted behind
 // the manifest's back is still listed, and only a HEAD shows it gone); compare-and-swap and
 // prefix listing are lacking, as Lacks("oci") says.
-func (s *registryStore) Capabilities() Capabilities {
-	return Capabilities{WriteChecksums: []Algorithm{SHA256}, Lacks: Lacks("oci"), ListFromIndex: true}
+func (s *registryStore) Capabilities() providers.Capabilities {
+	return providers.Capabilities{WriteChecksums: []providers.Algorithm{providers.SHA256}, Lacks: providers.Lacks("oci"), ListFromIndex: true}
 }
 
 func (s *registryStore) fail(op, key string, err error) error {
-	kind, ok := classifyCommon(err)
+	kind, ok := providers.ClassifyCommon(err)
 	if !ok {
 		var er *errcode.ErrorResponse
 		switch {
 		case errors.Is(err, errdef.ErrNotFound):
-			kind = ErrNotFound
+			kind = providers.ErrNotFound
 		case errors.Is(err, errdef.ErrSizeExceedsLimit):
-			kind = ErrContentMismatch
+			kind = providers.ErrContentMismatch
 		case errors.As(err, &er):
 			switch {
 			case er.StatusCode == http.StatusNotFound:
-				kind = ErrNotFound
+				kind = providers.ErrNotFound
 			case er.StatusCode == http.StatusUnauthorized || er.StatusCode == http.StatusForbidden:
-				kind = ErrPermission
+				kind = providers.ErrPermission
 			case er.StatusCode == http.StatusBadRequest && strings.Contains(strings.ToUpper(err.Error()), "DIGEST_INVALID"):
-				kind = ErrContentMismatch
+				kind = providers.ErrContentMismatch
 			case er.StatusCode >= 500 || er.StatusCode == http.StatusTooManyRequests:
-				kind = ErrUnreachable
+				kind = providers.ErrUnreachable
 			}
 		case strings.Contains(err.Error(), "credential"):
-			kind = ErrPermission
+			kind = providers.ErrPermission
 		}
 	}
-	return &Error{Op: op, Store: s.String(), Key: key, Kind: kind, Err: err, Endpoint: s.loc.Registry, known: s.known}
+	return &providers.Error{Op: op, Store: s.String(), Key: key, Kind: kind, Err: err, Endpoint: s.loc.Registry, Known: s.known}
 }
 
 // sentAuth records the Authorization every request carries — Basic from the Docker
@@ -222,7 +212,7 @@ func (s *registryStore) load(ctx context.Context) error {
 		s.keys = map[string]ocispec.Descriptor{}
 	}
 	m, _, err := s.fetchManifest(ctx)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, providers.ErrNotFound) {
 		s.loaded = true
 		return nil
 	}
@@ -234,7 +224,7 @@ func (s *registryStore) load(ctx context.Context) error {
 		if t := l.Annotations[AnnotationTitle]; p == "" && t != "" {
 			p = keyOfTitle(t)
 		}
-		if p == "" || validatePath(p) != nil {
+		if p == "" || providers.ValidatePath(p) != nil {
 			continue
 		}
 		if _, ok := s.keys[p]; !ok {
@@ -255,14 +245,14 @@ func (s *registryStore) fetchManifest(ctx context.Context) (ocispec.Manifest, []
 	}
 	defer rc.Close()
 	if desc.Size > maxRegistryManifestBytes {
-		return m, nil, s.fail("read manifest", ref, fmt.Errorf("%w: %d bytes (limit %d)", ErrObjectTooLarge, desc.Size, maxRegistryManifestBytes))
+		return m, nil, s.fail("read manifest", ref, fmt.Errorf("%w: %d bytes (limit %d)", providers.ErrObjectTooLarge, desc.Size, maxRegistryManifestBytes))
 	}
 	data, err := io.ReadAll(io.LimitReader(rc, maxRegistryManifestBytes+1))
 	if err != nil {
 		return m, nil, s.fail("read manifest", ref, err)
 	}
 	if int64(len(data)) > maxRegistryManifestBytes {
-		return m, nil, s.fail("read manifest", ref, fmt.Errorf("%w: limit %d bytes", ErrObjectTooLarge, maxRegistryManifestBytes))
+		return m, nil, s.fail("read manifest", ref, fmt.Errorf("%w: limit %d bytes", providers.ErrObjectTooLarge, maxRegistryManifestBytes))
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return m, nil, s.fail("read manifest", ref, fmt.Errorf("not an OCI image manifest: %v", err))
@@ -271,11 +261,11 @@ func (s *registryStore) fetchManifest(ctx context.Context) (ocispec.Manifest, []
 }
 
 func (s *registryStore) lookup(ctx context.Context, op, key string) (ocispec.Descriptor, error) {
-	if err := ValidateKey(key); err != nil {
-		return ocispec.Descriptor{}, &Error{Op: op, Store: s.String(), Key: key, Kind: ErrInvalidKey, Err: err}
+	if err := providers.ValidateKey(key); err != nil {
+		return ocispec.Descriptor{}, &providers.Error{Op: op, Store: s.String(), Key: key, Kind: providers.ErrInvalidKey, Err: err}
 	}
 	if err := ctx.Err(); err != nil {
-		return ocispec.Descriptor{}, &Error{Op: op, Store: s.String(), Key: key, Err: err}
+		return ocispec.Descriptor{}, &providers.Error{Op: op, Store: s.String(), Key: key, Err: err}
 	}
 	if err := s.load(ctx); err != nil {
 		return ocispec.Descriptor{}, err
@@ -284,31 +274,31 @@ func (s *registryStore) lookup(ctx context.Context, op, key string) (ocispec.Des
 	d, ok := s.keys[key]
 	s.mu.Unlock()
 	if !ok {
-		return d, &Error{Op: op, Store: s.String(), Key: key, Kind: ErrNotFound,
+		return d, &providers.Error{Op: op, Store: s.String(), Key: key, Kind: providers.ErrNotFound,
 			Err: fmt.Errorf("no layer of the manifest at %s names this file", s.loc.Reference())}
 	}
 	return d, nil
 }
 
-func (s *registryStore) object(key string, d ocispec.Descriptor) Object {
-	return Object{
+func (s *registryStore) object(key string, d ocispec.Descriptor) providers.Object {
+	return providers.Object{
 		Key: key, Size: d.Size, Revision: d.Digest.String(), ETag: d.Digest.String(),
-		Checksums: []Checksum{{Algorithm: SHA256, Value: d.Digest.Encoded()}},
+		Checksums: []providers.Checksum{{Algorithm: providers.SHA256, Value: d.Digest.Encoded()}},
 	}
 }
 
 // Stat resolves key to its blob and HEADs it: the size the registry reports and the digest.
-func (s *registryStore) Stat(ctx context.Context, key string) (Object, error) {
+func (s *registryStore) Stat(ctx context.Context, key string) (providers.Object, error) {
 	d, err := s.lookup(ctx, "stat", key)
 	if err != nil {
-		return Object{}, err
+		return providers.Object{}, err
 	}
 	got, err := s.repo.Blobs().Resolve(ctx, d.Digest.String())
 	if err != nil {
-		return Object{}, s.fail("stat", key, err)
+		return providers.Object{}, s.fail("stat", key, err)
 	}
 	if got.Digest != "" && got.Digest != d.Digest {
-		return Object{}, s.fail("stat", key, fmt.Errorf("%w: the registry answered for %s with %s", ErrContentMismatch, d.Digest, got.Digest))
+		return providers.Object{}, s.fail("stat", key, fmt.Errorf("%w: the registry answered for %s with %s", providers.ErrContentMismatch, d.Digest, got.Digest))
 	}
 	d.Size = got.Size
 	return s.object(key, d), nil
@@ -316,16 +306,16 @@ func (s *registryStore) Stat(ctx context.Context, key string) (Object, error) {
 
 // List calls fn for the keys this store can resolve below dir (the manifest's files and what it
 // wrote). A registry cannot list by prefix; this is the manifest's view, not a listing.
-func (s *registryStore) List(ctx context.Context, dir string, fn func(Object) error) error {
-	d, err := validateDir(dir)
+func (s *registryStore) List(ctx context.Context, dir string, fn func(providers.Object) error) error {
+	d, err := providers.ValidateDir(dir)
 	if err != nil {
-		return &Error{Op: "list", Store: s.String(), Key: dir, Kind: ErrInvalidKey, Err: err}
+		return &providers.Error{Op: "list", Store: s.String(), Key: dir, Kind: providers.ErrInvalidKey, Err: err}
 	}
 	if err := s.load(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	var objs []Object
+	var objs []providers.Object
 	for k, desc := range s.keys {
 		if d == "" || strings.HasPrefix(k, d) {
 			objs = append(objs, s.object(k, desc))
@@ -341,16 +331,16 @@ func (s *registryStore) List(ctx context.Context, dir string, fn func(Object) er
 }
 
 // Read GETs the blob of key with a Range header for opts' bytes.
-func (s *registryStore) Read(ctx context.Context, key string, opts ReadOptions, fn func(io.Reader) error) error {
+func (s *registryStore) Read(ctx context.Context, key string, opts providers.ReadOptions, fn func(io.Reader) error) error {
 	d, err := s.lookup(ctx, "read", key)
 	if err != nil {
 		return err
 	}
 	if opts.Offset < 0 || opts.Length < 0 {
-		return &Error{Op: "read", Store: s.String(), Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
+		return &providers.Error{Op: "read", Store: s.String(), Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
 	}
 	if opts.IfMatch != "" && opts.IfMatch != d.Digest.String() {
-		return &Error{Op: "read", Store: s.String(), Key: key, Kind: ErrPreconditionFailed}
+		return &providers.Error{Op: "read", Store: s.String(), Key: key, Kind: providers.ErrPreconditionFailed}
 	}
 	if opts.Offset >= d.Size && (d.Size > 0 || opts.Offset > 0) {
 		return fn(bytes.NewReader(nil))
@@ -417,19 +407,19 @@ func (e *fullBodyReader) Read(p []byte) (int, error) {
 // not is why deep verify exists) — and a mismatch commits nothing. When the SHA-256 is declared
 // and the repository already has that blob, nothing is uploaded and r is not read: the blob is
 // the content, by its address.
-func (s *registryStore) Write(ctx context.Context, key string, r io.Reader, opts WriteOptions) (Object, error) {
-	if err := ValidateKey(key); err != nil {
-		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrInvalidKey, Err: err}
+func (s *registryStore) Write(ctx context.Context, key string, r io.Reader, opts providers.WriteOptions) (providers.Object, error) {
+	if err := providers.ValidateKey(key); err != nil {
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.String(), Key: key, Kind: providers.ErrInvalidKey, Err: err}
 	}
 	if opts.IfNotExists || opts.IfMatch != "" {
-		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrUnsupported,
-			Err: errors.New("a registry has no conditional write (it lacks " + CapCompareAndSwap + ")")}
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.String(), Key: key, Kind: providers.ErrUnsupported,
+			Err: errors.New("a registry has no conditional write (it lacks " + providers.CapCompareAndSwap + ")")}
 	}
 	if err := opts.Checksums.Validate(); err != nil {
-		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Kind: ErrMisconfigured, Err: err}
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.String(), Key: key, Kind: providers.ErrMisconfigured, Err: err}
 	}
 	if err := s.load(ctx); err != nil {
-		return Object{}, err
+		return providers.Object{}, err
 	}
 	mediaType := "application/octet-stream"
 	if opts.ContentType != "" {
@@ -442,13 +432,13 @@ func (s *registryStore) Write(ctx context.Context, key string, r io.Reader, opts
 		case err == nil && have.Digest == dg && (opts.Size <= 0 || have.Size == opts.Size):
 			return s.record(key, ocispec.Descriptor{MediaType: mediaType, Digest: dg, Size: have.Size}), nil
 		case err != nil && !errors.Is(err, errdef.ErrNotFound):
-			return Object{}, s.fail("write", key, err)
+			return providers.Object{}, s.fail("write", key, err)
 		}
 	}
-	d := newDigester(opts.Checksums, SHA256)
+	d := providers.NewDigester(opts.Checksums, providers.SHA256)
 	dg, n, err := s.uploadBlob(ctx, r, opts.Size, d)
 	if err != nil {
-		return Object{}, s.fail("write", key, err)
+		return providers.Object{}, s.fail("write", key, err)
 	}
 	return s.record(key, ocispec.Descriptor{MediaType: mediaType, Digest: dg, Size: n}), nil
 }
@@ -467,7 +457,7 @@ func (s *registryStore) wrote(d ocispec.Descriptor) bool {
 }
 
 // record makes key resolve to desc in this store.
-func (s *registryStore) record(key string, desc ocispec.Descriptor) Object {
+func (s *registryStore) record(key string, desc ocispec.Descriptor) providers.Object {
 	s.mu.Lock()
 	s.keys[key] = desc
 	s.written = append(s.written, desc)
@@ -478,13 +468,13 @@ func (s *registryStore) record(key string, desc ocispec.Descriptor) Object {
 // Delete is a no-op for a key resolved through a manifest: the blob belongs to the manifest and
 // may be shared by others; it goes when the registry's garbage collector finds it unreferenced.
 // A conditional delete is ErrUnsupported.
-func (s *registryStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {
+func (s *registryStore) Delete(ctx context.Context, key string, opts providers.DeleteOptions) error {
 	if opts.IfMatch != "" {
-		return &Error{Op: "delete", Store: s.String(), Key: key, Kind: ErrUnsupported,
+		return &providers.Error{Op: "delete", Store: s.String(), Key: key, Kind: providers.ErrUnsupported,
 			Err: errors.New("a registry has no conditional delete")}
 	}
-	if err := ValidateKey(key); err != nil {
-		return &Error{Op: "delete", Store: s.String(), Key: key, Kind: ErrInvalidKey, Err: err}
+	if err := providers.ValidateKey(key); err != nil {
+		return &providers.Error{Op: "delete", Store: s.String(), Key: key, Kind: providers.ErrInvalidKey, Err: err}
 	}
 	s.mu.Lock()
 	delete(s.keys, key)
@@ -498,10 +488,10 @@ func (s *registryStore) Delete(ctx context.Context, key string, opts DeleteOptio
 // then the manifest, tagged with the location's tag. Every other layer's blob must already be
 // there (Write them first); the registry refuses a manifest whose blobs are missing. s may be
 // wrapped (Unwrap). It returns the manifest's digest.
-func PushManifest(ctx context.Context, s Store, data []byte) (digest.Digest, error) {
+func PushManifest(ctx context.Context, s providers.Store, data []byte) (digest.Digest, error) {
 	rs, ok := asRegistry(s)
 	if !ok {
-		return "", fmt.Errorf("%s: %w: only a registry (oci://) keeps a manifest as such", s, ErrUnsupported)
+		return "", fmt.Errorf("%s: %w: only a registry (oci://) keeps a manifest as such", s, providers.ErrUnsupported)
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -536,7 +526,7 @@ func PushManifest(ctx context.Context, s Store, data []byte) (digest.Digest, err
 	desc := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(data), Size: int64(len(data))}
 	ref := rs.loc.Reference()
 	if rs.loc.Digest != "" && rs.loc.Digest != desc.Digest.String() {
-		return "", fmt.Errorf("%s: %w: the manifest's digest is %s, not the location's", rs, ErrContentMismatch, desc.Digest)
+		return "", fmt.Errorf("%s: %w: the manifest's digest is %s, not the location's", rs, providers.ErrContentMismatch, desc.Digest)
 	}
 	if err := rs.repo.Manifests().PushReference(ctx, desc, bytes.NewReader(data), ref); err != nil {
 		return "", rs.fail("write manifest", ref, err)
@@ -549,27 +539,21 @@ func PushManifest(ctx context.Context, s Store, data []byte) (digest.Digest, err
 
 // FetchManifest reads the manifest at a registry store's reference (bounded), for commands that
 // take oci://… where a manifest file is expected.
-func FetchManifest(ctx context.Context, s Store) ([]byte, error) {
+func FetchManifest(ctx context.Context, s providers.Store) ([]byte, error) {
 	rs, ok := asRegistry(s)
 	if !ok {
-		return nil, fmt.Errorf("%s: %w: not a registry", s, ErrUnsupported)
+		return nil, fmt.Errorf("%s: %w: not a registry", s, providers.ErrUnsupported)
 	}
 	_, data, err := rs.fetchManifest(ctx)
 	return data, err
 }
 
-// IsRegistry reports whether s (seen through wrappers) is an oci:// registry store.
-func IsRegistry(s Store) bool {
-	_, ok := asRegistry(s)
-	return ok
-}
-
-func asRegistry(s Store) (*registryStore, bool) {
+func asRegistry(s providers.Store) (*registryStore, bool) {
 	for {
 		if rs, ok := s.(*registryStore); ok {
 			return rs, true
 		}
-		u, ok := s.(interface{ Unwrap() Store })
+		u, ok := s.(interface{ Unwrap() providers.Store })
 		if !ok {
 			return nil, false
 		}
@@ -577,17 +561,8 @@ func asRegistry(s Store) (*registryStore, bool) {
 	}
 }
 
-// Mount gives dst the blob of key from src without moving its bytes through this host, when both
-// are repositories of one registry (a cross-repository mount: POST …/blobs/uploads/?mount=&from=).
-// It reports false, with no error, when it does not apply (other kinds of store, other registries,
-// or src's blob is not the digest opts expects): the caller then copies as usual. A registry that
-// declines the mount gets the blob streamed from src's repository instead (oras-go's fallback;
-// the registry checks the digest on upload).
-func Mount(ctx context.Context, dst, src Store, key string, opts WriteOptions) (bool, error) {
-	rd, ok := asRegistry(dst)
-	if !ok {
-		return false, nil
-	}
+// MountFrom is providers.Mount for a registry store dst (see there).
+func (rd *registryStore) MountFrom(ctx context.Context, src providers.Store, key string, opts providers.WriteOptions) (bool, error) {
 	rs, ok := asRegistry(src)
 	if !ok || rs.loc.Registry != rd.loc.Registry || rs.loc.Repository == rd.loc.Repository {
 		return false, nil
@@ -615,4 +590,13 @@ func Mount(ctx context.Context, dst, src Store, key string, opts WriteOptions) (
 	rd.keys[key] = d
 	rd.mu.Unlock()
 	return true, nil
+}
+
+func init() {
+	providers.Register(providers.Scheme{
+		Name: "oci",
+		Open: func(_ context.Context, loc providers.Location, opts providers.Options) (providers.Store, error) {
+			return newRegistryStore(loc, opts)
+		},
+	})
 }

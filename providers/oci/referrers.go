@@ -1,4 +1,4 @@
-package providers
+package oci
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lifeboat/providers"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -28,10 +29,10 @@ type Referrer struct {
 // layer of that media type, and subject = the manifest's descriptor. On a registry without the
 // referrers API, oras-go keeps the referrers tag schema (an index tagged sha256-<hex>) up to date,
 // which is where Referrers looks too. It returns the referrer's digest.
-func AttachReferrer(ctx context.Context, s Store, subject []byte, artifactType string, blob []byte, annotations map[string]string) (digest.Digest, error) {
+func AttachReferrer(ctx context.Context, s providers.Store, subject []byte, artifactType string, blob []byte, annotations map[string]string) (digest.Digest, error) {
 	rs, ok := asRegistry(s)
 	if !ok {
-		return "", fmt.Errorf("%s: %w: not a registry", s, ErrUnsupported)
+		return "", fmt.Errorf("%s: %w: not a registry", s, providers.ErrUnsupported)
 	}
 	sub := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(subject), Size: int64(len(subject))}
 	layer := ocispec.Descriptor{MediaType: artifactType, Digest: digest.FromBytes(blob), Size: int64(len(blob))}
@@ -62,10 +63,10 @@ func AttachReferrer(ctx context.Context, s Store, subject []byte, artifactType s
 // Referrers returns the first layer of each referrer of artifactType attached to the manifest
 // subject (at most MaxReferrers, each layer at most limit bytes), through the referrers API or
 // the tag schema fallback. A referrer that cannot be read is skipped and counted in skipped.
-func Referrers(ctx context.Context, s Store, subject []byte, artifactType string, limit int64) (refs []Referrer, skipped int, err error) {
+func Referrers(ctx context.Context, s providers.Store, subject []byte, artifactType string, limit int64) (refs []Referrer, skipped int, err error) {
 	rs, ok := asRegistry(s)
 	if !ok {
-		return nil, 0, fmt.Errorf("%s: %w: not a registry", s, ErrUnsupported)
+		return nil, 0, fmt.Errorf("%s: %w: not a registry", s, providers.ErrUnsupported)
 	}
 	sub := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(subject), Size: int64(len(subject))}
 	var descs []ocispec.Descriptor
@@ -116,7 +117,7 @@ func Referrers(ctx context.Context, s Store, subject []byte, artifactType string
 // fetchBounded reads a blob or manifest by descriptor, at most limit bytes, checking its digest.
 func fetchBounded(ctx context.Context, rs *registryStore, d ocispec.Descriptor, limit int64) ([]byte, error) {
 	if d.Size > limit {
-		return nil, fmt.Errorf("%w: %s is %d bytes (limit %d)", ErrObjectTooLarge, d.Digest, d.Size, limit)
+		return nil, fmt.Errorf("%w: %s is %d bytes (limit %d)", providers.ErrObjectTooLarge, d.Digest, d.Size, limit)
 	}
 	rc, err := rs.repo.Fetch(ctx, d)
 	if err != nil {
@@ -128,7 +129,7 @@ func fetchBounded(ctx context.Context, rs *registryStore, d ocispec.Descriptor, 
 		return nil, err
 	}
 	if int64(len(data)) > limit || digest.FromBytes(data) != d.Digest {
-		return nil, fmt.Errorf("%w: %s does not match its digest", ErrContentMismatch, d.Digest)
+		return nil, fmt.Errorf("%w: %s does not match its digest", providers.ErrContentMismatch, d.Digest)
 	}
 	return data, nil
 }

@@ -1,4 +1,4 @@
-package providers
+package gcs
 
 import (
 	"bytes"
@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lifeboat/providers"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -39,15 +41,15 @@ type gcsStore struct {
 	client   *storage.Client
 	bucket   *storage.BucketHandle
 	name     string
-	ks       keyspace
+	ks       providers.Keyspace
 	url      string
 	endpoint string // host[:port] requests go to
-	opts     Options
+	opts     providers.Options
 	pageSize int
 }
 
-func newGCSStore(ctx context.Context, bucket, prefix string, opts Options) (*gcsStore, error) {
-	ks, err := newKeyspace(prefix)
+func newGCSStore(ctx context.Context, bucket, prefix string, opts providers.Options) (*gcsStore, error) {
+	ks, err := providers.NewKeyspace(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -55,28 +57,28 @@ func newGCSStore(ctx context.Context, bucket, prefix string, opts Options) (*gcs
 	switch {
 	case opts.HTTPClient != nil && opts.Log != nil:
 		hc := *opts.HTTPClient
-		hc.Transport = newLogTransport(hc.Transport, opts.Log)
+		hc.Transport = providers.NewLogTransport(hc.Transport, opts.Log)
 		copts = append(copts, option.WithHTTPClient(&hc))
 	case opts.HTTPClient != nil:
 		copts = append(copts, option.WithHTTPClient(opts.HTTPClient))
-	case opts.Log != nil && lookupEnv("STORAGE_EMULATOR_HOST") != "":
-		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: newLogTransport(nil, opts.Log)}))
+	case opts.Log != nil && getenv("STORAGE_EMULATOR_HOST") != "":
+		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: providers.NewLogTransport(nil, opts.Log)}))
 	case opts.Log != nil:
 		// The authenticating transport of the SDK, over one that logs (so no Authorization
 		// header is ever in reach of the log).
-		t, err := htransport.NewTransport(ctx, newLogTransport(nil, opts.Log), option.WithScopes(storage.ScopeFullControl))
+		t, err := htransport.NewTransport(ctx, providers.NewLogTransport(nil, opts.Log), option.WithScopes(storage.ScopeFullControl))
 		if err != nil {
-			return nil, fmt.Errorf("creating GCS client: %s", describe(err))
+			return nil, fmt.Errorf("creating GCS client: %s", providers.Describe(err))
 		}
 		copts = append(copts, option.WithHTTPClient(&http.Client{Transport: t}))
 	}
 	client, err := storage.NewClient(ctx, copts...)
 	if err != nil {
-		return nil, fmt.Errorf("creating GCS client: %s", describe(err))
+		return nil, fmt.Errorf("creating GCS client: %s", providers.Describe(err))
 	}
 	attempts := opts.Retry.MaxAttempts
 	if attempts <= 0 {
-		attempts = DefaultGCSMaxAttempts
+		attempts = providers.DefaultGCSMaxAttempts
 	}
 	bo := gax.Backoff{Initial: time.Second, Max: 30 * time.Second, Multiplier: 2}
 	if opts.Retry.InitialBackoff > 0 {
@@ -86,12 +88,12 @@ func newGCSStore(ctx context.Context, bucket, prefix string, opts Options) (*gcs
 		bo.Max = opts.Retry.MaxBackoff
 	}
 	client.SetRetry(storage.WithMaxAttempts(attempts), storage.WithBackoff(bo))
-	u := &url.URL{Scheme: "gs", Host: bucket, Path: "/" + ks.prefix}
+	u := &url.URL{Scheme: "gs", Host: bucket, Path: "/" + ks.Prefix}
 	endpoint := "storage.googleapis.com"
-	if h := lookupEnv("STORAGE_EMULATOR_HOST"); h != "" {
-		endpoint = hostOf(h)
+	if h := getenv("STORAGE_EMULATOR_HOST"); h != "" {
+		endpoint = providers.HostOf(h)
 	}
-	return &gcsStore{client: client, bucket: client.Bucket(bucket), name: bucket, ks: ks, url: u.String(), opts: opts.withoutSecrets(), pageSize: opts.PageSize,
+	return &gcsStore{client: client, bucket: client.Bucket(bucket), name: bucket, ks: ks, url: u.String(), opts: opts.WithoutSecrets(), pageSize: opts.PageSize,
 		endpoint: endpoint}, nil
 }
 
@@ -99,12 +101,14 @@ func (s *gcsStore) String() string   { return s.url }
 func (s *gcsStore) GoString() string { return "providers.Store(" + s.String() + ")" }
 func (s *gcsStore) Close() error     { return s.client.Close() }
 
-func (s *gcsStore) Capabilities() Capabilities {
-	return Capabilities{WriteChecksums: []Algorithm{CRC32C}, ListChecksums: []Algorithm{CRC32C, MD5}}
+func (s *gcsStore) Capabilities() providers.Capabilities {
+	return providers.Capabilities{WriteChecksums: []providers.Algorithm{providers.CRC32C}, ListChecksums: []providers.Algorithm{providers.CRC32C, providers.MD5}}
 }
 
+var getenv = os.Getenv
+
 func init() {
-	describers = append(describers, func(err error) (string, bool) {
+	providers.AddDescriber(func(err error) (string, bool) {
 		var ge *googleapi.Error
 		if errors.As(err, &ge) {
 			msg := ge.Message
@@ -114,7 +118,7 @@ func init() {
 			if msg == "" {
 				msg = http.StatusText(ge.Code)
 			}
-			return fmt.Sprintf("HTTP %d: %s", ge.Code, Sanitize(msg, maxServerMessage)), true
+			return fmt.Sprintf("HTTP %d: %s", ge.Code, providers.Sanitize(msg, providers.MaxServerMessage)), true
 		}
 		return "", false
 	})
@@ -122,30 +126,30 @@ func init() {
 
 func classifyGCS(err error) error {
 	if strings.Contains(err.Error(), "could not find default credentials") {
-		return ErrMisconfigured // no ADC: nothing was sent
+		return providers.ErrMisconfigured // no ADC: nothing was sent
 	}
-	if kind, ok := classifyCommon(err); ok {
+	if kind, ok := providers.ClassifyCommon(err); ok {
 		return kind
 	}
 	if errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist) {
-		return ErrNotFound
+		return providers.ErrNotFound
 	}
 	if strings.Contains(err.Error(), "bad CRC on read") {
-		return ErrContentMismatch // the SDK's whole-object CRC32C check failed: the bytes are not the object's
+		return providers.ErrContentMismatch // the SDK's whole-object CRC32C check failed: the bytes are not the object's
 	}
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
 		switch c := ge.Code; {
 		case c == 404:
-			return ErrNotFound
+			return providers.ErrNotFound
 		case c == 412:
-			return ErrPreconditionFailed
+			return providers.ErrPreconditionFailed
 		case c == 401 || c == 403:
-			return ErrPermission
+			return providers.ErrPermission
 		case c == 400 && isChecksumMessage(ge):
-			return ErrContentMismatch
+			return providers.ErrContentMismatch
 		case c == 429 || c >= 500:
-			return ErrUnreachable
+			return providers.ErrUnreachable
 		}
 	}
 	return nil
@@ -157,21 +161,21 @@ func isChecksumMessage(ge *googleapi.Error) bool {
 }
 
 func (s *gcsStore) fail(op, key string, err error) error {
-	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyGCS(err), Err: err, Endpoint: s.endpoint}
+	return &providers.Error{Op: op, Store: s.url, Key: key, Kind: classifyGCS(err), Err: err, Endpoint: s.endpoint}
 }
 
-func gcsObject(key string, a *storage.ObjectAttrs) Object {
-	obj := Object{
+func gcsObject(key string, a *storage.ObjectAttrs) providers.Object {
+	obj := providers.Object{
 		Key: key, Size: a.Size, ModTime: a.Updated, ETag: a.Etag,
 		Generation: strconv.FormatInt(a.Generation, 10),
-		Encryption: EncryptionServerManaged,
+		Encryption: providers.EncryptionServerManaged,
 	}
 	obj.Revision = obj.Generation
 	switch {
 	case a.CustomerKeySHA256 != "":
-		obj.Encryption = EncryptionCustomerKey
+		obj.Encryption = providers.EncryptionCustomerKey
 	case a.KMSKeyName != "":
-		obj.Encryption = EncryptionKMS
+		obj.Encryption = providers.EncryptionKMS
 	}
 	// CRC32C is always a full-object value, for composite objects too. The SDK cannot tell a
 	// missing CRC32C from zero; zero is the empty object's CRC32C, so it is trusted only there
@@ -179,29 +183,29 @@ func gcsObject(key string, a *storage.ObjectAttrs) Object {
 	if a.CRC32C != 0 || a.Size == 0 {
 		var b [4]byte
 		binary.BigEndian.PutUint32(b[:], a.CRC32C)
-		obj.Checksums = append(obj.Checksums, Checksum{Algorithm: CRC32C, Value: base64.StdEncoding.EncodeToString(b[:])})
+		obj.Checksums = append(obj.Checksums, providers.Checksum{Algorithm: providers.CRC32C, Value: base64.StdEncoding.EncodeToString(b[:])})
 	}
 	// Composite objects have no MD5 on GCS; an emulator may still report one, which is dropped.
 	if len(a.MD5) == 16 && a.ComponentCount == 0 {
-		obj.Checksums = append(obj.Checksums, Checksum{Algorithm: MD5, Value: base64.StdEncoding.EncodeToString(a.MD5)})
+		obj.Checksums = append(obj.Checksums, providers.Checksum{Algorithm: providers.MD5, Value: base64.StdEncoding.EncodeToString(a.MD5)})
 	}
 	return obj
 }
 
-func (s *gcsStore) List(ctx context.Context, dir string, fn func(Object) error) error {
-	fn = capEntries(fn, s.opts.maxListEntries())
-	dir, err := validateDir(dir)
+func (s *gcsStore) List(ctx context.Context, dir string, fn func(providers.Object) error) error {
+	fn = providers.CapEntries(fn, s.opts.EffectiveMaxListEntries())
+	dir, err := providers.ValidateDir(dir)
 	if err != nil {
-		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
+		return &providers.Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
-	q := &storage.Query{Prefix: s.ks.listPrefix(dir)}
+	q := &storage.Query{Prefix: s.ks.ListPrefix(dir)}
 	_ = q.SetAttrSelection([]string{"Name", "Size", "CRC32C", "MD5", "Etag", "Generation", "Updated",
 		"ComponentCount", "KMSKeyName", "CustomerKeySHA256"})
 	it := s.bucket.Objects(ctx, q)
 	if s.pageSize > 0 {
 		it.PageInfo().MaxSize = s.pageSize
 	}
-	var bad invalidKeys
+	var bad providers.InvalidKeys
 	for {
 		a, err := it.Next()
 		if err == iterator.Done {
@@ -210,49 +214,49 @@ func (s *gcsStore) List(ctx context.Context, dir string, fn func(Object) error) 
 		if err != nil {
 			return s.fail("list", dir, err)
 		}
-		key, skip, err := s.ks.relative(a.Name, a.Size)
+		key, skip, err := s.ks.Relative(a.Name, a.Size)
 		if skip {
 			continue
 		}
 		if err != nil {
-			bad.add(a.Name)
+			bad.Add(a.Name)
 			continue
 		}
 		if err := fn(gcsObject(key, a)); err != nil {
 			return err
 		}
 	}
-	if err := bad.result(); err != nil {
-		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
+	if err := bad.Result(); err != nil {
+		return &providers.Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
 	return nil
 }
 
-func (s *gcsStore) Stat(ctx context.Context, key string) (Object, error) {
-	if err := ValidateKey(key); err != nil {
-		return Object{}, &Error{Op: "stat", Store: s.url, Key: key, Err: err}
+func (s *gcsStore) Stat(ctx context.Context, key string) (providers.Object, error) {
+	if err := providers.ValidateKey(key); err != nil {
+		return providers.Object{}, &providers.Error{Op: "stat", Store: s.url, Key: key, Err: err}
 	}
-	a, err := s.bucket.Object(s.ks.full(key)).Attrs(ctx)
+	a, err := s.bucket.Object(s.ks.Full(key)).Attrs(ctx)
 	if err != nil {
-		return Object{}, s.fail("stat", key, err)
+		return providers.Object{}, s.fail("stat", key, err)
 	}
 	return gcsObject(key, a), nil
 }
 
-func (s *gcsStore) Read(ctx context.Context, key string, opts ReadOptions, fn func(io.Reader) error) error {
-	if err := ValidateKey(key); err != nil {
-		return &Error{Op: "read", Store: s.url, Key: key, Err: err}
+func (s *gcsStore) Read(ctx context.Context, key string, opts providers.ReadOptions, fn func(io.Reader) error) error {
+	if err := providers.ValidateKey(key); err != nil {
+		return &providers.Error{Op: "read", Store: s.url, Key: key, Err: err}
 	}
 	if opts.Offset < 0 || opts.Length < 0 {
-		return &Error{Op: "read", Store: s.url, Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
+		return &providers.Error{Op: "read", Store: s.url, Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
 	}
 	// ReadCompressed: always the stored bytes, never gzip-transcoded ones, so sizes and checksums
 	// match what was written.
-	o := s.bucket.Object(s.ks.full(key)).ReadCompressed(true)
+	o := s.bucket.Object(s.ks.Full(key)).ReadCompressed(true)
 	if opts.IfMatch != "" {
 		gen, err := strconv.ParseInt(opts.IfMatch, 10, 64)
 		if err != nil {
-			return &Error{Op: "read", Store: s.url, Key: key, Kind: ErrPreconditionFailed, Err: fmt.Errorf("revision %q is not a GCS generation", opts.IfMatch)}
+			return &providers.Error{Op: "read", Store: s.url, Key: key, Kind: providers.ErrPreconditionFailed, Err: fmt.Errorf("revision %q is not a GCS generation", opts.IfMatch)}
 		}
 		// Read that very generation, and only while it is live: GCS answers 412 when it was
 		// replaced, fake-gcs-server (which ignores read preconditions) 404 for the lost generation.
@@ -270,35 +274,35 @@ func (s *gcsStore) Read(ctx context.Context, key string, opts ReadOptions, fn fu
 		if errors.As(err, &ge) && ge.Code == 416 {
 			return fn(bytes.NewReader(nil))
 		}
-		e := s.fail("read", key, err).(*Error)
-		if opts.IfMatch != "" && e.Kind == ErrNotFound {
-			if _, serr := s.bucket.Object(s.ks.full(key)).Attrs(ctx); serr == nil {
-				e.Kind = ErrPreconditionFailed // the object lives on at another generation
+		e := s.fail("read", key, err).(*providers.Error)
+		if opts.IfMatch != "" && e.Kind == providers.ErrNotFound {
+			if _, serr := s.bucket.Object(s.ks.Full(key)).Attrs(ctx); serr == nil {
+				e.Kind = providers.ErrPreconditionFailed // the object lives on at another generation
 			}
 		}
 		return e
 	}
 	defer r.Close()
-	return readBody(r, fn, func(err error) error { return s.fail("read", key, err) })
+	return providers.ReadBody(r, fn, func(err error) error { return s.fail("read", key, err) })
 }
 
-func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts WriteOptions) (Object, error) {
-	if err := ValidateKey(key); err != nil {
-		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts providers.WriteOptions) (providers.Object, error) {
+	if err := providers.ValidateKey(key); err != nil {
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
 	if err := opts.Checksums.Validate(); err != nil {
-		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
-	o := s.bucket.Object(s.ks.full(key))
+	o := s.bucket.Object(s.ks.Full(key))
 	switch {
 	case opts.IfNotExists && opts.IfMatch != "":
-		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: errors.New("IfNotExists and IfMatch are exclusive")}
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.url, Key: key, Err: errors.New("IfNotExists and IfMatch are exclusive")}
 	case opts.IfNotExists:
 		o = o.If(storage.Conditions{DoesNotExist: true})
 	case opts.IfMatch != "":
 		gen, err := strconv.ParseInt(opts.IfMatch, 10, 64)
 		if err != nil {
-			return Object{}, &Error{Op: "write", Store: s.url, Key: key, Kind: ErrPreconditionFailed, Err: fmt.Errorf("revision %q is not a GCS generation", opts.IfMatch)}
+			return providers.Object{}, &providers.Error{Op: "write", Store: s.url, Key: key, Kind: providers.ErrPreconditionFailed, Err: fmt.Errorf("revision %q is not a GCS generation", opts.IfMatch)}
 		}
 		o = o.If(storage.Conditions{GenerationMatch: gen})
 	default:
@@ -310,7 +314,7 @@ func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts Writ
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := o.NewWriter(wctx)
-	w.ChunkSize = int(min(s.opts.partSize(), 1<<30))
+	w.ChunkSize = int(min(s.opts.EffectivePartSize(), 1<<30))
 	w.ContentType = opts.ContentType
 	if w.ContentType == "" {
 		w.ContentType = "application/octet-stream"
@@ -323,36 +327,36 @@ func (s *gcsStore) Write(ctx context.Context, key string, r io.Reader, opts Writ
 	if opts.Checksums.MD5 != "" {
 		w.MD5, _ = base64.StdEncoding.DecodeString(opts.Checksums.MD5)
 	}
-	d := newDigester(opts.Checksums)
-	if _, err := io.Copy(w, io.TeeReader(sourceReader{ctx: ctx, r: r}, d)); err != nil {
+	d := providers.NewDigester(opts.Checksums)
+	if _, err := io.Copy(w, io.TeeReader(providers.SourceReader{Ctx: ctx, R: r}, d)); err != nil {
 		cancel()
 		_ = w.Close()
-		return Object{}, s.writeFail(key, opts, err)
+		return providers.Object{}, s.writeFail(key, opts, err)
 	}
-	if err := d.check(opts.Size); err != nil {
+	if err := d.Check(opts.Size); err != nil {
 		cancel()
 		_ = w.Close()
-		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
 	if err := w.Close(); err != nil {
-		return Object{}, s.writeFail(key, opts, err)
+		return providers.Object{}, s.writeFail(key, opts, err)
 	}
 	return gcsObject(key, w.Attrs()), nil
 }
 
-func (s *gcsStore) writeFail(key string, opts WriteOptions, err error) error {
-	return casWriteError(s.fail("write", key, err).(*Error), opts)
+func (s *gcsStore) writeFail(key string, opts providers.WriteOptions, err error) error {
+	return providers.CASWriteError(s.fail("write", key, err).(*providers.Error), opts)
 }
 
-func (s *gcsStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {
-	if err := ValidateKey(key); err != nil {
-		return &Error{Op: "delete", Store: s.url, Key: key, Err: err}
+func (s *gcsStore) Delete(ctx context.Context, key string, opts providers.DeleteOptions) error {
+	if err := providers.ValidateKey(key); err != nil {
+		return &providers.Error{Op: "delete", Store: s.url, Key: key, Err: err}
 	}
-	o := s.bucket.Object(s.ks.full(key))
+	o := s.bucket.Object(s.ks.Full(key))
 	if opts.IfMatch != "" {
 		gen, err := strconv.ParseInt(opts.IfMatch, 10, 64)
 		if err != nil {
-			return &Error{Op: "delete", Store: s.url, Key: key, Kind: ErrPreconditionFailed, Err: fmt.Errorf("revision %q is not a GCS generation", opts.IfMatch)}
+			return &providers.Error{Op: "delete", Store: s.url, Key: key, Kind: providers.ErrPreconditionFailed, Err: fmt.Errorf("revision %q is not a GCS generation", opts.IfMatch)}
 		}
 		// Look first: a missing object is ErrNotFound, another generation ErrPreconditionFailed
 		// (also where an emulator ignores delete preconditions); the condition still guards the
@@ -362,7 +366,7 @@ func (s *gcsStore) Delete(ctx context.Context, key string, opts DeleteOptions) e
 			return s.fail("delete", key, err)
 		}
 		if a.Generation != gen {
-			return &Error{Op: "delete", Store: s.url, Key: key, Kind: ErrPreconditionFailed, Err: errors.New("generation changed")}
+			return &providers.Error{Op: "delete", Store: s.url, Key: key, Kind: providers.ErrPreconditionFailed, Err: errors.New("generation changed")}
 		}
 		o = o.If(storage.Conditions{GenerationMatch: gen})
 	}
@@ -373,4 +377,43 @@ func (s *gcsStore) Delete(ctx context.Context, key string, opts DeleteOptions) e
 		return s.fail("delete", key, err)
 	}
 	return nil
+}
+
+func (s *gcsStore) ListDirs(ctx context.Context, max int) ([]string, error) {
+	q := &storage.Query{Prefix: s.ks.Prefix, Delimiter: "/"}
+	_ = q.SetAttrSelection([]string{"Name"})
+	it := s.bucket.Objects(ctx, q)
+	it.PageInfo().MaxSize = max
+	var names []string
+	for seen := 0; seen < max; seen++ {
+		a, err := it.Next()
+		if err == iterator.Done {
+			break
+		}
+		if err != nil {
+			return names, s.fail("list", "", err)
+		}
+		if n, ok := s.ks.DirName(a.Prefix); ok && a.Prefix != "" {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+func init() {
+	providers.Register(providers.Scheme{
+		Name: "gs",
+		Open: func(ctx context.Context, loc providers.Location, opts providers.Options) (providers.Store, error) {
+			return newGCSStore(ctx, loc.Bucket, loc.Prefix, opts)
+		},
+		Hint: func(k providers.Kind) string {
+			switch k {
+			case providers.KindMisconfigured, providers.KindDenied:
+				return "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, or run 'gcloud auth application-default login'; check the bucket's IAM"
+			case providers.KindNotFound:
+				return "check the bucket name and the prefix (and ?region= for S3)"
+			}
+			return ""
+		},
+	})
 }

@@ -1,4 +1,4 @@
-package providers
+package oci
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"lifeboat/internal/base/wait"
+	"lifeboat/providers"
 )
 
 // A blob upload, as the OCI distribution spec has it, written here on net/http with oras-go's
@@ -82,8 +83,8 @@ func responseError(req *http.Request, resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if json.Unmarshal(data, &body) == nil {
 		for i := range body.Errors {
-			body.Errors[i].Message = Sanitize(body.Errors[i].Message, 200)
-			body.Errors[i].Code = Sanitize(body.Errors[i].Code, 60)
+			body.Errors[i].Message = providers.Sanitize(body.Errors[i].Message, 200)
+			body.Errors[i].Code = providers.Sanitize(body.Errors[i].Code, 60)
 			body.Errors[i].Detail = nil
 		}
 		er.Errors = body.Errors
@@ -130,7 +131,7 @@ func (s *registryStore) uploadLocation(req *http.Request, resp *http.Response) (
 		return nil, fmt.Errorf("%s %s: the upload Location is not a URL: %v", req.Method, req.URL.Path, err)
 	}
 	if u.Scheme != req.URL.Scheme && !(u.Scheme == "https" && req.URL.Scheme == "http") {
-		return nil, fmt.Errorf("%s %s: the upload Location leaves %s for %s", req.Method, req.URL.Path, req.URL.Scheme, Sanitize(u.Scheme, 20))
+		return nil, fmt.Errorf("%s %s: the upload Location leaves %s for %s", req.Method, req.URL.Path, req.URL.Scheme, providers.Sanitize(u.Scheme, 20))
 	}
 	return u, nil
 }
@@ -159,7 +160,7 @@ func (u *uploadSession) patch(data []byte) error {
 	u.location = loc
 	end, ok := rangeEnd(resp.Header.Get("Range"))
 	if ok && end != u.offset+int64(len(data)) {
-		return fmt.Errorf("%w: the registry holds %d bytes of the upload after a chunk that ends at %d", ErrUnreachable, end, u.offset+int64(len(data)))
+		return fmt.Errorf("%w: the registry holds %d bytes of the upload after a chunk that ends at %d", providers.ErrUnreachable, end, u.offset+int64(len(data)))
 	}
 	u.offset += int64(len(data))
 	return nil
@@ -222,12 +223,12 @@ func retryableUpload(err error) bool {
 
 // sendChunk sends data (the content from start on) so that the registry holds all of it,
 // resuming from the registry's offset after a failure.
-func (u *uploadSession) sendChunk(data []byte, start int64, attempts int, backoff RetryOptions) error {
+func (u *uploadSession) sendChunk(data []byte, start int64, attempts int, backoff providers.RetryOptions) error {
 	end := start + int64(len(data))
 	var last error
 	for attempt := 1; ; attempt++ {
 		if u.offset < start || u.offset > end {
-			return fmt.Errorf("%w: the registry holds %d bytes of the upload; this chunk is bytes %d to %d", ErrUnreachable, u.offset, start, end)
+			return fmt.Errorf("%w: the registry holds %d bytes of the upload; this chunk is bytes %d to %d", providers.ErrUnreachable, u.offset, start, end)
 		}
 		if u.offset == end {
 			return nil
@@ -244,7 +245,7 @@ func (u *uploadSession) sendChunk(data []byte, start int64, attempts int, backof
 		}
 		held, err := u.status()
 		if err != nil {
-			return fmt.Errorf("%w: a chunk failed (%v) and the registry would not say how much of the upload it holds: %v", ErrUnreachable, last, err)
+			return fmt.Errorf("%w: a chunk failed (%v) and the registry would not say how much of the upload it holds: %v", providers.ErrUnreachable, last, err)
 		}
 		u.s.debugf("upload resumed at byte %d of the chunk %d-%d after: %v", held, start, end, last)
 		u.offset = held
@@ -295,9 +296,9 @@ func (u *uploadSession) cancel() {
 // are the upload's memory, and reading, hashing and sending overlap instead of taking turns.
 // The chunk being sent stays in memory until the registry holds all of it, so that a PATCH
 // that fails is resumed from it (see sendChunk).
-func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64, d *digester) (digest.Digest, int64, error) {
+func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64, d *providers.Digester) (digest.Digest, int64, error) {
 	chunk := s.partSize
-	src := sourceReader{ctx: ctx, r: r}
+	src := providers.SourceReader{Ctx: ctx, R: r}
 	// chunk+1 bytes (size+1 when less is declared) tell content that fits in one request from
 	// content that does not (or that is longer than declared: d.check says so).
 	var first []byte
@@ -319,10 +320,10 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 		// All of it is in hand: check, then one POST and one PUT with the bytes.
 		data := first[:n]
 		d.Write(data)
-		if err := d.check(size); err != nil {
+		if err := d.Check(size); err != nil {
 			return "", 0, err
 		}
-		dg := digest.NewDigestFromEncoded(digest.SHA256, d.sum(SHA256))
+		dg := digest.NewDigestFromEncoded(digest.SHA256, d.Sum(providers.SHA256))
 		u, err := s.startUpload(ctx)
 		if err != nil {
 			return "", 0, err
@@ -368,10 +369,10 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 			break
 		}
 	}
-	if err := d.check(size); err != nil {
+	if err := d.Check(size); err != nil {
 		return "", 0, err
 	}
-	dg := digest.NewDigestFromEncoded(digest.SHA256, d.sum(SHA256))
+	dg := digest.NewDigestFromEncoded(digest.SHA256, d.Sum(providers.SHA256))
 	if err := u.commit(dg, nil); err != nil {
 		return "", 0, err
 	}
@@ -394,7 +395,7 @@ type chunkPart struct {
 	err       error
 }
 
-func newChunkReader(src io.Reader, d *digester, carry, buf []byte) *chunkReader {
+func newChunkReader(src io.Reader, d *providers.Digester, carry, buf []byte) *chunkReader {
 	c := &chunkReader{free: make(chan []byte, 2), parts: make(chan chunkPart), quit: make(chan struct{}), done: make(chan struct{})}
 	c.free <- buf
 	go func() {
@@ -451,7 +452,7 @@ func (c *chunkReader) stop() {
 }
 
 // backoffDelay is the wait before attempt+1: InitialBackoff (200 ms) doubling up to MaxBackoff (5 s).
-func backoffDelay(o RetryOptions, attempt int) time.Duration {
+func backoffDelay(o providers.RetryOptions, attempt int) time.Duration {
 	d, top := o.InitialBackoff, o.MaxBackoff
 	if d <= 0 {
 		d = 200 * time.Millisecond
@@ -466,5 +467,5 @@ func backoffDelay(o RetryOptions, attempt int) time.Duration {
 }
 
 func (s *registryStore) debugf(format string, args ...any) {
-	s.log.Info(Sanitize(fmt.Sprintf(format, args...), 500), "store", s.String())
+	s.log.Info(providers.Sanitize(fmt.Sprintf(format, args...), 500), "store", s.String())
 }

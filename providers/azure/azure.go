@@ -1,4 +1,4 @@
-package providers
+package azure
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"lifeboat/internal/base/redact"
+	"lifeboat/providers"
 )
 
 const azureMaxBlocks = 50000
@@ -41,15 +43,15 @@ const azureMaxBlocks = 50000
 // pins the ETag so a resumed read never mixes two versions.
 type azureStore struct {
 	cc       *container.Client
-	ks       keyspace
+	ks       providers.Keyspace
 	url      string
 	endpoint string // host[:port] requests go to
-	opts     Options
+	opts     providers.Options
 	pageSize int32
 }
 
-func newAzureStore(ctx context.Context, account, containerName, prefix string, opts Options) (*azureStore, error) {
-	ks, err := newKeyspace(prefix)
+func newAzureStore(ctx context.Context, account, containerName, prefix string, opts providers.Options) (*azureStore, error) {
+	ks, err := providers.NewKeyspace(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -76,16 +78,16 @@ func newAzureStore(ctx context.Context, account, containerName, prefix string, o
 	if opts.Log != nil {
 		var base http.RoundTripper = http.DefaultTransport
 		if copts.Transport != nil {
-			base = doerTransport{copts.Transport}
+			base = providers.DoerTransport{D: copts.Transport}
 		}
-		copts.Transport = newLogTransport(base, opts.Log)
+		copts.Transport = providers.NewLogTransport(base, opts.Log)
 	}
 	copts.Logging.IncludeBody = false
 
 	var client *azblob.Client
 	cs := opts.AzureConnectionString
 	if cs == "" {
-		cs = lookupEnv("AZURE_STORAGE_CONNECTION_STRING")
+		cs = getenv("AZURE_STORAGE_CONNECTION_STRING")
 	}
 	if cs != "" {
 		fields := redact.ConnectionStringFields(cs)
@@ -100,16 +102,16 @@ func newAzureStore(ctx context.Context, account, containerName, prefix string, o
 	} else {
 		cred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {
-			return nil, fmt.Errorf("default Azure credential: %s", describe(err))
+			return nil, fmt.Errorf("default Azure credential: %s", providers.Describe(err))
 		}
 		client, err = azblob.NewClient(fmt.Sprintf("https://%s.blob.core.windows.net/", account), cred, copts)
 		if err != nil {
-			return nil, fmt.Errorf("create an Azure client for account %q: %s", account, describe(err))
+			return nil, fmt.Errorf("create an Azure client for account %q: %s", account, providers.Describe(err))
 		}
 	}
-	u := &url.URL{Scheme: "az", Host: account, Path: "/" + containerName + "/" + ks.prefix}
-	s := &azureStore{cc: client.ServiceClient().NewContainerClient(containerName), ks: ks, url: u.String(), opts: opts.withoutSecrets(),
-		endpoint: hostOf(client.URL())}
+	u := &url.URL{Scheme: "az", Host: account, Path: "/" + containerName + "/" + ks.Prefix}
+	s := &azureStore{cc: client.ServiceClient().NewContainerClient(containerName), ks: ks, url: u.String(), opts: opts.WithoutSecrets(),
+		endpoint: providers.HostOf(client.URL())}
 	if opts.PageSize > 0 {
 		s.pageSize = int32(min(opts.PageSize, 5000))
 	}
@@ -120,17 +122,17 @@ func (s *azureStore) String() string   { return s.url }
 func (s *azureStore) GoString() string { return "providers.Store(" + s.String() + ")" }
 func (s *azureStore) Close() error     { return nil }
 
-func (s *azureStore) Capabilities() Capabilities {
-	return Capabilities{WriteChecksums: []Algorithm{MD5}, ListChecksums: []Algorithm{MD5}}
+func (s *azureStore) Capabilities() providers.Capabilities {
+	return providers.Capabilities{WriteChecksums: []providers.Algorithm{providers.MD5}, ListChecksums: []providers.Algorithm{providers.MD5}}
 }
 
 func init() {
-	describers = append(describers, func(err error) (string, bool) {
+	providers.AddDescriber(func(err error) (string, bool) {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) {
 			// ResponseError.Error() dumps the request and response; keep only status and code.
 			if re.ErrorCode != "" {
-				return fmt.Sprintf("HTTP %d %s", re.StatusCode, Sanitize(re.ErrorCode, 64)), true
+				return fmt.Sprintf("HTTP %d %s", re.StatusCode, providers.Sanitize(re.ErrorCode, 64)), true
 			}
 			return fmt.Sprintf("HTTP %d %s", re.StatusCode, http.StatusText(re.StatusCode)), true
 		}
@@ -140,39 +142,39 @@ func init() {
 
 func classifyAzure(err error) error {
 	if strings.Contains(err.Error(), "DefaultAzureCredential") && !errors.Is(err, context.Canceled) {
-		return ErrMisconfigured // no usable credential in the default chain
+		return providers.ErrMisconfigured // no usable credential in the default chain
 	}
-	if kind, ok := classifyCommon(err); ok {
+	if kind, ok := providers.ClassifyCommon(err); ok {
 		return kind
 	}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		switch c := re.StatusCode; {
 		case c == 404:
-			return ErrNotFound
+			return providers.ErrNotFound
 		case c == 409 || c == 412:
-			return ErrPreconditionFailed
+			return providers.ErrPreconditionFailed
 		case c == 401 || c == 403:
-			return ErrPermission
+			return providers.ErrPermission
 		case c == 400 && (re.ErrorCode == "Md5Mismatch" || strings.Contains(re.ErrorCode, "Crc64") || strings.Contains(re.ErrorCode, "Checksum")):
-			return ErrContentMismatch
+			return providers.ErrContentMismatch
 		case c == 429 || c >= 500:
-			return ErrUnreachable
+			return providers.ErrUnreachable
 		}
 	}
 	var ae *azidentity.AuthenticationFailedError
 	if errors.As(err, &ae) {
-		return ErrPermission // a credential was found and refused
+		return providers.ErrPermission // a credential was found and refused
 	}
 	return nil
 }
 
 func (s *azureStore) fail(op, key string, err error) error {
-	return &Error{Op: op, Store: s.url, Key: key, Kind: classifyAzure(err), Err: err, Endpoint: s.endpoint}
+	return &providers.Error{Op: op, Store: s.url, Key: key, Kind: classifyAzure(err), Err: err, Endpoint: s.endpoint}
 }
 
-func azureObject(key string, size *int64, mod *time.Time, etag *azcore.ETag, md5 []byte, version, cpk *string) Object {
-	obj := Object{Key: key, Encryption: EncryptionServerManaged}
+func azureObject(key string, size *int64, mod *time.Time, etag *azcore.ETag, md5 []byte, version, cpk *string) providers.Object {
+	obj := providers.Object{Key: key, Encryption: providers.EncryptionServerManaged}
 	if size != nil {
 		obj.Size = *size
 	}
@@ -191,25 +193,25 @@ func azureObject(key string, size *int64, mod *time.Time, etag *azcore.ETag, md5
 		obj.Generation = *version
 	}
 	if cpk != nil && *cpk != "" {
-		obj.Encryption = EncryptionCustomerKey
+		obj.Encryption = providers.EncryptionCustomerKey
 	}
 	if len(md5) == 16 {
-		obj.Checksums = []Checksum{{Algorithm: MD5, Value: base64.StdEncoding.EncodeToString(md5)}}
+		obj.Checksums = []providers.Checksum{{Algorithm: providers.MD5, Value: base64.StdEncoding.EncodeToString(md5)}}
 	}
 	return obj
 }
 
-func (s *azureStore) List(ctx context.Context, dir string, fn func(Object) error) error {
-	fn = capEntries(fn, s.opts.maxListEntries())
-	dir, err := validateDir(dir)
+func (s *azureStore) List(ctx context.Context, dir string, fn func(providers.Object) error) error {
+	fn = providers.CapEntries(fn, s.opts.EffectiveMaxListEntries())
+	dir, err := providers.ValidateDir(dir)
 	if err != nil {
-		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
+		return &providers.Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
-	o := &container.ListBlobsFlatOptions{Prefix: toPtr(s.ks.listPrefix(dir))}
+	o := &container.ListBlobsFlatOptions{Prefix: toPtr(s.ks.ListPrefix(dir))}
 	if s.pageSize > 0 {
 		o.MaxResults = toPtr(s.pageSize)
 	}
-	var bad invalidKeys
+	var bad providers.InvalidKeys
 	p := s.cc.NewListBlobsFlatPager(o)
 	for p.More() {
 		page, err := p.NextPage(ctx)
@@ -225,12 +227,12 @@ func (s *azureStore) List(ctx context.Context, dir string, fn func(Object) error
 			if pr.ContentLength != nil {
 				size = *pr.ContentLength
 			}
-			key, skip, err := s.ks.relative(*b.Name, size)
+			key, skip, err := s.ks.Relative(*b.Name, size)
 			if skip {
 				continue
 			}
 			if err != nil {
-				bad.add(*b.Name)
+				bad.Add(*b.Name)
 				continue
 			}
 			if err := fn(azureObject(key, pr.ContentLength, pr.LastModified, pr.ETag, pr.ContentMD5, b.VersionID, pr.CustomerProvidedKeySHA256)); err != nil {
@@ -238,36 +240,36 @@ func (s *azureStore) List(ctx context.Context, dir string, fn func(Object) error
 			}
 		}
 	}
-	if err := bad.result(); err != nil {
-		return &Error{Op: "list", Store: s.url, Key: dir, Err: err}
+	if err := bad.Result(); err != nil {
+		return &providers.Error{Op: "list", Store: s.url, Key: dir, Err: err}
 	}
 	return nil
 }
 
-func (s *azureStore) Stat(ctx context.Context, key string) (Object, error) {
-	if err := ValidateKey(key); err != nil {
-		return Object{}, &Error{Op: "stat", Store: s.url, Key: key, Err: err}
+func (s *azureStore) Stat(ctx context.Context, key string) (providers.Object, error) {
+	if err := providers.ValidateKey(key); err != nil {
+		return providers.Object{}, &providers.Error{Op: "stat", Store: s.url, Key: key, Err: err}
 	}
-	p, err := s.cc.NewBlobClient(s.ks.full(key)).GetProperties(ctx, nil)
+	p, err := s.cc.NewBlobClient(s.ks.Full(key)).GetProperties(ctx, nil)
 	if err != nil {
-		return Object{}, s.fail("stat", key, err)
+		return providers.Object{}, s.fail("stat", key, err)
 	}
 	return azureObject(key, p.ContentLength, p.LastModified, p.ETag, p.ContentMD5, p.VersionID, p.EncryptionKeySHA256), nil
 }
 
-func (s *azureStore) Read(ctx context.Context, key string, opts ReadOptions, fn func(io.Reader) error) error {
-	if err := ValidateKey(key); err != nil {
-		return &Error{Op: "read", Store: s.url, Key: key, Err: err}
+func (s *azureStore) Read(ctx context.Context, key string, opts providers.ReadOptions, fn func(io.Reader) error) error {
+	if err := providers.ValidateKey(key); err != nil {
+		return &providers.Error{Op: "read", Store: s.url, Key: key, Err: err}
 	}
 	if opts.Offset < 0 || opts.Length < 0 {
-		return &Error{Op: "read", Store: s.url, Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
+		return &providers.Error{Op: "read", Store: s.url, Key: key, Err: fmt.Errorf("negative range %d+%d", opts.Offset, opts.Length)}
 	}
 	o := &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: opts.Offset, Count: opts.Length}}
 	if opts.IfMatch != "" {
 		etag := azcore.ETag(opts.IfMatch)
 		o.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}
 	}
-	resp, err := s.cc.NewBlobClient(s.ks.full(key)).DownloadStream(ctx, o)
+	resp, err := s.cc.NewBlobClient(s.ks.Full(key)).DownloadStream(ctx, o)
 	if err != nil {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && re.StatusCode == 416 {
@@ -281,10 +283,10 @@ func (s *azureStore) Read(ctx context.Context, key string, opts ReadOptions, fn 
 	}
 	body := resp.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: retries})
 	defer body.Close()
-	return readBody(body, fn, func(err error) error { return s.fail("read", key, err) })
+	return providers.ReadBody(body, fn, func(err error) error { return s.fail("read", key, err) })
 }
 
-func (s *azureStore) accessConditions(opts WriteOptions) *blob.AccessConditions {
+func (s *azureStore) accessConditions(opts providers.WriteOptions) *blob.AccessConditions {
 	switch {
 	case opts.IfNotExists:
 		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: toPtr(azcore.ETagAny)}}
@@ -294,34 +296,34 @@ func (s *azureStore) accessConditions(opts WriteOptions) *blob.AccessConditions 
 	return nil
 }
 
-func (s *azureStore) Write(ctx context.Context, key string, r io.Reader, opts WriteOptions) (Object, error) {
-	if err := ValidateKey(key); err != nil {
-		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+func (s *azureStore) Write(ctx context.Context, key string, r io.Reader, opts providers.WriteOptions) (providers.Object, error) {
+	if err := providers.ValidateKey(key); err != nil {
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
 	if err := opts.Checksums.Validate(); err != nil {
-		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: err}
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.url, Key: key, Err: err}
 	}
 	if opts.IfNotExists && opts.IfMatch != "" {
-		return Object{}, &Error{Op: "write", Store: s.url, Key: key, Err: errors.New("IfNotExists and IfMatch are exclusive")}
+		return providers.Object{}, &providers.Error{Op: "write", Store: s.url, Key: key, Err: errors.New("IfNotExists and IfMatch are exclusive")}
 	}
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	up := &azureUpload{s: s, key: key, bb: s.cc.NewBlockBlobClient(s.ks.full(key)), opts: opts, nonce: hex.EncodeToString(nonce[:])}
-	d := newDigester(opts.Checksums, MD5)
-	plan := uploadPlan{partSize: s.opts.partSize(), concurrency: s.opts.concurrency(), maxParts: azureMaxBlocks, size: opts.Size}
-	obj, err := streamUpload(ctx, r, plan, d, up)
-	return finishUpload(obj, err, func(err error) error { return s.writeFail(key, opts, err) })
+	up := &azureUpload{s: s, key: key, bb: s.cc.NewBlockBlobClient(s.ks.Full(key)), opts: opts, nonce: hex.EncodeToString(nonce[:])}
+	d := providers.NewDigester(opts.Checksums, providers.MD5)
+	plan := providers.UploadPlan{PartSize: s.opts.EffectivePartSize(), Concurrency: s.opts.EffectiveConcurrency(), MaxParts: azureMaxBlocks, Size: opts.Size}
+	obj, err := providers.StreamUpload(ctx, r, plan, d, up)
+	return providers.FinishUpload(obj, err, func(err error) error { return s.writeFail(key, opts, err) })
 }
 
-func (s *azureStore) writeFail(key string, opts WriteOptions, err error) error {
-	return casWriteError(s.fail("write", key, err).(*Error), opts)
+func (s *azureStore) writeFail(key string, opts providers.WriteOptions, err error) error {
+	return providers.CASWriteError(s.fail("write", key, err).(*providers.Error), opts)
 }
 
 type azureUpload struct {
 	s     *azureStore
 	key   string
 	bb    *blockblob.Client
-	opts  WriteOptions
+	opts  providers.WriteOptions
 	nonce string // block ids are unique per upload, so concurrent uploads to one name cannot mix
 }
 
@@ -333,31 +335,31 @@ func (u *azureUpload) headers(md5 []byte) *blob.HTTPHeaders {
 	return &blob.HTTPHeaders{BlobContentType: &ct, BlobContentMD5: md5}
 }
 
-func (u *azureUpload) written(etag *azcore.ETag, mod *time.Time, version *string, d *digester) Object {
-	size := d.n
-	return azureObject(u.key, &size, mod, etag, d.raw(MD5), version, nil)
+func (u *azureUpload) written(etag *azcore.ETag, mod *time.Time, version *string, d *providers.Digester) providers.Object {
+	size := d.N
+	return azureObject(u.key, &size, mod, etag, d.Raw(providers.MD5), version, nil)
 }
 
-func (u *azureUpload) single(ctx context.Context, data []byte, d *digester) (Object, error) {
-	md5 := d.raw(MD5)
+func (u *azureUpload) Single(ctx context.Context, data []byte, d *providers.Digester) (providers.Object, error) {
+	md5 := d.Raw(providers.MD5)
 	resp, err := u.bb.Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
 		HTTPHeaders:             u.headers(md5),
 		TransactionalValidation: blob.TransferValidationTypeMD5(md5),
 		AccessConditions:        u.s.accessConditions(u.opts),
 	})
 	if err != nil {
-		return Object{}, u.s.writeFail(u.key, u.opts, err)
+		return providers.Object{}, u.s.writeFail(u.key, u.opts, err)
 	}
 	return u.written(resp.ETag, resp.LastModified, resp.VersionID, d), nil
 }
 
-func (u *azureUpload) begin(context.Context) error { return nil }
+func (u *azureUpload) Begin(context.Context) error { return nil }
 
 func (u *azureUpload) blockID(n int) string {
 	return base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%06d", u.nonce, n))
 }
 
-func (u *azureUpload) part(ctx context.Context, n int, data []byte) error {
+func (u *azureUpload) Part(ctx context.Context, n int, data []byte) error {
 	_, err := u.bb.StageBlock(ctx, u.blockID(n), streaming.NopCloser(bytes.NewReader(data)), &blockblob.StageBlockOptions{
 		TransactionalValidation: blob.TransferValidationTypeComputeCRC64(),
 	})
@@ -367,34 +369,34 @@ func (u *azureUpload) part(ctx context.Context, n int, data []byte) error {
 	return nil
 }
 
-func (u *azureUpload) commit(ctx context.Context, n int, d *digester) (Object, error) {
+func (u *azureUpload) Commit(ctx context.Context, n int, d *providers.Digester) (providers.Object, error) {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = u.blockID(i + 1)
 	}
 	resp, err := u.bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{
-		HTTPHeaders:      u.headers(d.raw(MD5)),
+		HTTPHeaders:      u.headers(d.Raw(providers.MD5)),
 		AccessConditions: u.s.accessConditions(u.opts),
 	})
 	if err != nil {
-		return Object{}, u.s.writeFail(u.key, u.opts, err)
+		return providers.Object{}, u.s.writeFail(u.key, u.opts, err)
 	}
 	return u.written(resp.ETag, resp.LastModified, resp.VersionID, d), nil
 }
 
 // abort: uncommitted blocks are garbage-collected by the service after a week and are invisible
 // under the blob's name, so there is nothing to undo.
-func (u *azureUpload) abort(context.Context) {}
+func (u *azureUpload) Abort(context.Context) {}
 
-func (s *azureStore) Delete(ctx context.Context, key string, opts DeleteOptions) error {
-	if err := ValidateKey(key); err != nil {
-		return &Error{Op: "delete", Store: s.url, Key: key, Err: err}
+func (s *azureStore) Delete(ctx context.Context, key string, opts providers.DeleteOptions) error {
+	if err := providers.ValidateKey(key); err != nil {
+		return &providers.Error{Op: "delete", Store: s.url, Key: key, Err: err}
 	}
 	o := &blob.DeleteOptions{DeleteSnapshots: toPtr(blob.DeleteSnapshotsOptionTypeInclude)}
 	if opts.IfMatch != "" {
 		o.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: toPtr(azcore.ETag(opts.IfMatch))}}
 	}
-	if _, err := s.cc.NewBlobClient(s.ks.full(key)).Delete(ctx, o); err != nil {
+	if _, err := s.cc.NewBlobClient(s.ks.Full(key)).Delete(ctx, o); err != nil {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && re.ErrorCode == "BlobNotFound" && opts.IfMatch == "" {
 			return nil
@@ -405,3 +407,44 @@ func (s *azureStore) Delete(ctx context.Context, key string, opts DeleteOptions)
 }
 
 func toPtr[T any](v T) *T { return &v }
+
+func (s *azureStore) ListDirs(ctx context.Context, max int) ([]string, error) {
+	p := s.cc.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{Prefix: toPtr(s.ks.Prefix), MaxResults: toPtr(int32(max))})
+	if !p.More() {
+		return nil, nil
+	}
+	page, err := p.NextPage(ctx)
+	if err != nil {
+		return nil, s.fail("list", "", err)
+	}
+	var names []string
+	for _, bp := range page.Segment.BlobPrefixes {
+		if bp.Name == nil {
+			continue
+		}
+		if n, ok := s.ks.DirName(*bp.Name); ok {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+func init() {
+	providers.Register(providers.Scheme{
+		Name: "az",
+		Open: func(ctx context.Context, loc providers.Location, opts providers.Options) (providers.Store, error) {
+			return newAzureStore(ctx, loc.Account, loc.Bucket, loc.Prefix, opts)
+		},
+		Hint: func(k providers.Kind) string {
+			switch k {
+			case providers.KindMisconfigured, providers.KindDenied:
+				return "set AZURE_STORAGE_CONNECTION_STRING, or run 'az login' (DefaultAzureCredential); check the role assignment on the container"
+			case providers.KindNotFound:
+				return "check the account, the container name and the prefix"
+			}
+			return ""
+		},
+	})
+}
+
+var getenv = os.Getenv

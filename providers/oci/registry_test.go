@@ -1,4 +1,4 @@
-package providers_test
+package oci_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,11 +20,24 @@ import (
 
 	"lifeboat/internal/emulators"
 	"lifeboat/providers"
+	"lifeboat/providers/oci"
 	"lifeboat/providers/providertest"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+func TestMain(m *testing.M) {
+	// No test may reach for cloud metadata servers.
+	os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	os.Exit(emulators.Main(m))
+}
+
+var (
+	testOptions = providertest.Options
+	open        = providertest.Open
+	prefixSeq   atomic.Int64
 )
 
 // countingTransport counts requests by method.
@@ -75,7 +89,7 @@ func TestRegistryStore(t *testing.T) {
 			t.Fatalf("write %s: %+v", p, o)
 		}
 		layers = append(layers, ocispec.Descriptor{MediaType: "application/vnd.cncf.model.weight.v1.raw", Digest: digest.FromBytes(files[p]), Size: int64(len(files[p])),
-			Annotations: map[string]string{providers.AnnotationFilepath: p}})
+			Annotations: map[string]string{oci.AnnotationFilepath: p}})
 	}
 	// No digest declared: computed on the way, the blob committed by it.
 	if o, err := s.Write(ctx, "model/x", bytes.NewReader([]byte("xyz")), providers.WriteOptions{}); err != nil || o.Revision != digest.FromBytes([]byte("xyz")).String() {
@@ -94,14 +108,14 @@ func TestRegistryStore(t *testing.T) {
 		Config: ocispec.Descriptor{MediaType: "application/vnd.cncf.model.config.v1+json", Digest: digest.FromBytes(cfg), Size: int64(len(cfg)), Data: cfg},
 		Layers: layers}
 	data, _ := json.Marshal(m)
-	dg, err := providers.PushManifest(ctx, s, data)
+	dg, err := oci.PushManifest(ctx, s, data)
 	if err != nil || dg != digest.FromBytes(data) {
 		t.Fatalf("push manifest: %v %v", dg, err)
 	}
 
 	posts := ct.posts.Load()
 	s2 := open(t, url, opts)
-	if got, err := providers.FetchManifest(ctx, s2); err != nil || !bytes.Equal(got, data) {
+	if got, err := oci.FetchManifest(ctx, s2); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("fetch manifest: %v", err)
 	}
 	for p, want := range files {

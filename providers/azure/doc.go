@@ -1,0 +1,5 @@
+// Package azure is the az:// store: Azure Blob Storage through the Azure SDK, registered with
+// providers.Register; blank-import it to open az:// URLs.
+//
+// azure.go holds the client: staged blocks, Content-MD5 set on commit, ETag compare-and-swap.
+package azure

@@ -152,7 +152,7 @@ func (a *app) check(ctx context.Context, in checkInput, sum *checkSummary) error
 		gaps = append(gaps, fmt.Sprintf("lint: %d error(s), %d warning(s)", lrep.Errors, lrep.Warnings))
 	}
 	if sigGap {
-		gaps = append(gaps, fmt.Sprintf("trust: no valid signature by an accepted key (signatures found: %s; see why: lifeboat manifest verify-sig --fleet %s)", sig.claimed(), shell.Quote(in.fleetFile)))
+		gaps = append(gaps, fmt.Sprintf("trust: no valid signature by an accepted key (signatures found: %s; see why: lifeboat manifest verify-sig --fleet %s)", sig.Claimed(), shell.Quote(in.fleetFile)))
 	}
 	if verr != nil {
 		gaps = append(gaps, verr.Error())

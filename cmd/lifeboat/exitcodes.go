@@ -6,6 +6,7 @@ import (
 
 	"lifeboat/drills"
 	"lifeboat/failover"
+	"lifeboat/manifest/signature"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )
@@ -49,6 +50,7 @@ func isAny(targets ...error) func(error) bool {
 // 128+signo whatever its error says (see finish). docs/exit-codes.md says all this and lists the
 // rows in this order (TestExitCodesDocMatchesTheTable).
 var exitTable = []exitRule{
+	{"manifest not signed by an accepted key (trust:)", exitRefused, isAny(signature.ErrUntrusted)},
 	{"failover lock held by another run", exitRefused, func(err error) bool {
 		var held *failover.LockHeldError
 		return errors.As(err, &held)

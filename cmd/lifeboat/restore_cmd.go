@@ -146,16 +146,16 @@ func (a *app) restoreTrust(fleetFile string, keyFiles []string, manifestFile *st
 		return ts, nil
 	}
 	if ts == nil {
-		ts = &trustSpec{require: true}
+		ts = &trustSpec{Require: true}
 	}
-	ts.require = true
+	ts.Require = true
 	for _, k := range keyFiles {
 		pk, err := signature.LoadPublicKey(k)
 		if err != nil {
 			return nil, usageErr("--key: %v", err)
 		}
-		ts.keys = append(ts.keys, pk)
-		ts.verifyArgs = strings.TrimSpace(ts.verifyArgs + " --key " + shell.Quote(k))
+		ts.Keys = append(ts.Keys, pk)
+		ts.VerifyArgs = strings.TrimSpace(ts.VerifyArgs + " --key " + shell.Quote(k))
 	}
 	return ts, nil
 }

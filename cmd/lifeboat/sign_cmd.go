@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/failover"
-	"lifeboat/internal/base/shell"
 	"lifeboat/manifest"
 	"lifeboat/manifest/signature"
 	"lifeboat/providers"
@@ -117,25 +116,17 @@ func (a *app) openSigned(ctx context.Context, ref string, limit int64) (*signedS
 }
 
 // foundSig is one signature found for a blob.
-type foundSig struct {
-	Where string `json:"where"`
-	KeyID string `json:"key_id"` // as the signature claims it (its hint), before verification
-	data  []byte
-}
+type foundSig = signature.Found
 
-// signatures finds the blob's signatures: beside it, or its registry referrers; plus the files
-// given with --bundle.
-func (s *signedSource) signatures(ctx context.Context, extra []string) ([]foundSig, error) {
+// Subject, Bytes and Signatures make a signedSource the signature.Source a trust policy checks.
+func (s *signedSource) Subject() string { return providers.Redact(s.ref) }
+func (s *signedSource) Bytes() []byte   { return s.data }
+
+// Signatures finds the blob's signatures: beside it, or its registry referrers.
+func (s *signedSource) Signatures(ctx context.Context) ([]foundSig, error) {
 	var out []foundSig
 	add := func(where string, data []byte) {
-		out = append(out, foundSig{Where: where, KeyID: signature.ClaimedKeyID(data), data: data})
-	}
-	for _, f := range extra {
-		data, err := signature.LoadBundle(f)
-		if err != nil {
-			return nil, usageErr("--bundle: %v", err)
-		}
-		add(f, data)
+		out = append(out, foundSig{Where: where, KeyID: signature.ClaimedKeyID(data), Data: data})
 	}
 	switch s.kind {
 	case "file":
@@ -299,27 +290,7 @@ Exit codes: 0 signed; 2 bad input (manifest, key, password); 4 the store stayed 
 }
 
 // sigCheck is the verdict on a blob's signatures.
-type sigCheck struct {
-	Subject    string     `json:"subject"`
-	Digest     string     `json:"digest"`
-	Valid      bool       `json:"valid"`
-	KeyID      string     `json:"key_id,omitempty"` // the accepted key that verified
-	Signatures []foundSig `json:"signatures"`
-	Accepted   []string   `json:"accepted_keys"`
-	Reasons    []string   `json:"reasons,omitempty"`
-}
-
-// claimed lists the key ids the signatures found claim, or "none".
-func (c *sigCheck) claimed() string {
-	if len(c.Signatures) == 0 {
-		return "none"
-	}
-	ids := make([]string, 0, len(c.Signatures))
-	for _, s := range c.Signatures {
-		ids = append(ids, s.KeyID)
-	}
-	return "by key " + strings.Join(ids, ", ")
-}
+type sigCheck = signature.Check
 
 // checkSignatures reads the blob at ref and its signatures and verifies them against keys.
 func (a *app) checkSignatures(ctx context.Context, ref string, extra []string, keys []*signature.PublicKey, limit int64) (*sigCheck, []byte, error) {
@@ -328,31 +299,28 @@ func (a *app) checkSignatures(ctx context.Context, ref string, extra []string, k
 		return nil, nil, err
 	}
 	defer src.Close()
-	sigs, err := src.signatures(ctx, extra)
+	more, err := extraSignatures(extra)
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &sigCheck{Subject: providers.Redact(ref), Digest: src.digest().String(), Signatures: sigs}
-	for _, k := range keys {
-		c.Accepted = append(c.Accepted, k.ID)
-	}
-	bundles := make([][]byte, 0, len(sigs))
-	for _, s := range sigs {
-		if s.data != nil {
-			bundles = append(bundles, s.data)
-		}
-	}
-	v, err := signature.Verify(src.data, bundles, keys)
-	var ve *signature.VerifyError
-	switch {
-	case err == nil:
-		c.Valid, c.KeyID = true, v.KeyID
-	case errors.As(err, &ve):
-		c.Reasons = ve.Reasons
-	default:
-		return nil, nil, usageErr("%v", err)
+	c, err := signature.CheckSource(ctx, src, more, keys)
+	if err != nil {
+		return nil, nil, err
 	}
 	return c, src.data, nil
+}
+
+// extraSignatures reads the signature files given with --bundle.
+func extraSignatures(files []string) ([]foundSig, error) {
+	var out []foundSig
+	for _, f := range files {
+		data, err := signature.LoadBundle(f)
+		if err != nil {
+			return nil, usageErr("--bundle: %v", err)
+		}
+		out = append(out, foundSig{Where: f, KeyID: signature.ClaimedKeyID(data), Data: data})
+	}
+	return out, nil
 }
 
 func (a *app) manifestVerifySigCmd() *cobra.Command {
@@ -432,7 +400,7 @@ Exit codes: 0 a signature by an accepted key verifies; 1 none does (the key ids 
 				renderSigCheck(a, c)
 			}
 			if !c.Valid {
-				return problem("%s: no valid signature by an accepted key (signatures found: %s; accepted keys: %s)", c.Subject, c.claimed(), strings.Join(c.Accepted, ", "))
+				return problem("%s: no valid signature by an accepted key (signatures found: %s; accepted keys: %s)", c.Subject, c.Claimed(), strings.Join(c.Accepted, ", "))
 			}
 			return nil
 		},
@@ -466,20 +434,15 @@ func renderSigCheck(a *app, c *sigCheck) {
 }
 
 // trustSpec is what a command accepts as the manifest's signer: the fleet's trust: section, or
-// restore's --key flags. verifyArgs names the same keys for the verify-sig command a refusal
-// suggests.
-type trustSpec struct {
-	keys       []*signature.PublicKey
-	require    bool
-	verifyArgs string
-}
+// restore's --key flags (signature.Policy, which the library's entry points enforce too).
+type trustSpec = signature.Policy
 
 // fleetTrust is the fleet's trust: section as a trustSpec; nil when it has none.
 func fleetTrust(fl *failover.Fleet, fleetFile string) *trustSpec {
 	if fl == nil || fl.Trust == nil {
 		return nil
 	}
-	return &trustSpec{keys: fl.Trust.Keys, require: fl.Trust.Require, verifyArgs: "--fleet " + shell.Quote(fleetFile)}
+	return signature.FleetPolicy(fl.Trust.Keys, fl.Trust.Require, fleetFile)
 }
 
 // requireTrusted enforces ts before cmdName acts on the manifest at ref: nil error when ts is nil
@@ -490,26 +453,29 @@ func (a *app) requireTrusted(ctx context.Context, ref string, ts *trustSpec, cmd
 	if ts == nil {
 		return nil, nil
 	}
-	c, data, err := a.checkSignatures(ctx, ref, nil, ts.keys, manifest.MaxManifestBytes)
+	src, err := a.openSigned(ctx, ref, manifest.MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
-	if c.Valid {
-		a.log.Info("manifest signature verified", "manifest", c.Subject, "digest", c.Digest, "key", c.KeyID)
-		return data, nil
+	defer src.Close()
+	e, err := ts.Enforce(ctx, src, cmdName)
+	if err != nil {
+		return nil, err
 	}
-	msg := fmt.Sprintf("the manifest %s (%s) has no valid signature by an accepted key (signatures found: %s; accepted keys: %s)",
-		c.Subject, c.Digest, c.claimed(), strings.Join(c.Accepted, ", "))
-	if len(c.Reasons) > 0 {
-		msg += ": " + strings.Join(c.Reasons, "; ")
+	a.printEnforced(e)
+	return e.Data, nil
+}
+
+// printEnforced logs a verified signature or prints the warning of a policy that only warns.
+func (a *app) printEnforced(e *signature.Enforced) {
+	if e == nil || e.Check == nil {
+		return
 	}
-	next := fmt.Sprintf("\n  see why: lifeboat manifest verify-sig %s %s\n  sign it, if it is the manifest you meant: lifeboat manifest sign %s --key KEY",
-		shell.Quote(c.Subject), ts.verifyArgs, shell.Quote(c.Subject))
-	if !ts.require {
-		fmt.Fprintf(a.stderr, "warning: %s (trust.require is false: going on)%s\n", msg, next)
-		return data, nil
+	if e.Warning != "" {
+		fmt.Fprintln(a.stderr, e.Warning)
+		return
 	}
-	return nil, withCode(exitRefused, fmt.Errorf("%s refused: %s%s", cmdName, msg, next))
+	a.log.Info("manifest signature verified", "manifest", e.Check.Subject, "digest", e.Check.Digest, "key", e.Check.KeyID)
 }
 
 // requireTrustedFleet enforces the trust: of the fleet file before cmdName (which does not read
@@ -585,7 +551,7 @@ func renderCheckSig(a *app, c *sigCheck, require bool) {
 		verdict = "WARN (trust.require: false)"
 	}
 	fmt.Fprintf(a.stdout, "Trust: %s, %s has no valid signature by an accepted key (signatures found: %s; accepted keys: %s)\n",
-		verdict, c.Digest, c.claimed(), strings.Join(c.Accepted, ", "))
+		verdict, c.Digest, c.Claimed(), strings.Join(c.Accepted, ", "))
 	for _, r := range c.Reasons {
 		fmt.Fprintf(a.stdout, "  %s\n", r)
 	}
@@ -598,7 +564,7 @@ func signatureSuite(c *sigCheck, require bool) junitSuite {
 	if c.Valid {
 		tc.SystemOut = fmt.Sprintf("%s signed by accepted key %s", c.Digest, c.KeyID)
 	} else {
-		msg := fmt.Sprintf("no valid signature by an accepted key (signatures found: %s; accepted keys: %s)", c.claimed(), strings.Join(c.Accepted, ", "))
+		msg := fmt.Sprintf("no valid signature by an accepted key (signatures found: %s; accepted keys: %s)", c.Claimed(), strings.Join(c.Accepted, ", "))
 		if require {
 			tc.Failure = &junitFailure{Message: msg, Type: "untrusted", Text: strings.Join(append([]string{msg}, c.Reasons...), "\n")}
 			su.Failures++

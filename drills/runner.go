@@ -20,6 +20,7 @@ import (
 	"lifeboat/failover"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/manifest"
+	"lifeboat/manifest/signature"
 	"lifeboat/providers"
 	"lifeboat/verify/warm"
 )
@@ -64,6 +65,13 @@ type Runner struct {
 	// FromCurrent starts the drill while the router is not at the fleet's baseline (a failover
 	// is open in the journal): the router as found is the drill's baseline.
 	FromCurrent bool
+
+	// OpenSigned reads the manifest and finds its signatures for the fleet's trust: (nil: a
+	// local file and its FILE.sigstore.json); Warn is told the warning of trust: require: false
+	// (nil: the log). See EnforceTrust.
+	OpenSigned signature.Opener
+	Warn       func(string)
+	trusted    *signature.Enforced // the check EnforceTrust made (the drill's executor does not repeat it)
 }
 
 // ErrNotAtBaseline: the router is not at the fleet's baseline (a failover run moved it), or a
@@ -188,6 +196,9 @@ func (r *Runner) rto() time.Duration {
 // input is bad; an error is returned only when the drill could not run at all.
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	if err := r.EnforceTrust(ctx); err != nil {
 		return nil, err
 	}
 	router := r.Router

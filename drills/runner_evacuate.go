@@ -52,7 +52,8 @@ func (x *run) liveSignals() *failover.LiveSignals {
 
 func (x *run) executor(p *process) *failover.Executor {
 	ex := &failover.Executor{Fleet: x.exFl, Store: processStore{Store: x.state, p: p}, Router: processRouter{Driver: x.router, p: p},
-		Signals: x.liveSignals(), Log: x.log(), Holder: x.holder(), LockTTL: x.Drill.LockTTL, Now: x.Now, BeforeChange: x.ownRun}
+		Signals: x.liveSignals(), Log: x.log(), Holder: x.holder(), LockTTL: x.Drill.LockTTL, Now: x.Now, BeforeChange: x.ownRun,
+		OpenSigned: x.OpenSigned, Warn: x.Warn, Trusted: x.trusted}
 	return ex
 }
 

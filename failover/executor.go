@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lifeboat/internal/base/shell"
+	"lifeboat/manifest/signature"
 	"lifeboat/providers"
 )
 
@@ -74,6 +75,15 @@ type Executor struct {
 	// the run with nothing changed. A drill records there which runs are its own, so that its
 	// clean-up undoes those and never another operator's.
 	BeforeChange func(run string, token int64) error
+
+	// The fleet's trust: is enforced by Run before a run that moves traffic to the replicas
+	// takes the lock (see enforceTrust): OpenSigned reads the manifest and finds its signatures
+	// (nil: a local file and its FILE.sigstore.json), Warn is told the warning of require: false
+	// (nil: the log). Trusted is the check the caller already made on this fleet's manifest
+	// (signature.Policy.Enforce), or the one Run made: it is not made again.
+	OpenSigned signature.Opener
+	Warn       func(string)
+	Trusted    *signature.Enforced
 
 	// notes are the router's notes (NotingDriver) as last logged.
 	notes struct {

@@ -15,6 +15,9 @@ import (
 // Run plans the event from the live router and signals (preflight: the warm prober on every
 // region), then carries it out under the lock.
 func (e *Executor) Run(ctx context.Context, o RunOptions) (*Outcome, error) {
+	if err := e.enforceTrust(ctx, o.Event.Kind); err != nil {
+		return nil, err
+	}
 	take := takeNone
 	if o.Event.Kind == Abort {
 		take = takeDead // undoing a dead run's changes is what abort is for

@@ -114,7 +114,7 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 				}
 			}
 			if !dryRun {
-				if err := a.requireTrustedDrill(ctx, r); err != nil {
+				if err := r.EnforceTrust(ctx); err != nil {
 					return err
 				}
 			}
@@ -210,18 +210,6 @@ func rtoOf(r *drills.Runner) time.Duration {
 	return r.Fleet.SLA.RTO
 }
 
-// requireTrustedDrill enforces the fleet's trust: on the manifest the drill read (the same bytes).
-func (a *app) requireTrustedDrill(ctx context.Context, r *drills.Runner) error {
-	data, err := a.requireTrusted(ctx, r.Fleet.Model.Manifest, fleetTrust(r.Fleet, r.Drill.Fleet), "drill run")
-	if err != nil || data == nil {
-		return err
-	}
-	if got := drills.DigestBytes(r.Fleet.Model.Manifest, data).Digest; got != r.ManifestDigest.Digest {
-		return withCode(exitRefused, fmt.Errorf("drill run refused: the manifest %s changed while it was read (%s, then %s): run the drill again", r.Fleet.Model.Manifest, r.ManifestDigest.Digest, got))
-	}
-	return nil
-}
-
 // drillRunner reads the drill, its fleet and the fleet's manifest.
 func (a *app) drillRunner(ctx context.Context, file string) (*drills.Runner, error) {
 	d, err := drills.Read(file)
@@ -255,7 +243,8 @@ func (a *app) drillRunner(ctx context.Context, file string) (*drills.Runner, err
 		return nil, usageErr("%v", err)
 	}
 	r := &drills.Runner{Drill: d, Fleet: fl, Manifest: m, Log: a.log, Command: selfCommand, Open: a.opener(fl.State),
-		Version: versionString(), FleetDigest: drills.DigestBytes(d.Fleet, fleetBytes), ManifestDigest: drills.DigestBytes(fl.Model.Manifest, mBytes)}
+		Version: versionString(), FleetDigest: drills.DigestBytes(d.Fleet, fleetBytes), ManifestDigest: drills.DigestBytes(fl.Model.Manifest, mBytes),
+		OpenSigned: a.signedOpener(manifest.MaxManifestBytes), Warn: func(w string) { fmt.Fprintln(a.stderr, w) }}
 	if err := r.Check(); err != nil {
 		return nil, usageErr("%v", err)
 	}

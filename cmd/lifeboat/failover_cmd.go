@@ -21,6 +21,8 @@ import (
 	"lifeboat/failover"
 	"lifeboat/internal/base/editdistance"
 	"lifeboat/internal/base/shell"
+	"lifeboat/manifest"
+	"lifeboat/manifest/signature"
 	"lifeboat/providers"
 )
 
@@ -67,6 +69,9 @@ failback that stops before the baseline); 4 the router or the state store stayed
 // failoverFlags are the flags the failover commands share.
 type failoverFlags struct {
 	fleet, signals, reason string
+	// trusted is failover run's trust check of the fleet's manifest, made before anything else
+	// (the executor does not repeat it)
+	trusted *signature.Enforced
 	// region and action are the one spelling (--region R [--action evacuate|restore|spill]);
 	// evacuate and restore are the hidden, deprecated --evacuate R and --restore R.
 	region, action        string
@@ -252,7 +257,8 @@ func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags
 		}
 		src = &failover.StaticSignals{Regions: s.Regions}
 	}
-	e := &failover.Executor{Fleet: f, Store: store, Router: router, Signals: src, Log: a.progressLog()}
+	e := &failover.Executor{Fleet: f, Store: store, Router: router, Signals: src, Log: a.progressLog(),
+		OpenSigned: a.signedOpener(manifest.MaxManifestBytes), Warn: func(w string) { fmt.Fprintln(a.stderr, w) }, Trusted: ff.trusted}
 	flush := a.notifyRuns(e, ff.fleet) // fleet notify: start, hold, refused, done, failed
 	return e, func() { flush(); store.Close() }, nil
 }
@@ -505,7 +511,8 @@ before the lock is taken: traffic is not moved to replicas of a manifest nobody 
   lifeboat failover run --fleet fleet.yaml --plan evacuate.plan.json --reason "INC-4411"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.requireTrustedFleet(cmd.Context(), ff.fleet, "failover run"); err != nil {
+			var err error
+			if ff.trusted, err = a.requireTrustedFleet(cmd.Context(), ff.fleet, "failover run"); err != nil {
 				return err
 			}
 			if ff.planFile != "" {

@@ -115,6 +115,17 @@ func (a *app) openSigned(ctx context.Context, ref string, limit int64) (*signedS
 	return &signedSource{a: a, ref: ref, kind: "store", store: st, key: key, data: data}, nil
 }
 
+// signedOpener is openSigned as the library's entry points take it (signature.Opener).
+func (a *app) signedOpener(limit int64) signature.Opener {
+	return func(ctx context.Context, ref string) (signature.Source, error) {
+		src, err := a.openSigned(ctx, ref, limit)
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
+	}
+}
+
 // foundSig is one signature found for a blob.
 type foundSig = signature.Found
 
@@ -450,20 +461,21 @@ func fleetTrust(fl *failover.Fleet, fleetFile string) *trustSpec {
 // command otherwise (with require: false only a warning). It returns the verified bytes of the
 // manifest (nil when not checked) so the caller acts on exactly the bytes verified.
 func (a *app) requireTrusted(ctx context.Context, ref string, ts *trustSpec, cmdName string) ([]byte, error) {
-	if ts == nil {
-		return nil, nil
-	}
-	src, err := a.openSigned(ctx, ref, manifest.MaxManifestBytes)
-	if err != nil {
+	e, err := a.enforceTrust(ctx, ref, ts, cmdName)
+	if e == nil || err != nil {
 		return nil, err
 	}
-	defer src.Close()
-	e, err := ts.Enforce(ctx, src, cmdName)
+	return e.Data, nil
+}
+
+// enforceTrust is requireTrusted returning the check made (nil when ts is nil).
+func (a *app) enforceTrust(ctx context.Context, ref string, ts *trustSpec, cmdName string) (*signature.Enforced, error) {
+	e, err := ts.EnforceAt(ctx, a.signedOpener(manifest.MaxManifestBytes), ref, manifest.MaxManifestBytes, cmdName)
 	if err != nil {
 		return nil, err
 	}
 	a.printEnforced(e)
-	return e.Data, nil
+	return e, nil
 }
 
 // printEnforced logs a verified signature or prints the warning of a policy that only warns.
@@ -479,17 +491,16 @@ func (a *app) printEnforced(e *signature.Enforced) {
 }
 
 // requireTrustedFleet enforces the trust: of the fleet file before cmdName (which does not read
-// the manifest itself) acts.
-func (a *app) requireTrustedFleet(ctx context.Context, fleetFile, cmdName string) error {
+// the manifest itself) acts; it returns the check made (nil: the fleet has no trust:).
+func (a *app) requireTrustedFleet(ctx context.Context, fleetFile, cmdName string) (*signature.Enforced, error) {
 	if fleetFile == "" {
-		return nil // the command's own usage error follows
+		return nil, nil // the command's own usage error follows
 	}
 	fl, err := a.loadFleet(fleetFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = a.requireTrusted(ctx, fl.Model.Manifest, fleetTrust(fl, fleetFile), cmdName)
-	return err
+	return a.enforceTrust(ctx, fl.Model.Manifest, fleetTrust(fl, fleetFile), cmdName)
 }
 
 // readTrustedManifest reads the manifest at ref, verified first when ts is set (the bytes

@@ -196,3 +196,36 @@ func (f *FileSource) Signatures(context.Context) ([]Found, error) {
 	}
 	return nil, err
 }
+
+// Opener reads the blob at ref once, with where its signatures are, for a trust check. A Source
+// with a Close method is closed after the check.
+type Opener func(ctx context.Context, ref string) (Source, error)
+
+// OpenLocal is the Opener of a local file (FileSource): what EnforceAt uses when given none.
+func OpenLocal(limit int64) Opener {
+	return func(_ context.Context, ref string) (Source, error) {
+		if strings.Contains(ref, "://") && !strings.HasPrefix(ref, "file://") {
+			return nil, fmt.Errorf("%s: cannot read it to check its signature: the caller gave no way to open a store (an Opener)", ref)
+		}
+		return ReadFileSource(strings.TrimPrefix(ref, "file://"), limit)
+	}
+}
+
+// EnforceAt reads the blob at ref with open (nil: OpenLocal) and enforces the policy on it: see
+// Enforce. A nil policy reads nothing and returns nil.
+func (p *Policy) EnforceAt(ctx context.Context, open Opener, ref string, limit int64, action string) (*Enforced, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if open == nil {
+		open = OpenLocal(limit)
+	}
+	src, err := open(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := src.(interface{ Close() }); ok {
+		defer c.Close()
+	}
+	return p.Enforce(ctx, src, action)
+}

@@ -161,6 +161,7 @@ func (x *run) bootOne(region string) (*warm.BootResult, error) {
 		return nil, err
 	}
 	o.Manifest, o.From, o.Workdir = x.Manifest, x.stores[r.Replica], filepath.Join(x.tmp, "boot", region)
+	o.Trusted, o.OpenSigned, o.Warn = x.trusted, x.OpenSigned, x.Warn // the drill's check, of these bytes
 	o.Probe, o.Keep, o.Restore = x.Probe, true, replicate.Options{Log: x.log()}
 	o.Starting = func(st warm.Started) error { return x.ownCandidate(region, st) }
 	o.Probe.Auth = x.Fleet.ProbeAuth(region) // the bearer token's source, never the token

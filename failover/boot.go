@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"lifeboat/manifest/signature"
 	"lifeboat/verify/warm"
 )
 
@@ -40,6 +41,9 @@ func (f *Fleet) BootOptions(region string, lo LaunchOptions) (warm.BootOptions, 
 		return o, err
 	}
 	o.Launcher, o.NoRestore = l, r.Launcher.AttachesOnly()
+	if f.Trust != nil { // warm.Boot enforces the fleet's trust: (see BootOptions.Trust)
+		o.Trust, o.ManifestRef = signature.FleetPolicy(f.Trust.Keys, f.Trust.Require, f.File), f.Model.Manifest
+	}
 	if ip, ok := r.Launcher.Config.(InPlaceLauncher); ok && ip.RestoresModelInPlace() {
 		o.ModelInPlace = true
 	}

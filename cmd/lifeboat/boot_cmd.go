@@ -111,12 +111,16 @@ unreachable.`,
 // func closes the store.
 func (a *app) prepareBootRestore(ctx context.Context, fl *failover.Fleet, region, workdir string, o *warm.BootOptions) (func(), error) {
 	noop := func() {}
-	if o.NoRestore {
-		_, err := a.requireTrusted(ctx, fl.Model.Manifest, fleetTrust(fl, fl.File), "boot")
+	// checked here, before the working directory is touched; warm.Boot does not check again
+	trusted, err := a.enforceTrust(ctx, fl.Model.Manifest, fleetTrust(fl, fl.File), "boot")
+	if err != nil {
 		return noop, err
 	}
-	var err error
-	if o.Manifest, err = a.readTrustedManifest(ctx, fl.Model.Manifest, fleetTrust(fl, fl.File), "boot"); err != nil {
+	o.Trusted = trusted
+	if o.NoRestore {
+		return noop, nil
+	}
+	if o.Manifest, err = a.parseTrusted(ctx, fl.Model.Manifest, trusted); err != nil {
 		return noop, err
 	}
 	if workdir == "" {

@@ -506,14 +506,20 @@ func (a *app) requireTrustedFleet(ctx context.Context, fleetFile, cmdName string
 // readTrustedManifest reads the manifest at ref, verified first when ts is set (the bytes
 // verified are the bytes parsed).
 func (a *app) readTrustedManifest(ctx context.Context, ref string, ts *trustSpec, cmdName string) (*manifest.Manifest, error) {
-	data, err := a.requireTrusted(ctx, ref, ts, cmdName)
+	e, err := a.enforceTrust(ctx, ref, ts, cmdName)
 	if err != nil {
 		return nil, err
 	}
-	if data == nil {
+	return a.parseTrusted(ctx, ref, e)
+}
+
+// parseTrusted parses the bytes e verified, or reads the manifest at ref when nothing was
+// checked (e nil).
+func (a *app) parseTrusted(ctx context.Context, ref string, e *signature.Enforced) (*manifest.Manifest, error) {
+	if e == nil {
 		return a.readManifest(ctx, ref)
 	}
-	m, err := manifest.Parse(data, ref)
+	m, err := manifest.Parse(e.Data, ref)
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}

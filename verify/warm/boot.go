@@ -16,6 +16,7 @@ import (
 
 	"lifeboat/manifest"
 	"lifeboat/manifest/modelrepo"
+	"lifeboat/manifest/signature"
 	"lifeboat/providers"
 	"lifeboat/providers/localfile"
 	"lifeboat/verify/replicate"
@@ -49,6 +50,17 @@ type BootOptions struct {
 	Keep bool
 	// StopTimeout bounds the teardown (default 30 s).
 	StopTimeout time.Duration
+
+	// Trust is the fleet's trust: for the manifest at ManifestRef (failover.Fleet.BootOptions
+	// fills both in); Boot enforces it before anything is restored or launched, unless the
+	// caller already did (Trusted, the check it made on the same bytes as Manifest). OpenSigned
+	// reads the manifest and finds its signatures (nil: a local file); Warn is told the warning
+	// of require: false (nil: slog's default logger).
+	Trust       *signature.Policy
+	ManifestRef string
+	Trusted     *signature.Enforced
+	OpenSigned  signature.Opener
+	Warn        func(string)
 }
 
 // BootResult is what Boot found. JSON field names are stable.
@@ -113,6 +125,9 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 	defer func() { res.Timings.TotalS = secs(time.Since(start)) }()
 	if o.Launcher == nil {
 		return res, fmt.Errorf("%w: no launcher", ErrBootInput)
+	}
+	if err := o.enforceTrust(ctx); err != nil {
+		return res, err
 	}
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = 30 * time.Second

@@ -808,11 +808,7 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 			return err
 		}
 		ff.classes, ff.skipBlocked = saved.Plan.Selected, saved.Plan.SkipBlocked
-		ff.yes = true // approved when it was saved (as terraform apply PLANFILE)
-		if !saved.Plan.Complete {
-			// --skip-blocked was the operator's acceptance of leaving the blocked classes
-			ff.yes = ff.allowPartial || saved.Plan.SkipBlocked && saved.Plan.OnlyBlocked()
-		}
+		ff.yes = failover.SavedPlanApproved(saved.Plan, ff.allowPartial) // as terraform apply PLANFILE
 	}
 	if ev.Region != "" {
 		if err := f.UnknownRegion(ev.Region); err != nil {
@@ -846,15 +842,12 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	}
 	if !ff.yes {
 		o.Confirm = func(p *failover.Plan) bool {
+			need := failover.ApprovalFor(p, ff.allowPartial, ff.skipBlocked)
 			if in, ok := a.stdin.(*os.File); !ok || !isTTY(in.Fd()) {
 				// No one to ask: say how to approve without a prompt.
-				yes := "--yes"
-				if !p.Complete && !ff.allowPartial && !(ff.skipBlocked && p.OnlyBlocked()) {
-					yes = "--yes --allow-partial"
-				}
-				fmt.Fprintf(a.stderr, "stdin is not a terminal: reading the answer from it. To approve without a prompt, add %s (the plan above is for %s).\n", yes, fleetLine(f))
+				fmt.Fprintf(a.stderr, "stdin is not a terminal: reading the answer from it. To approve without a prompt, add %s (the plan above is for %s).\n", need.YesFlags, fleetLine(f))
 			}
-			if !p.Complete && !ff.allowPartial {
+			if need.Partial {
 				fmt.Fprintf(a.stderr, "This plan cannot reach its target: %s\nApply its %d steps to %s anyway (the outcome ends held for safety)? Type yes to go on: ", p.Verdict(), len(p.Steps), fleetLine(f))
 				line, _ := bufio.NewReader(io.LimitReader(a.stdin, 1024)).ReadString('\n')
 				return strings.TrimSpace(line) == "yes"

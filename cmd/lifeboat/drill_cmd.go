@@ -144,36 +144,14 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			if err != nil {
 				return err // exitTable: invalid drill 2, not at baseline or leftovers 3
 			}
-			// the reports first: the history records their digests (drill history --verify)
-			var digests drills.ReportDigests
-			var writeErr error
-			if reportDir != "" {
-				digests, writeErr = drills.WriteReports(reportDir, rep)
+			fin, err := r.Finish(ctx, rep, drills.FinishOptions{ReportDir: reportDir, Signer: signer,
+				Notify: func(rep *drills.Report) { a.notifyDrill(r.Fleet, r.Drill.Fleet, rep) }, // fleet notify: the verdict
+				Warn:   func(w string) { fmt.Fprintf(a.stderr, "lifeboat: %s\n", w) }})
+			if err != nil {
+				return err
 			}
-			absDir := reportDir
-			if p, err := filepath.Abs(reportDir); err == nil && reportDir != "" {
-				absDir = p
-			}
-			// after an interrupt too: the history says the drill was interrupted
-			hctx := context.WithoutCancel(ctx)
-			if st, err := a.openStateStore(hctx, r.Fleet.State); err == nil {
-				if err := drills.AppendHistory(hctx, st, rep, absDir, digests); err != nil {
-					fmt.Fprintf(a.stderr, "lifeboat: %v\n", err)
-				}
-				st.Close()
-			} else {
-				fmt.Fprintf(a.stderr, "lifeboat: drill history not recorded: %v\n", err)
-			}
-			a.notifyDrill(r.Fleet, r.Drill.Fleet, rep) // fleet notify: the verdict
-			if writeErr != nil {
-				return writeErr
-			}
-			if signer != nil {
-				where, id, err := a.signEvidence(hctx, signer, filepath.Join(reportDir, "report.json"))
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stderr, "report signed with key %s: %s\n", id, where)
+			if fin.SignedBy != "" {
+				fmt.Fprintf(a.stderr, "report signed with key %s: %s\n", fin.SignedBy, fin.Signature)
 			}
 			switch a.output {
 			case "json":

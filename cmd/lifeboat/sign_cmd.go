@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -524,24 +523,6 @@ func (a *app) parseTrusted(ctx context.Context, ref string, e *signature.Enforce
 		return nil, withCode(exitUsage, err)
 	}
 	return m, nil
-}
-
-// signEvidence signs a file Lifeboat wrote (a drill report) with signer, loaded when the command
-// started: the signature beside it.
-func (a *app) signEvidence(ctx context.Context, signer *signature.Signer, path string) (string, string, error) {
-	data, err := localfile.ReadFile(path, manifest.MaxManifestBytes)
-	if err != nil {
-		return "", "", err
-	}
-	b, err := signer.SignBlob(ctx, data)
-	if err != nil {
-		return "", "", err
-	}
-	out := signature.SidecarName(path)
-	if err := writeOut(out, b, a); err != nil {
-		return "", "", fmt.Errorf("%s: %v", filepath.Base(out), err)
-	}
-	return out, signer.KeyID(), nil
 }
 
 // checkTrust is check's signature step: nil when the fleet has no trust: or the manifest was

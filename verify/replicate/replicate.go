@@ -290,6 +290,9 @@ type Options struct {
 	// call at a time (never concurrently), from the copying goroutines.
 	OnFile func(CopyResult)
 	Log    *slog.Logger
+	// Trust, for Restore only: the manifest's signature is enforced before anything is written
+	// (see Trust); nil: none.
+	Trust *Trust
 }
 
 // DefaultJobs is the default number of files copied at once. Each copy holds at most

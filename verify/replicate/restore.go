@@ -24,8 +24,13 @@ import (
 //
 // Before anything is written, every manifest path is checked to resolve inside dir (see
 // RestorePath): a path that is absolute, climbs out with "..", or runs through a symbolic link that
-// leads out of dir refuses the whole restore with an error wrapping ErrOutsideDir.
+// leads out of dir refuses the whole restore with an error wrapping ErrOutsideDir. With
+// o.Trust, a manifest no accepted key signed is refused first (signature.ErrUntrusted).
 func Restore(ctx context.Context, m *manifest.Manifest, from providers.Store, dir string, o Options) (*RestoreReport, error) {
+	m, err := o.Trust.enforce(ctx, m, o)
+	if err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"lifeboat/failover"
+	"lifeboat/internal/base/wait"
 	"lifeboat/verify/warm"
 )
 
@@ -69,8 +70,7 @@ func (l *Launcher) remove(ctx context.Context, run string, refs []ref) error {
 		if len(left) == 0 && len(terminating) == 0 {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if err := wait.Sleep(ctx, 250*time.Millisecond); err != nil {
 			var what []string
 			if len(left) > 0 {
 				what = append(what, "still there: "+strings.Join(left, ", "))
@@ -78,8 +78,7 @@ func (l *Launcher) remove(ctx context.Context, run string, refs []ref) error {
 			if len(terminating) > 0 {
 				what = append(what, "deleted, still terminating: Pod "+strings.Join(terminating, ", Pod "))
 			}
-			return fmt.Errorf("teardown of boot %s in namespace %s did not finish: %s: %w", run, ns, strings.Join(what, "; "), ctx.Err())
-		case <-time.After(250 * time.Millisecond):
+			return fmt.Errorf("teardown of boot %s in namespace %s did not finish: %s: %w", run, ns, strings.Join(what, "; "), err)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 	"lifeboat/providers"
@@ -27,7 +28,7 @@ type haproxyFront struct {
 	socket    string            // its Runtime API
 	frontends map[string]string // class → the frontend's URL
 	ports     map[string]int    // region → the port its server points at (its candidate's)
-	base      failover.RouterState
+	base      router.RouterState
 }
 
 // startHAProxy starts a real HAProxy in front of the regions' candidates — one backend per class
@@ -35,7 +36,7 @@ type haproxyFront struct {
 // at the port that region's candidate will listen on, one frontend per class, and X-Served-By
 // naming the server that answered. Without haproxy the test skips, or fails under
 // LIFEBOAT_REQUIRE_EMULATORS=1.
-func startHAProxy(t *testing.T, regions []regionSpec, base failover.RouterState) *haproxyFront {
+func startHAProxy(t *testing.T, regions []regionSpec, base router.RouterState) *haproxyFront {
 	t.Helper()
 	free := func() int {
 		p, err := emulators.FreePort()
@@ -73,8 +74,8 @@ func (h *haproxyFront) options() rigOptions {
 	for _, class := range slices.Sorted(mapsKeys(h.frontends)) {
 		fe = append(fe, fmt.Sprintf("%s: %q", class, h.frontends[class]))
 	}
-	router := fmt.Sprintf("{driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}, frontends: {%s}}", h.socket, strings.Join(fe, ", "))
-	return rigOptions{router: router, ports: h.ports, baseline: h.base}
+	rtr := fmt.Sprintf("{driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}, frontends: {%s}}", h.socket, strings.Join(fe, ", "))
+	return rigOptions{router: rtr, ports: h.ports, baseline: h.base}
 }
 
 // TestDrillEmulators is the full drill on the S3, GCS and Azure emulators (versitygw,
@@ -108,7 +109,7 @@ func TestDrillEmulators(t *testing.T) {
 	}
 	// the global class is served from eu-central-1 too: after the evacuation of eu-west-1 it is
 	// split over two receivers, and the traffic shows HAProxy following the split
-	split := failover.RouterState{Weights: baseline.Weights.Clone(), States: failover.States{}}
+	split := router.RouterState{Weights: baseline.Weights.Clone(), States: router.States{}}
 	split.Weights["global"] = map[string]int{"us-east-1": 40, "us-west-2": 0, "eu-west-1": 40, "eu-central-1": 20, "ap-southeast-1": 0}
 	ro := startHAProxy(t, regions, split).options()
 	ro.state = s3b.S3.URL(testbed.Bucket, testbed.FreshPrefix("drill-state"))
@@ -147,7 +148,7 @@ func TestDrillEmulators(t *testing.T) {
 	}
 	rs, err := hr.Read(drillCtx(t))
 	if err != nil || !rs.Weights.Equal(split.Weights) {
-		t.Fatalf("HAProxy after the drill: %v %v", err, failover.Diff(split, rs))
+		t.Fatalf("HAProxy after the drill: %v %v", err, router.Diff(split, rs))
 	}
 	checkNothingLeft(t, rig, rep)
 	checkReports(t, rep)

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/providers"
 )
 
@@ -57,7 +57,7 @@ func (ff *fileFault) plant(ctx context.Context, keep func([]byte) error) error {
 // faultRouter wraps the router: after afterStep successful changes it answers nothing for
 // duration (router-unreachable).
 type faultRouter struct {
-	failover.Driver
+	router.Driver
 	afterStep int
 	duration  time.Duration
 	now       func() time.Time
@@ -75,19 +75,19 @@ func (fr *faultRouter) down() error {
 	defer fr.mu.Unlock()
 	if fr.now().Before(fr.downUntil) {
 		fr.refused++
-		return fmt.Errorf("%s: %w (drill fault router-unreachable)", fr.Driver, failover.ErrRouterUnreachable)
+		return fmt.Errorf("%s: %w (drill fault router-unreachable)", fr.Driver, router.ErrRouterUnreachable)
 	}
 	return nil
 }
 
-func (fr *faultRouter) Read(ctx context.Context) (failover.RouterState, error) {
+func (fr *faultRouter) Read(ctx context.Context) (router.RouterState, error) {
 	if err := fr.down(); err != nil {
-		return failover.RouterState{}, err
+		return router.RouterState{}, err
 	}
 	return fr.Driver.Read(ctx)
 }
 
-func (fr *faultRouter) Apply(ctx context.Context, desired failover.RouterState) error {
+func (fr *faultRouter) Apply(ctx context.Context, desired router.RouterState) error {
 	if err := fr.down(); err != nil {
 		return err
 	}
@@ -102,32 +102,32 @@ func (fr *faultRouter) Apply(ctx context.Context, desired failover.RouterState) 
 // conditional writes — the driver's own compare-and-swap, not a digest of a Read — and weight 0
 // as the drain.
 var (
-	_ failover.ConditionalDriver = (*faultRouter)(nil)
-	_ failover.ZeroDrainDriver   = (*faultRouter)(nil)
+	_ router.ConditionalDriver = (*faultRouter)(nil)
+	_ router.ZeroDrainDriver   = (*faultRouter)(nil)
 )
 
-func (fr *faultRouter) ReadVersion(ctx context.Context) (failover.RouterState, failover.RouterVersion, error) {
+func (fr *faultRouter) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
 	if err := fr.down(); err != nil {
-		return failover.RouterState{}, nil, err
+		return router.RouterState{}, nil, err
 	}
-	return failover.ReadVersion(ctx, fr.Driver)
+	return router.ReadVersion(ctx, fr.Driver)
 }
 
-func (fr *faultRouter) ApplyIf(ctx context.Context, desired failover.RouterState, since failover.RouterVersion, fence func() error) error {
+func (fr *faultRouter) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	if err := fr.down(); err != nil {
 		return err
 	}
-	if err := failover.ApplyIf(ctx, fr.Driver, desired, since, fence); err != nil {
+	if err := router.ApplyIf(ctx, fr.Driver, desired, since, fence); err != nil {
 		return err
 	}
 	fr.applied()
 	return nil
 }
 
-func (fr *faultRouter) ZeroWeightIsDrain() bool { return failover.ZeroWeightIsDrain(fr.Driver) }
+func (fr *faultRouter) ZeroWeightIsDrain() bool { return router.ZeroWeightIsDrain(fr.Driver) }
 
 // Unwrap is the wrapped driver.
-func (fr *faultRouter) Unwrap() failover.Driver { return fr.Driver }
+func (fr *faultRouter) Unwrap() router.Driver { return fr.Driver }
 
 // applied counts a successful change; the afterStep-th starts the outage.
 func (fr *faultRouter) applied() {
@@ -207,18 +207,18 @@ func (s processStore) Delete(ctx context.Context, key string, o providers.Delete
 func (s processStore) Close() error { return nil }
 
 type processRouter struct {
-	failover.Driver
+	router.Driver
 	p *process
 }
 
-func (r processRouter) Read(ctx context.Context) (failover.RouterState, error) {
+func (r processRouter) Read(ctx context.Context) (router.RouterState, error) {
 	if r.p.dead.Load() {
-		return failover.RouterState{}, errKilled
+		return router.RouterState{}, errKilled
 	}
 	return r.Driver.Read(ctx)
 }
 
-func (r processRouter) Apply(ctx context.Context, desired failover.RouterState) error {
+func (r processRouter) Apply(ctx context.Context, desired router.RouterState) error {
 	if r.p.dead.Load() {
 		return errKilled
 	}
@@ -227,25 +227,25 @@ func (r processRouter) Apply(ctx context.Context, desired failover.RouterState) 
 
 // The wrapped driver's capabilities pass through: conditional writes and weight 0 as the drain.
 var (
-	_ failover.ConditionalDriver = processRouter{}
-	_ failover.ZeroDrainDriver   = processRouter{}
+	_ router.ConditionalDriver = processRouter{}
+	_ router.ZeroDrainDriver   = processRouter{}
 )
 
-func (r processRouter) ReadVersion(ctx context.Context) (failover.RouterState, failover.RouterVersion, error) {
+func (r processRouter) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
 	if r.p.dead.Load() {
-		return failover.RouterState{}, nil, errKilled
+		return router.RouterState{}, nil, errKilled
 	}
-	return failover.ReadVersion(ctx, r.Driver)
+	return router.ReadVersion(ctx, r.Driver)
 }
 
-func (r processRouter) ApplyIf(ctx context.Context, desired failover.RouterState, since failover.RouterVersion, fence func() error) error {
+func (r processRouter) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	if r.p.dead.Load() {
 		return errKilled
 	}
-	return failover.ApplyIf(ctx, r.Driver, desired, since, fence)
+	return router.ApplyIf(ctx, r.Driver, desired, since, fence)
 }
 
-func (r processRouter) ZeroWeightIsDrain() bool { return failover.ZeroWeightIsDrain(r.Driver) }
+func (r processRouter) ZeroWeightIsDrain() bool { return router.ZeroWeightIsDrain(r.Driver) }
 
 // Unwrap is the wrapped driver.
-func (r processRouter) Unwrap() failover.Driver { return r.Driver }
+func (r processRouter) Unwrap() router.Driver { return r.Driver }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 	"lifeboat/manifest"
 	"lifeboat/providers"
@@ -49,19 +50,19 @@ type DrillRecord struct {
 	FleetDigest string `json:"fleet_digest"` // the fleet file's digest: a record is for one fleet
 	// Runs are the failover runs the drill's executors started (and Tokens their fencing
 	// tokens), each written here before the run's first router write: cleanup undoes only these.
-	Runs        []string             `json:"runs"`
-	Tokens      []int64              `json:"tokens"`
-	LockTTL     float64              `json:"lock_ttl_s"`
-	Started     time.Time            `json:"started"`
-	FromCurrent bool                 `json:"from_current,omitempty"`
-	Baseline    failover.RouterState `json:"baseline"` // the router as the drill found it
-	TempDir     string               `json:"temp_dir"`
-	Models      []string             `json:"models,omitempty"`
-	Faults      []FaultUndo          `json:"faults"`
-	Candidates  []CandidateRecord    `json:"candidates"`
-	Closed      *time.Time           `json:"closed,omitempty"`
-	Outcome     string               `json:"outcome,omitempty"` // "torn down", "cleaned up", "interrupted"...
-	Left        []string             `json:"left"`
+	Runs        []string           `json:"runs"`
+	Tokens      []int64            `json:"tokens"`
+	LockTTL     float64            `json:"lock_ttl_s"`
+	Started     time.Time          `json:"started"`
+	FromCurrent bool               `json:"from_current,omitempty"`
+	Baseline    router.RouterState `json:"baseline"` // the router as the drill found it
+	TempDir     string             `json:"temp_dir"`
+	Models      []string           `json:"models,omitempty"`
+	Faults      []FaultUndo        `json:"faults"`
+	Candidates  []CandidateRecord  `json:"candidates"`
+	Closed      *time.Time         `json:"closed,omitempty"`
+	Outcome     string             `json:"outcome,omitempty"` // "torn down", "cleaned up", "interrupted"...
+	Left        []string           `json:"left"`
 
 	Key string `json:"-"` // where it was read from
 }
@@ -274,7 +275,7 @@ type restorer struct {
 	fleet    *failover.Fleet // as the executor sees it: the candidates' endpoints
 	manifest *manifest.Manifest
 	state    providers.Store
-	router   failover.Driver
+	router   router.Driver
 	signals  failover.SignalSource
 	replica  func(region string) (providers.Store, error)
 	log      *slog.Logger
@@ -309,7 +310,7 @@ func (r *restorer) routerBack(ctx context.Context) string {
 		r.td.RouterAtBaseline = true
 		return "the router is at the baseline"
 	}
-	diff := strings.Join(failover.Diff(base, rs), ", ")
+	diff := strings.Join(router.Diff(base, rs), ", ")
 	run, start, err := OpenFailover(ctx, r.state)
 	switch {
 	case err != nil:
@@ -323,7 +324,7 @@ func (r *restorer) routerBack(ctx context.Context) string {
 			diff, run, describeStart(start), orNoneText(r.rec.Runs))
 		return ""
 	case !start.Baseline.Equal(base.Weights):
-		r.left("router not at the baseline the drill found (%s); the open failover run %s goes back to other weights (%s), so the drill does not abort it: `lifeboat failover abort` when that is what you want", diff, run, strings.Join(failover.Diff(failover.RouterState{Weights: start.Baseline}, failover.RouterState{Weights: base.Weights}), ", "))
+		r.left("router not at the baseline the drill found (%s); the open failover run %s goes back to other weights (%s), so the drill does not abort it: `lifeboat failover abort` when that is what you want", diff, run, strings.Join(router.Diff(router.RouterState{Weights: start.Baseline}, router.RouterState{Weights: base.Weights}), ", "))
 		return ""
 	}
 	ttl := time.Duration(r.rec.LockTTL * float64(time.Second))
@@ -377,7 +378,7 @@ func (r *restorer) routerBack(ctx context.Context) string {
 		return ""
 	}
 	if !rs.Weights.Equal(base.Weights) {
-		r.left("router not at the baseline after the abort run %s: %s", r.abortRun, strings.Join(failover.Diff(base, rs), ", "))
+		r.left("router not at the baseline after the abort run %s: %s", r.abortRun, strings.Join(router.Diff(base, rs), ", "))
 		return ""
 	}
 	r.td.RouterAtBaseline = true
@@ -485,7 +486,7 @@ type Cleaner struct {
 	// bound to another is refused. "": the file is read again and digested.
 	FleetDigest string
 	Open        func(ctx context.Context, url string) (providers.Store, error)
-	Router      failover.Driver // nil: failover.OpenRouter(Fleet)
+	Router      router.Driver // nil: failover.OpenRouter(Fleet)
 	Log         *slog.Logger
 	Probe       warm.ProbeOptions
 	Now         func() time.Time
@@ -526,9 +527,9 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	router := c.Router
-	if router == nil {
-		if router, err = failover.OpenRouter(c.Fleet); err != nil {
+	rtr := c.Router
+	if rtr == nil {
+		if rtr, err = failover.OpenRouter(c.Fleet); err != nil {
 			return nil, err
 		}
 	}
@@ -590,7 +591,7 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 			out = append(out, res)
 			continue
 		}
-		r := &restorer{rec: rec, fleet: cleanupFleet(c.Fleet, rec), manifest: c.Manifest, state: state, router: router,
+		r := &restorer{rec: rec, fleet: cleanupFleet(c.Fleet, rec), manifest: c.Manifest, state: state, router: rtr,
 			replica: replica, log: log, now: c.Now, holder: fmt.Sprintf("lifeboat drill cleanup %s (pid %d)", rec.Drill, os.Getpid()), td: &res.Teardown,
 			drill: c.Drill,
 			own: func(run string, token int64) error {

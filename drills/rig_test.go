@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 	"lifeboat/manifest"
 	"lifeboat/providers"
@@ -41,10 +42,10 @@ type drillRig struct {
 
 // baseline: eu-only on the two EU regions, global on us-east-1 and eu-west-1; us-west-2 and
 // ap-southeast-1 are standby receivers.
-var baseline = failover.RouterState{Weights: failover.Weights{
+var baseline = router.RouterState{Weights: router.Weights{
 	"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 	"global":  {"us-east-1": 50, "us-west-2": 0, "eu-west-1": 50, "ap-southeast-1": 0},
-}, States: failover.States{}}
+}, States: router.States{}}
 
 // rigOptions change the test fleet: its state store, its router, and the ports its candidates
 // listen on (where a router's servers point).
@@ -57,7 +58,7 @@ type rigOptions struct {
 	launcher func(bin string, port int) string
 	// baseline is the router's state before the drill (its classes are the fleet's tenants,
 	// each eligible where it has a weight); zero: baseline.
-	baseline failover.RouterState
+	baseline router.RouterState
 }
 
 // newDrillRig seeds each region's replica from the sample and writes fleet.yaml.
@@ -81,9 +82,9 @@ func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Conte
 	if o.state != "" {
 		stateURL = o.state
 	}
-	router := "{driver: file, path: weights.json}"
+	rtr := "{driver: file, path: weights.json}"
 	if o.router != "" {
-		router = o.router
+		rtr = o.router
 	}
 	if o.baseline.Weights == nil {
 		o.baseline = baseline
@@ -114,7 +115,7 @@ func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Conte
 failover: {step_percent: 25, step_interval: 100ms, spill_cap_percent: 60, drain_timeout: 2s, failback_dwell: 300ms, max_transitions_per_hour: 1000, assumed_utilization_percent: 20}
 state: %s
 sla: {rto: 5m}
-`, router, stateURL)
+`, rtr, stateURL)
 	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/manifest"
 	"lifeboat/providers"
@@ -35,7 +36,7 @@ type Runner struct {
 	// Open opens a store URL (replicas, the state store) with the caller's options.
 	Open func(ctx context.Context, url string) (providers.Store, error)
 	// Router is the fleet's router; nil: failover.OpenRouter(Fleet).
-	Router failover.Driver
+	Router router.Driver
 	Log    *slog.Logger
 	// Approve is asked before each step the drill file lists under approve; nil refuses.
 	Approve func(ctx context.Context, step string) (bool, error)
@@ -84,7 +85,7 @@ type run struct {
 	state  providers.Store
 	stores map[string]providers.Store // replica URL → store
 	router *faultRouter
-	base   failover.Driver
+	base   router.Driver
 	signal *failover.LiveSignals
 	exFl   *failover.Fleet // the fleet as the executor sees it (endpoints of the booted candidates)
 
@@ -94,7 +95,7 @@ type run struct {
 	boots     map[string]*warm.BootResult
 	insts     map[string]warm.Instance
 	models    []string
-	baseline  failover.Weights
+	baseline  router.Weights
 	evacRun   string
 	failed    bool      // a step failed: later steps that need it are skipped
 	stepStart time.Time // when the current step started
@@ -190,17 +191,17 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	if err := r.Check(); err != nil {
 		return nil, err
 	}
-	router := r.Router
-	if router == nil {
+	rtr := r.Router
+	if rtr == nil {
 		var err error
-		if router, err = failover.OpenRouter(r.Fleet); err != nil {
+		if rtr, err = failover.OpenRouter(r.Fleet); err != nil {
 			return nil, err
 		}
 	}
-	x := &run{Runner: r, ctx: ctx, start: r.now(), stores: map[string]providers.Store{}, base: router,
+	x := &run{Runner: r, ctx: ctx, start: r.now(), stores: map[string]providers.Store{}, base: rtr,
 		faultIdx: map[string]int{}, boots: map[string]*warm.BootResult{}, insts: map[string]warm.Instance{}}
 	x.rep = &Report{Schema: SchemaID, Drill: r.Drill.Name, File: r.Drill.File, Fleet: r.Fleet.File, Model: r.Fleet.Model.Name,
-		Lost: r.Drill.Lose, Router: providers.Redact(router.String()), Started: x.start.UTC(),
+		Lost: r.Drill.Lose, Router: providers.Redact(rtr.String()), Started: x.start.UTC(),
 		Steps: []StepResult{}, Faults: []FaultResult{}, Expect: []ExpectResult{}, Verify: []VerifyRun{}, Repairs: []Repair{},
 		Boots: []BootSummary{}, Runs: []string{}, Weights: []WeightPoint{}, Requests: []Request{}, Classes: []ClassTraffic{},
 		Teardown: Teardown{Stopped: []string{}, FaultsUndone: []string{}, Left: []string{}}}
@@ -216,7 +217,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		}
 		x.Runner = &rc
 	}
-	x.router = &faultRouter{Driver: router, now: r.now}
+	x.router = &faultRouter{Driver: rtr, now: r.now}
 	for i, f := range r.Drill.Faults {
 		x.rep.Faults = append(x.rep.Faults, FaultResult{Fault: f})
 		x.faultIdx[f.Name] = i

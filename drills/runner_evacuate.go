@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 )
 
@@ -157,7 +158,7 @@ func (ev *evacuation) run() error {
 		}
 		var held *failover.LockHeldError
 		isHeld := errors.As(err, &held)
-		if (!killedHere && !isHeld && !errors.Is(err, failover.ErrRouterUnreachable)) || (isHeld && !ev.killFired) {
+		if (!killedHere && !isHeld && !errors.Is(err, router.ErrRouterUnreachable)) || (isHeld && !ev.killFired) {
 			return fmt.Errorf("evacuate %s: %w", x.Drill.Lose, err) // not a drill fault: a real failure, or someone else's failover
 		}
 		if !x.now().Before(deadline) {

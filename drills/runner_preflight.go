@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/providers"
 	"lifeboat/verify/warm"
 )
@@ -56,7 +57,7 @@ func (x *run) preflight() error {
 			ev = start.Event.String() + " "
 		}
 		return fmt.Errorf("%w: failover run %s (%sby %s at %s, reason %q) moved it and is still open: %s; put it back (`lifeboat failover abort`, or `lifeboat drill cleanup` after a drill) or start from the current state with --from-current",
-			ErrNotAtBaseline, run, ev, start.Holder, start.Time.Format(time.RFC3339), start.Reason, strings.Join(failover.Diff(failover.RouterState{Weights: start.Baseline}, rs), ", "))
+			ErrNotAtBaseline, run, ev, start.Holder, start.Time.Format(time.RFC3339), start.Reason, strings.Join(router.Diff(router.RouterState{Weights: start.Baseline}, rs), ", "))
 	}
 	host, boot := thisHost()
 	me, _ := readProc(os.Getpid())

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/providers"
 )
 
@@ -42,7 +43,7 @@ type picker struct {
 	current map[string]map[string]int
 }
 
-func (p *picker) pick(class string, rs failover.RouterState) string {
+func (p *picker) pick(class string, rs router.RouterState) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.current == nil {
@@ -55,7 +56,7 @@ func (p *picker) pick(class string, rs failover.RouterState) string {
 	total, best := 0, ""
 	for _, region := range slices.Sorted(mapsKeys(rs.Weights[class])) {
 		w := rs.Weights[class][region]
-		if w <= 0 || rs.States.Get(class, region) != failover.Ready {
+		if w <= 0 || rs.States.Get(class, region) != router.Ready {
 			continue
 		}
 		cur[region] += w
@@ -288,7 +289,7 @@ func (x *run) traffic() (string, error) {
 			if r.Region != "" && !r.Eligible {
 				out++
 			}
-			if r.Region != "" && (rs.Weights[c][r.Region] == 0 || rs.States.Get(c, r.Region) != failover.Ready) {
+			if r.Region != "" && (rs.Weights[c][r.Region] == 0 || rs.States.Get(c, r.Region) != router.Ready) {
 				unweighted[r.Region]++
 			}
 			where[r.Region]++

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 )
 
@@ -49,20 +50,20 @@ func TestWrappedDriverKeepsCapabilities(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var d failover.Driver = processRouter{Driver: &faultRouter{Driver: inner, now: time.Now, afterStep: 1, duration: time.Hour}, p: &process{}}
-			if _, ok := d.(failover.ConditionalDriver); !ok {
+			var d router.Driver = processRouter{Driver: &faultRouter{Driver: inner, now: time.Now, afterStep: 1, duration: time.Hour}, p: &process{}}
+			if _, ok := d.(router.ConditionalDriver); !ok {
 				t.Fatal("the wrapped driver is not a ConditionalDriver")
 			}
-			if got := failover.ZeroWeightIsDrain(d); got != c.zeroDrain {
+			if got := router.ZeroWeightIsDrain(d); got != c.zeroDrain {
 				t.Errorf("wrapped: weight 0 is the drain %v, want %v (as the driver says)", got, c.zeroDrain)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			_, own, err := inner.(failover.ConditionalDriver).ReadVersion(ctx)
+			_, own, err := inner.(router.ConditionalDriver).ReadVersion(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs, v, err := failover.ReadVersion(ctx, d)
+			rs, v, err := router.ReadVersion(ctx, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,16 +72,16 @@ func TestWrappedDriverKeepsCapabilities(t *testing.T) {
 			}
 			desired := rs.Clone()
 			desired.Weights["g"]["a"], desired.Weights["g"]["b"] = 30, 70
-			if err := failover.ApplyIf(ctx, d, desired, failover.RouterVersion{"g": "stale"}, nil); !errors.Is(err, failover.ErrRouterConflict) {
+			if err := router.ApplyIf(ctx, d, desired, router.RouterVersion{"g": "stale"}, nil); !errors.Is(err, router.ErrRouterConflict) {
 				t.Errorf("a write since a stale version: %v, want ErrRouterConflict", err)
 			}
-			if err := failover.ApplyIf(ctx, d, desired, v, nil); err != nil {
+			if err := router.ApplyIf(ctx, d, desired, v, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got, err := inner.Read(ctx); err != nil || got.Weights["g"]["a"] != 30 || got.Weights["g"]["b"] != 70 {
 				t.Errorf("after the conditional write the router holds %v (%v)", got.Weights, err)
 			}
-			if _, err := d.Read(ctx); !errors.Is(err, failover.ErrRouterUnreachable) {
+			if _, err := d.Read(ctx); !errors.Is(err, router.ErrRouterUnreachable) {
 				t.Errorf("the router-unreachable fault after one step did not start: %v", err)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 	"lifeboat/providers"
@@ -204,7 +205,7 @@ func TestAbortRequestedOfStoppedHolder(t *testing.T) {
 			}
 		}
 		for class, want := range binStart.Weights {
-			if got := d.doc(class).Weights; !(Weights{class: got}).Equal(Weights{class: want}) {
+			if got := d.doc(class).Weights; !(router.Weights{class: got}).Equal(router.Weights{class: want}) {
 				t.Fatalf("%s after the abort: %v, want the baseline %v", class, got, want)
 			}
 		}

@@ -5,8 +5,8 @@
 // Where things are: fleet.go, fleet_notify.go and trust.go parse the fleet file; signals.go and
 // signals_live.go say what each region can take; plan.go, planner.go, invariants.go and
 // savedplan.go plan; executor.go and executor_*.go carry a plan out, one concern a file, on
-// lock.go, lockowner.go and journal.go; router.go, router_file.go, router_http.go,
-// router_haproxy.go and router_caddy.go are the built-in drivers; notify_events.go turns journal
+// lock.go, lockowner.go and journal.go; router_file.go, router_http.go,
+// router_haproxy.go and router_caddy.go are the built-in drivers (their contract is fleet/router); notify_events.go turns journal
 // records into notifications; boot.go turns a region into warm.BootOptions.
 //
 // # Extension points

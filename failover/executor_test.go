@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 	"lifeboat/providers"
 )
@@ -46,10 +47,10 @@ state: %q
 `, routerPath, state)
 }
 
-var startWeights = RouterState{Weights: Weights{
+var startWeights = router.RouterState{Weights: router.Weights{
 	"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 	"global":  {"us-east-1": 40, "us-west-2": 10, "eu-west-1": 30, "ap-southeast-1": 20},
-}, States: States{}}
+}, States: router.States{}}
 
 func calmSignals(f *Fleet) map[string]RegionSignal {
 	out := map[string]RegionSignal{}
@@ -109,7 +110,7 @@ func TestRunEvacuateFileRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := r.router.Read(ctx)
-	if len(Diff(out.Plan.Final, got)) > 0 || got.Weights["eu-only"]["eu-central-1"] != 100 || got.States.Get("global", "eu-west-1") != Maint {
+	if len(router.Diff(out.Plan.Final, got)) > 0 || got.Weights["eu-only"]["eu-central-1"] != 100 || got.States.Get("global", "eu-west-1") != router.Maint {
 		t.Fatalf("router %+v, plan final %+v", got, out.Plan.Final)
 	}
 	checkJournal(t, r.store, out.Plan)
@@ -273,7 +274,7 @@ func TestLockAndJournalOnEveryStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := r.router.Read(ctx)
-			if d := Diff(out.Plan.Final, got); len(d) > 0 {
+			if d := router.Diff(out.Plan.Final, got); len(d) > 0 {
 				t.Fatalf("resume did not converge: %v", d)
 			}
 			checkJournal(t, store2, out.Plan)
@@ -411,7 +412,7 @@ func TestCrashAtEveryJournalPoint(t *testing.T) {
 				time.Sleep(200 * time.Millisecond)
 			}
 			got, _ := r.router.Read(testbed.Ctx(t))
-			if d := Diff(plan.Plan.Final, got); len(d) > 0 {
+			if d := router.Diff(plan.Plan.Final, got); len(d) > 0 {
 				t.Fatalf("killed at %s (%s): resume did not converge: %v", point, kind, d)
 			}
 			checkJournal(t, r.store, plan.Plan)
@@ -500,7 +501,7 @@ func TestRestoreAndAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := r.router.Read(ctx)
-	if !got.Weights.Equal(startWeights.Weights) || got.States.Get("eu-only", "eu-west-1") != Ready {
+	if !got.Weights.Equal(startWeights.Weights) || got.States.Get("eu-only", "eu-west-1") != router.Ready {
 		t.Fatalf("restore did not return to the baseline: %+v", got)
 	}
 	for k, st := range out.Plan.Steps {

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
 )
@@ -51,8 +52,8 @@ func (c *FileConfig) Check(d *FleetDecoder, f *Fleet) {
 	}
 }
 
-func (c *FileConfig) Open(*Fleet) (Driver, error) { return &FileRouter{Path: c.Path}, nil }
-func (c *FileConfig) Identity() []string          { return []string{"", "", c.Path} }
+func (c *FileConfig) Open(*Fleet) (router.Driver, error) { return &FileRouter{Path: c.Path}, nil }
+func (c *FileConfig) Identity() []string                 { return []string{"", "", c.Path} }
 
 // HAProxyConfig is the HAProxy driver's: router: {driver: haproxy, socket: /run/haproxy/admin.sock}.
 type HAProxyConfig struct {
@@ -68,7 +69,7 @@ func (c *HAProxyConfig) Check(d *FleetDecoder, f *Fleet) {
 	d.RequireBackends(f)
 }
 
-func (c *HAProxyConfig) Open(f *Fleet) (Driver, error) {
+func (c *HAProxyConfig) Open(f *Fleet) (router.Driver, error) {
 	return &HAProxyRouter{Socket: c.Socket, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout}, nil
 }
 func (c *HAProxyConfig) Identity() []string { return []string{c.Socket, "", ""} }
@@ -100,8 +101,8 @@ func (c *CaddyConfig) Check(d *FleetDecoder, f *Fleet) {
 	d.RequireBackends(f)
 }
 
-func (c *CaddyConfig) Open(f *Fleet) (Driver, error) { return NewCaddyRouter(f) }
-func (c *CaddyConfig) Identity() []string            { return []string{"", c.URL, ""} }
+func (c *CaddyConfig) Open(f *Fleet) (router.Driver, error) { return NewCaddyRouter(f) }
+func (c *CaddyConfig) Identity() []string                   { return []string{"", c.URL, ""} }
 
 // HTTPConfig is the http driver's: router: {driver: http, url: https://router.internal/weights}.
 type HTTPConfig struct {
@@ -120,7 +121,7 @@ func (c *HTTPConfig) Check(d *FleetDecoder, f *Fleet) {
 	d.RequireRouter(f, c.URL != "", "url", "the base URL of the per-class weight documents")
 }
 
-func (c *HTTPConfig) Open(f *Fleet) (Driver, error) {
+func (c *HTTPConfig) Open(f *Fleet) (router.Driver, error) {
 	return &HTTPRouter{URL: c.URL, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout, AllowNoETag: c.AllowNoETag}, nil
 }
 func (c *HTTPConfig) Identity() []string { return []string{"", c.URL, ""} }

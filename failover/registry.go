@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
 )
@@ -41,7 +42,7 @@ type DriverConfig interface {
 	// once every field decoded without a problem; problems go to d (d.Line finds lines).
 	Check(d *FleetDecoder, f *Fleet)
 	// Open returns the fleet's driver; f.Router.Config is this configuration.
-	Open(f *Fleet) (Driver, error)
+	Open(f *Fleet) (router.Driver, error)
 	// Identity is what the router is (addresses, paths, names; never a secret): it goes into
 	// the fleet's digest, by which the journal tells the runs of different fleets apart.
 	Identity() []string
@@ -236,3 +237,25 @@ func (d *FleetDecoder) StoreURL(n *yaml.Node, at string) string {
 // "regions.<name>.launcher", "regions.<name>.launcher.<key>", "tenants.<class>"; 0 when
 // unknown (a problem without a line is still reported, with its field).
 func (d *FleetDecoder) Line(field string) int { return d.p.lines.field[field] }
+
+// OpenRouter returns the fleet's router driver, opened by its registered kind.
+func OpenRouter(f *Fleet) (router.Driver, error) {
+	switch {
+	case f.Router.Driver == "":
+		return nil, fmt.Errorf("%s: router.driver: required for failover", f.File)
+	case f.Router.Config == nil:
+		if _, ok := driverKind(f.Router.Driver); !ok {
+			return nil, fmt.Errorf("%s: router.driver: %s", f.File, unknownKind(f.Router.Driver, DriverKinds()))
+		}
+		return nil, fmt.Errorf("%s: router.driver %s: the fleet was not parsed by ParseFleet (no configuration)", f.File, f.Router.Driver)
+	}
+	return f.Router.Config.Open(f)
+}
+
+// The drivers' capabilities, checked at compile time.
+var (
+	_ router.ConditionalDriver = (*HTTPRouter)(nil)
+	_ router.ConditionalDriver = (*CaddyRouter)(nil)
+	_ router.ConditionalDriver = (*HAProxyRouter)(nil)
+	_ router.ZeroDrainDriver   = (*CaddyRouter)(nil)
+)

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
 )
@@ -61,7 +62,7 @@ func (c *docConfig) Check(d *failover.FleetDecoder, f *failover.Fleet) {
 	d.RequireBackends(f)
 }
 
-func (c *docConfig) Open(f *failover.Fleet) (failover.Driver, error) {
+func (c *docConfig) Open(f *failover.Fleet) (router.Driver, error) {
 	return &failover.FileRouter{Path: c.Document}, nil
 }
 
@@ -114,7 +115,7 @@ router:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := failover.RouterState{Weights: failover.Weights{"g": {"a": 70, "b": 30}}}
+	want := router.RouterState{Weights: router.Weights{"g": {"a": 70, "b": 30}}}
 	ctx := context.Background()
 	if err := d.Apply(ctx, want); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 )
 
@@ -97,19 +98,19 @@ func (c *CaddyRouter) do(ctx context.Context, method, path, etag string, body []
 		if etag != "" {
 			req.Header.Set("If-Match", etag)
 		}
-		resp, err = routerClient(c.Client).Do(req)
+		resp, err = router.Client(c.Client).Do(req)
 		if err == nil {
 			break
 		}
 		if method != http.MethodGet || attempt >= caddyReadAttempts || ctx.Err() != nil {
-			return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, ErrRouterUnreachable)
+			return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, router.ErrRouterUnreachable)
 		}
 		if werr := wait.Sleep(ctx, time.Duration(attempt)*50*time.Millisecond); werr != nil {
-			return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, ErrRouterUnreachable)
+			return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, router.ErrRouterUnreachable)
 		}
 	}
 	defer resp.Body.Close()
-	b, err := routerAnswer("caddy "+method+" "+path, resp)
+	b, err := router.Answer("caddy "+method+" "+path, resp)
 	if err != nil {
 		return resp.StatusCode, resp.Header, nil, err
 	}
@@ -127,7 +128,7 @@ func (c *CaddyRouter) route(ctx context.Context, class string) (map[string]any, 
 		return nil, "", err
 	}
 	if code != http.StatusOK {
-		return nil, "", routerStatus("caddy GET /id/"+id, code, b)
+		return nil, "", router.Status("caddy GET /id/"+id, code, b)
 	}
 	var route map[string]any
 	if err := json.Unmarshal(b, &route); err != nil {
@@ -135,7 +136,7 @@ func (c *CaddyRouter) route(ctx context.Context, class string) (map[string]any, 
 	}
 	etag := h.Get("Etag")
 	if etag == "" {
-		etag = digestOf(b) // no compare-and-swap: ApplyIf refuses, or compares (AllowNoETag)
+		etag = router.DigestOf(b) // no compare-and-swap: ApplyIf refuses, or compares (AllowNoETag)
 	}
 	return route, etag, nil
 }
@@ -216,13 +217,13 @@ func unseen(route map[string]any) []string {
 }
 
 // parse reads a class's upstreams and weights from its route.
-func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int, map[string]State, error) {
+func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int, map[string]router.State, error) {
 	h, err := proxyHandler(route)
 	if err != nil {
 		return nil, nil, fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
 	}
 	if why := unseen(route); len(why) > 0 {
-		return nil, nil, fmt.Errorf("caddy route %s of class %s: %w: its upstreams are not all visible to Lifeboat: %s; list them as literal upstreams with weighted_round_robin weights", c.Routes[class], class, ErrRouterTopology, strings.Join(why, "; "))
+		return nil, nil, fmt.Errorf("caddy route %s of class %s: %w: its upstreams are not all visible to Lifeboat: %s; list them as literal upstreams with weighted_round_robin weights", c.Routes[class], class, router.ErrRouterTopology, strings.Join(why, "; "))
 	}
 	ups, _ := h["upstreams"].([]any)
 	var weights []any
@@ -237,7 +238,7 @@ func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int,
 	if weights == nil {
 		return nil, nil, fmt.Errorf("caddy route %s: no weighted_round_robin weights", c.Routes[class])
 	}
-	w, st := map[string]int{}, map[string]State{}
+	w, st := map[string]int{}, map[string]router.State{}
 	for i, u := range ups {
 		m, _ := u.(map[string]any)
 		dial, _ := m["dial"].(string)
@@ -252,28 +253,28 @@ func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int,
 		}
 		w[r] += v
 		if v == 0 {
-			st[r] = Drain
+			st[r] = router.Drain
 		}
 	}
 	for _, r := range c.Classes[class] {
 		if _, ok := w[r]; !ok {
 			w[r] = 0
-			st[r] = Maint // not an upstream: receives nothing
+			st[r] = router.Maint // not an upstream: receives nothing
 		}
 	}
 	return w, st, nil
 }
 
 // Read returns every class's upstream weights.
-func (c *CaddyRouter) Read(ctx context.Context) (RouterState, error) {
+func (c *CaddyRouter) Read(ctx context.Context) (router.RouterState, error) {
 	rs, _, err := c.ReadVersion(ctx)
 	return rs, err
 }
 
 // ReadVersion returns every class's upstream weights with its route's Etag.
-func (c *CaddyRouter) ReadVersion(ctx context.Context) (RouterState, RouterVersion, error) {
-	rs := RouterState{Weights: Weights{}, States: States{}}
-	v := RouterVersion{}
+func (c *CaddyRouter) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
+	rs := router.RouterState{Weights: router.Weights{}, States: router.States{}}
+	v := router.RouterVersion{}
 	for _, class := range slices.Sorted(maps.Keys(c.Routes)) {
 		route, etag, err := c.route(ctx, class)
 		if err != nil {
@@ -295,7 +296,7 @@ func (c *CaddyRouter) ReadVersion(ctx context.Context) (RouterState, RouterVersi
 // saw (since): a route changed since answers 412, ErrRouterConflict, never retried. A Caddy that
 // sends no Etag is refused unless AllowNoETag, which compares the route with since right before an
 // unconditional PATCH.
-func (c *CaddyRouter) ApplyIf(ctx context.Context, desired RouterState, since RouterVersion, fence func() error) error {
+func (c *CaddyRouter) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		route, now, err := c.route(ctx, class)
 		if err != nil {
@@ -309,7 +310,7 @@ func (c *CaddyRouter) ApplyIf(ctx context.Context, desired RouterState, since Ro
 			}
 			ifMatch = ""
 		}
-		if err := sameVersion(c.String(), class, since, now); err != nil {
+		if err := router.SameVersion(c.String(), class, since, now); err != nil {
 			return err
 		}
 		body, err := c.routeBody(class, route, desired)
@@ -326,32 +327,32 @@ func (c *CaddyRouter) ApplyIf(ctx context.Context, desired RouterState, since Ro
 		switch code {
 		case http.StatusOK:
 		case http.StatusPreconditionFailed:
-			return fmt.Errorf("caddy PATCH /id/%s: If-Match answered 412: the route changed since this run last wrote or read it back (someone else edited the router); nothing overwritten: %s: %w", c.Routes[class], firstLine(string(b)), ErrRouterConflict)
+			return fmt.Errorf("caddy PATCH /id/%s: If-Match answered 412: the route changed since this run last wrote or read it back (someone else edited the router); nothing overwritten: %s: %w", c.Routes[class], router.FirstLine(string(b)), router.ErrRouterConflict)
 		default:
-			return routerStatus("caddy PATCH /id/"+c.Routes[class], code, b)
+			return router.Status("caddy PATCH /id/"+c.Routes[class], code, b)
 		}
 	}
 	return nil
 }
 
 // routeBody is route rewritten to desired's upstreams and weights for class.
-func (c *CaddyRouter) routeBody(class string, route map[string]any, desired RouterState) ([]byte, error) {
+func (c *CaddyRouter) routeBody(class string, route map[string]any, desired router.RouterState) ([]byte, error) {
 	h, err := proxyHandler(route)
 	if err != nil {
 		return nil, fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
 	}
 	if why := unseen(route); len(why) > 0 {
-		return nil, fmt.Errorf("caddy route %s of class %s: %w: %s", c.Routes[class], class, ErrRouterTopology, strings.Join(why, "; "))
+		return nil, fmt.Errorf("caddy route %s of class %s: %w: %s", c.Routes[class], class, router.ErrRouterTopology, strings.Join(why, "; "))
 	}
 	names := slices.Sorted(maps.Keys(desired.Weights[class]))
 	var ups, weights []any
 	for _, r := range names {
 		st := desired.States.Get(class, r)
 		w := desired.Weights[class][r]
-		if st == Maint {
+		if st == router.Maint {
 			continue
 		}
-		if st == Drain {
+		if st == router.Drain {
 			w = 0
 		}
 		dial, ok := c.Dials[r]
@@ -377,7 +378,7 @@ func (c *CaddyRouter) routeBody(class string, route map[string]any, desired Rout
 // Apply rewrites each class's upstreams: ready and drained regions are upstreams (a drained one
 // with weight 0), cut-off ones are left out; a PATCH with If-Match on the ETag of the route just
 // read (unconditional on what any run saw: the executor uses ApplyIf).
-func (c *CaddyRouter) Apply(ctx context.Context, desired RouterState) error {
+func (c *CaddyRouter) Apply(ctx context.Context, desired router.RouterState) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		if err := c.applyClass(ctx, class, desired); err != nil {
 			return err
@@ -386,7 +387,7 @@ func (c *CaddyRouter) Apply(ctx context.Context, desired RouterState) error {
 	return nil
 }
 
-func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired RouterState) error {
+func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired router.RouterState) error {
 	attempts := c.Attempts
 	if attempts <= 0 {
 		attempts = 3
@@ -412,10 +413,10 @@ func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired Rout
 		case http.StatusOK:
 			return nil
 		case http.StatusPreconditionFailed:
-			last = fmt.Errorf("caddy PATCH /id/%s: %s: %w", c.Routes[class], firstLine(string(b)), ErrRouterConflict)
+			last = fmt.Errorf("caddy PATCH /id/%s: %s: %w", c.Routes[class], router.FirstLine(string(b)), router.ErrRouterConflict)
 			continue
 		}
-		return routerStatus("caddy PATCH /id/"+c.Routes[class], code, b)
+		return router.Status("caddy PATCH /id/"+c.Routes[class], code, b)
 	}
 	return last
 }

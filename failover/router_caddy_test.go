@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 )
@@ -109,7 +110,7 @@ func TestCaddyEvacuationTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := Diff(startWeights, start); len(d) > 0 {
+	if d := router.Diff(startWeights, start); len(d) > 0 {
 		t.Fatalf("read back of the config: %v", d)
 	}
 	checkTraffic(t, "before", r.frontends, start)
@@ -206,7 +207,7 @@ func TestCaddyReadSurvivesRetiredAdminConnection(t *testing.T) {
 		t.Fatalf("route %v etag %q after %d GETs, want the route on the third", route, etag, gets.Load())
 	}
 	_, _, _, err = c.do(testbed.Ctx(t), http.MethodPatch, "/id/route-eu", `"abc"`, []byte(`{}`))
-	if !errors.Is(err, ErrRouterUnreachable) || patches.Load() != 1 {
+	if !errors.Is(err, router.ErrRouterUnreachable) || patches.Load() != 1 {
 		t.Fatalf("a PATCH that met a reset: %v after %d PATCHes, want ErrRouterUnreachable after exactly 1", err, patches.Load())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"lifeboat/fleet/router"
 	"lifeboat/providers/localfile"
 )
 
@@ -33,8 +34,8 @@ type FileRouterDoc struct {
 
 // FileRouterEntry is one region's weight and state in one class.
 type FileRouterEntry struct {
-	Weight int   `json:"weight"`
-	State  State `json:"state"`
+	Weight int          `json:"weight"`
+	State  router.State `json:"state"`
 }
 
 func (f *FileRouter) String() string { return "file:" + f.Path }
@@ -43,7 +44,7 @@ func (f *FileRouter) String() string { return "file:" + f.Path }
 func (f *FileRouter) MaxWeight() int { return 1_000_000 }
 
 func (f *FileRouter) load() (*FileRouterDoc, error) {
-	b, err := localfile.ReadFile(f.Path, maxRouterBody)
+	b, err := localfile.ReadFile(f.Path, router.MaxBody)
 	if err != nil {
 		return nil, fmt.Errorf("router %s: %w", f.Path, err)
 	}
@@ -134,7 +135,7 @@ func decodeFileRouterEntry(v json.RawMessage) (FileRouterEntry, error) {
 		return e, errors.New(`.weight: missing (a region's entry is {"weight": W, "state": S})`)
 	}
 	switch e.State {
-	case "", Ready, Drain, Maint:
+	case "", router.Ready, router.Drain, router.Maint:
 	default:
 		return e, fmt.Errorf(".state: %q is not ready, drain or maint", e.State)
 	}
@@ -158,20 +159,20 @@ func jsonWhy(err error, want string) string {
 }
 
 // Read returns the document's weights and states.
-func (f *FileRouter) Read(ctx context.Context) (RouterState, error) {
+func (f *FileRouter) Read(ctx context.Context) (router.RouterState, error) {
 	if err := ctx.Err(); err != nil {
-		return RouterState{}, err
+		return router.RouterState{}, err
 	}
 	doc, err := f.load()
 	if err != nil {
-		return RouterState{}, err
+		return router.RouterState{}, err
 	}
-	rs := RouterState{Weights: Weights{}, States: States{}}
+	rs := router.RouterState{Weights: router.Weights{}, States: router.States{}}
 	for c, m := range doc.Classes {
 		rs.Weights[c] = map[string]int{}
 		for r, e := range m {
 			rs.Weights[c][r] = e.Weight
-			if e.State != "" && e.State != Ready {
+			if e.State != "" && e.State != router.Ready {
 				rs.States.Set(c, r, e.State)
 			}
 		}
@@ -192,7 +193,7 @@ func (f *FileRouter) Version() (int64, error) {
 }
 
 // Apply writes the desired classes into the document, keeping the others, as a new version.
-func (f *FileRouter) Apply(ctx context.Context, desired RouterState) error {
+func (f *FileRouter) Apply(ctx context.Context, desired router.RouterState) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"lifeboat/providers"
 	"maps"
 	"net"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"lifeboat/fleet/router"
 )
 
 // HAProxyRouter drives HAProxy through its Runtime API on the admin socket (stats socket ...
@@ -46,19 +47,19 @@ func (h *HAProxyRouter) command(ctx context.Context, cmd string) (string, error)
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", h.Socket)
 	if err != nil {
-		return "", fmt.Errorf("haproxy %s: %v: %w", h.Socket, err, ErrRouterUnreachable)
+		return "", fmt.Errorf("haproxy %s: %v: %w", h.Socket, err, router.ErrRouterUnreachable)
 	}
 	defer conn.Close()
 	deadline, _ := ctx.Deadline()
 	_ = conn.SetDeadline(deadline)
 	if _, err := conn.Write([]byte(cmd + "\n")); err != nil {
-		return "", fmt.Errorf("haproxy %s: %q: %v: %w", h.Socket, cmd, err, ErrRouterUnreachable)
+		return "", fmt.Errorf("haproxy %s: %q: %v: %w", h.Socket, cmd, err, router.ErrRouterUnreachable)
 	}
-	b, err := readBounded(conn)
+	b, err := router.ReadBounded(conn)
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return "", fmt.Errorf("haproxy %s: %q: no complete answer within %s: %w", h.Socket, cmd, h.timeout(), ErrRouterUnreachable)
+			return "", fmt.Errorf("haproxy %s: %q: no complete answer within %s: %w", h.Socket, cmd, h.timeout(), router.ErrRouterUnreachable)
 		}
 		return "", fmt.Errorf("haproxy %s: %q: %v", h.Socket, cmd, err)
 	}
@@ -72,18 +73,9 @@ func (h *HAProxyRouter) set(ctx context.Context, cmd string) error {
 		return err
 	}
 	if msg := strings.TrimSpace(out); msg != "" {
-		return fmt.Errorf("haproxy %s: %q: %s", h.Socket, cmd, firstLine(msg))
+		return fmt.Errorf("haproxy %s: %q: %s", h.Socket, cmd, router.FirstLine(msg))
 	}
 	return nil
-}
-
-// firstLine is the first line of a router's reply, sanitised for the terminal and bounded
-// (providers.Sanitize): a router's text is never shown verbatim.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return providers.Sanitize(s, 200)
 }
 
 // HAProxy server admin-state bits (srv_admin_state).
@@ -94,7 +86,7 @@ const (
 
 type haServer struct {
 	weight int
-	state  State
+	state  router.State
 }
 
 // servers reads one backend with show servers state.
@@ -116,7 +108,7 @@ func (h *HAProxyRouter) servers(ctx context.Context, backend string) (map[string
 			continue
 		case line == 1:
 			if text != "1" {
-				return nil, fmt.Errorf("haproxy %s: show servers state %s: %s", h.Socket, backend, firstLine(text))
+				return nil, fmt.Errorf("haproxy %s: show servers state %s: %s", h.Socket, backend, router.FirstLine(text))
 			}
 			continue
 		case strings.HasPrefix(text, "#"):
@@ -161,12 +153,12 @@ func (h *HAProxyRouter) servers(ctx context.Context, backend string) (map[string
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("haproxy %s: show servers state %s: server %s: weight %q admin state %q", h.Socket, backend, name, ws, as)
 		}
-		s := haServer{weight: w, state: Ready}
+		s := haServer{weight: w, state: router.Ready}
 		switch {
 		case adm&haMaintMask != 0:
-			s.state = Maint
+			s.state = router.Maint
 		case adm&haDrainMask != 0:
-			s.state = Drain
+			s.state = router.Drain
 		}
 		srv[name] = s
 	}
@@ -174,7 +166,7 @@ func (h *HAProxyRouter) servers(ctx context.Context, backend string) (map[string
 		return nil, fmt.Errorf("haproxy %s: show servers state %s: %v", h.Socket, backend, err)
 	}
 	if cols == nil {
-		return nil, fmt.Errorf("haproxy %s: show servers state %s: %s", h.Socket, backend, firstLine(strings.TrimSpace(out)))
+		return nil, fmt.Errorf("haproxy %s: show servers state %s: %s", h.Socket, backend, router.FirstLine(strings.TrimSpace(out)))
 	}
 	return srv, nil
 }
@@ -186,20 +178,20 @@ func serversDigest(srv map[string]haServer) string {
 	for _, name := range slices.Sorted(maps.Keys(srv)) {
 		fmt.Fprintf(&b, "%s=%d/%s;", name, srv[name].weight, srv[name].state)
 	}
-	return digestOf([]byte(b.String()))
+	return router.DigestOf([]byte(b.String()))
 }
 
 // Read returns every class backend's servers. An eligible region with no server in its class's
 // backend can receive nothing: it reads as weight 0, maint.
-func (h *HAProxyRouter) Read(ctx context.Context) (RouterState, error) {
+func (h *HAProxyRouter) Read(ctx context.Context) (router.RouterState, error) {
 	rs, _, err := h.ReadVersion(ctx)
 	return rs, err
 }
 
 // ReadVersion is Read with each backend's digest.
-func (h *HAProxyRouter) ReadVersion(ctx context.Context) (RouterState, RouterVersion, error) {
-	rs := RouterState{Weights: Weights{}, States: States{}}
-	v := RouterVersion{}
+func (h *HAProxyRouter) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
+	rs := router.RouterState{Weights: router.Weights{}, States: router.States{}}
+	v := router.RouterVersion{}
 	for _, class := range slices.Sorted(maps.Keys(h.Backends)) {
 		srv, err := h.servers(ctx, h.Backends[class])
 		if err != nil {
@@ -209,14 +201,14 @@ func (h *HAProxyRouter) ReadVersion(ctx context.Context) (RouterState, RouterVer
 		rs.Weights[class] = map[string]int{}
 		for name, s := range srv {
 			rs.Weights[class][name] = s.weight
-			if s.state != Ready {
+			if s.state != router.Ready {
 				rs.States.Set(class, name, s.state)
 			}
 		}
 		for _, r := range h.Classes[class] {
 			if _, ok := srv[r]; !ok {
 				rs.Weights[class][r] = 0
-				rs.States.Set(class, r, Maint)
+				rs.States.Set(class, r, router.Maint)
 			}
 		}
 	}
@@ -224,7 +216,7 @@ func (h *HAProxyRouter) ReadVersion(ctx context.Context) (RouterState, RouterVer
 }
 
 // Apply sets each class's servers whatever they held (the executor uses ApplyIf).
-func (h *HAProxyRouter) Apply(ctx context.Context, desired RouterState) error {
+func (h *HAProxyRouter) Apply(ctx context.Context, desired router.RouterState) error {
 	return h.apply(ctx, desired, nil, func() error { return nil })
 }
 
@@ -232,14 +224,14 @@ func (h *HAProxyRouter) Apply(ctx context.Context, desired RouterState) error {
 // as this run last saw them (since): HAProxy has no compare-and-swap, so an edit between that
 // read and the commands (milliseconds) is the window that remains. fence runs before every
 // command.
-func (h *HAProxyRouter) ApplyIf(ctx context.Context, desired RouterState, since RouterVersion, fence func() error) error {
+func (h *HAProxyRouter) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	return h.apply(ctx, desired, since, fence)
 }
 
 // apply sets each class's servers in an order that never leaves a class without a receiver:
 // servers coming back are weighted and made ready first, then weights rise, then fall, then
 // servers are drained or cut off. since nil: unconditional.
-func (h *HAProxyRouter) apply(ctx context.Context, desired RouterState, since RouterVersion, fence func() error) error {
+func (h *HAProxyRouter) apply(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		backend, ok := h.Backends[class]
 		if !ok {
@@ -250,7 +242,7 @@ func (h *HAProxyRouter) apply(ctx context.Context, desired RouterState, since Ro
 			return err
 		}
 		if since != nil {
-			if err := sameVersion(h.String(), class, since, serversDigest(cur)); err != nil {
+			if err := router.SameVersion(h.String(), class, since, serversDigest(cur)); err != nil {
 				return err
 			}
 		}
@@ -270,13 +262,13 @@ func (h *HAProxyRouter) apply(ctx context.Context, desired RouterState, since Ro
 			want := haServer{weight: desired.Weights[class][r], state: desired.States.Get(class, r)}
 			have, present := cur[r]
 			if !present {
-				if want.weight == 0 && want.state != Ready {
+				if want.weight == 0 && want.state != router.Ready {
 					continue // no server: it receives nothing, as wanted
 				}
 				return fmt.Errorf("haproxy: backend %s has no server %s (servers are named by region)", backend, r)
 			}
 			srv := backend + "/" + r
-			if want.state == Ready && have.state != Ready {
+			if want.state == router.Ready && have.state != router.Ready {
 				ops = append(ops, op{0, fmt.Sprintf("set weight %s %d", srv, want.weight)}, op{1, fmt.Sprintf("set server %s state ready", srv)})
 				continue
 			}
@@ -286,7 +278,7 @@ func (h *HAProxyRouter) apply(ctx context.Context, desired RouterState, since Ro
 			if want.weight < have.weight {
 				ops = append(ops, op{3, fmt.Sprintf("set weight %s %d", srv, want.weight)})
 			}
-			if want.state != have.state && want.state != Ready {
+			if want.state != have.state && want.state != router.Ready {
 				ops = append(ops, op{4, fmt.Sprintf("set server %s state %s", srv, want.state)})
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 )
@@ -78,13 +79,13 @@ func trafficTolerance(n int) float64 { return 3 + 0.05*float64(n) }
 
 // checkTraffic sends real requests through the router's frontends and checks, for the state the
 // router was just set to: zero EU-only requests outside the EU, and each region's share.
-func checkTraffic(t testing.TB, label string, frontends map[string]string, rs RouterState) {
+func checkTraffic(t testing.TB, label string, frontends map[string]string, rs router.RouterState) {
 	t.Helper()
 	for class, url := range frontends {
 		got := tally(t, url, trafficRequests)
 		total := 0
 		for r, v := range rs.Weights[class] {
-			if rs.States.Get(class, r) == Ready {
+			if rs.States.Get(class, r) == router.Ready {
 				total += v
 			}
 		}
@@ -94,7 +95,7 @@ func checkTraffic(t testing.TB, label string, frontends map[string]string, rs Ro
 			}
 		}
 		for r, v := range rs.Weights[class] {
-			if rs.States.Get(class, r) != Ready {
+			if rs.States.Get(class, r) != router.Ready {
 				v = 0
 			}
 			want := float64(trafficRequests) * float64(v) / float64(total)
@@ -169,7 +170,7 @@ func TestHAProxyEvacuationTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := Diff(startWeights, start); len(d) > 0 {
+	if d := router.Diff(startWeights, start); len(d) > 0 {
 		t.Fatalf("read back of the config: %v", d)
 	}
 	checkTraffic(t, "before", r.frontends, start)
@@ -189,7 +190,7 @@ func TestHAProxyEvacuationTraffic(t *testing.T) {
 		t.Fatalf("%d steps checked of %d", steps, len(out.Plan.Steps))
 	}
 	fin, _ := r.router().Read(ctx)
-	if fin.States.Get("eu-only", "eu-west-1") != Maint || fin.States.Get("global", "eu-west-1") != Maint {
+	if fin.States.Get("eu-only", "eu-west-1") != router.Maint || fin.States.Get("global", "eu-west-1") != router.Maint {
 		t.Fatalf("eu-west-1 not cut off: %+v", fin)
 	}
 	raw, _ := r.router().command(ctx, "show servers state be_eu")
@@ -246,7 +247,7 @@ func TestHAProxyTopologyLeakRefused(t *testing.T) {
 }
 
 // HAProxyStepLatency applies one step and reads it back n times (bench and test).
-func HAProxyStepLatency(ctx context.Context, d Driver, a, b RouterState, n int) ([]time.Duration, error) {
+func HAProxyStepLatency(ctx context.Context, d router.Driver, a, b router.RouterState, n int) ([]time.Duration, error) {
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		want := a
@@ -261,7 +262,7 @@ func HAProxyStepLatency(ctx context.Context, d Driver, a, b RouterState, n int) 
 		if err != nil {
 			return out, err
 		}
-		if df := Diff(want, got); len(df) > 0 {
+		if df := router.Diff(want, got); len(df) > 0 {
 			return out, fmt.Errorf("read back: %v", df)
 		}
 		out = append(out, time.Since(t0))

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"lifeboat/fleet/router"
 )
 
 // HTTPRouter drives a custom router that serves one JSON document per tenant class at
@@ -35,8 +37,8 @@ type HTTPRouter struct {
 
 // HTTPRouterDoc is the per-class document.
 type HTTPRouterDoc struct {
-	Weights map[string]int   `json:"weights"`
-	States  map[string]State `json:"states,omitempty"`
+	Weights map[string]int          `json:"weights"`
+	States  map[string]router.State `json:"states,omitempty"`
 }
 
 func (h *HTTPRouter) String() string { return "http:" + h.URL }
@@ -66,12 +68,12 @@ func (h *HTTPRouter) do(ctx context.Context, method, class, etag string, body []
 	if etag != "" {
 		req.Header.Set("If-Match", etag)
 	}
-	resp, err := routerClient(h.Client).Do(req)
+	resp, err := router.Client(h.Client).Do(req)
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("router %s %s: %v: %w", method, u, err, ErrRouterUnreachable)
+		return 0, "", nil, fmt.Errorf("router %s %s: %v: %w", method, u, err, router.ErrRouterUnreachable)
 	}
 	defer resp.Body.Close()
-	rb, err := routerAnswer("router "+method+" "+u, resp)
+	rb, err := router.Answer("router "+method+" "+u, resp)
 	if err != nil {
 		return resp.StatusCode, "", nil, err
 	}
@@ -84,13 +86,13 @@ func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, stri
 		return HTTPRouterDoc{}, "", err
 	}
 	if code != http.StatusOK {
-		return HTTPRouterDoc{}, "", routerStatus(fmt.Sprintf("router GET %s/%s", h.URL, h.Backends[class]), code, b)
+		return HTTPRouterDoc{}, "", router.Status(fmt.Sprintf("router GET %s/%s", h.URL, h.Backends[class]), code, b)
 	}
 	if etag == "" {
 		if !h.AllowNoETag {
 			return HTTPRouterDoc{}, "", fmt.Errorf("router GET %s/%s: no ETag: compare-and-swap is impossible (router.allow_no_etag: true accepts a compare before each write instead)", h.URL, h.Backends[class])
 		}
-		etag = digestOf(b)
+		etag = router.DigestOf(b)
 	}
 	var doc HTTPRouterDoc
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -105,7 +107,7 @@ func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, stri
 	}
 	for r, s := range doc.States {
 		switch s {
-		case Ready, Drain, Maint:
+		case router.Ready, router.Drain, router.Maint:
 		default:
 			return doc, "", fmt.Errorf("router GET %s/%s: states.%s: %q", h.URL, h.Backends[class], r, s)
 		}
@@ -114,15 +116,15 @@ func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, stri
 }
 
 // Read returns every class's document.
-func (h *HTTPRouter) Read(ctx context.Context) (RouterState, error) {
+func (h *HTTPRouter) Read(ctx context.Context) (router.RouterState, error) {
 	rs, _, err := h.ReadVersion(ctx)
 	return rs, err
 }
 
 // ReadVersion returns every class's document with its ETag.
-func (h *HTTPRouter) ReadVersion(ctx context.Context) (RouterState, RouterVersion, error) {
-	rs := RouterState{Weights: Weights{}, States: States{}}
-	v := RouterVersion{}
+func (h *HTTPRouter) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
+	rs := router.RouterState{Weights: router.Weights{}, States: router.States{}}
+	v := router.RouterVersion{}
 	for _, class := range slices.Sorted(maps.Keys(h.Classes)) {
 		doc, etag, err := h.get(ctx, class)
 		if err != nil {
@@ -134,14 +136,14 @@ func (h *HTTPRouter) ReadVersion(ctx context.Context) (RouterState, RouterVersio
 			rs.Weights[class][r] = v
 		}
 		for r, s := range doc.States {
-			if s != Ready {
+			if s != router.Ready {
 				rs.States.Set(class, r, s)
 			}
 		}
 		for _, r := range h.Classes[class] {
 			if _, ok := doc.Weights[r]; !ok {
 				rs.Weights[class][r] = 0
-				rs.States.Set(class, r, Maint)
+				rs.States.Set(class, r, router.Maint)
 			}
 		}
 	}
@@ -151,11 +153,11 @@ func (h *HTTPRouter) ReadVersion(ctx context.Context) (RouterState, RouterVersio
 // ApplyIf replaces each class's document with If-Match on the ETag this run last saw (since);
 // 412 is ErrRouterConflict, never retried. Without ETags (AllowNoETag) the document is compared
 // with since immediately before an unconditional PUT.
-func (h *HTTPRouter) ApplyIf(ctx context.Context, desired RouterState, since RouterVersion, fence func() error) error {
+func (h *HTTPRouter) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		want, ok := since[class]
 		if !ok {
-			return sameVersion(h.String(), class, since, "")
+			return router.SameVersion(h.String(), class, since, "")
 		}
 		ifMatch := want
 		if strings.HasPrefix(want, "digest:") {
@@ -163,7 +165,7 @@ func (h *HTTPRouter) ApplyIf(ctx context.Context, desired RouterState, since Rou
 			if err != nil {
 				return err
 			}
-			if err := sameVersion(h.String(), class, since, now); err != nil {
+			if err := router.SameVersion(h.String(), class, since, now); err != nil {
 				return err
 			}
 			ifMatch = ""
@@ -178,24 +180,24 @@ func (h *HTTPRouter) ApplyIf(ctx context.Context, desired RouterState, since Rou
 		switch code {
 		case http.StatusOK, http.StatusNoContent:
 		case http.StatusPreconditionFailed:
-			return fmt.Errorf("router PUT %s/%s: If-Match %s answered 412: the document changed since this run last wrote or read it back (someone else edited the router); nothing overwritten: %w", h.URL, h.Backends[class], want, ErrRouterConflict)
+			return fmt.Errorf("router PUT %s/%s: If-Match %s answered 412: the document changed since this run last wrote or read it back (someone else edited the router); nothing overwritten: %w", h.URL, h.Backends[class], want, router.ErrRouterConflict)
 		default:
-			return routerStatus(fmt.Sprintf("router PUT %s/%s", h.URL, h.Backends[class]), code, b)
+			return router.Status(fmt.Sprintf("router PUT %s/%s", h.URL, h.Backends[class]), code, b)
 		}
 	}
 	return nil
 }
 
 // docBody is class's document in desired.
-func (h *HTTPRouter) docBody(class string, desired RouterState) []byte {
-	doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]State{}}
+func (h *HTTPRouter) docBody(class string, desired router.RouterState) []byte {
+	doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]router.State{}}
 	for r, v := range desired.Weights[class] {
 		st := desired.States.Get(class, r)
-		if st == Maint && v == 0 {
+		if st == router.Maint && v == 0 {
 			continue // cut off: not in the document at all
 		}
 		doc.Weights[r] = v
-		if st != Ready {
+		if st != router.Ready {
 			doc.States[r] = st
 		}
 	}
@@ -205,7 +207,7 @@ func (h *HTTPRouter) docBody(class string, desired RouterState) []byte {
 
 // Apply replaces each class's document with If-Match on the ETag just read (unconditional on
 // what any run saw: the executor uses ApplyIf).
-func (h *HTTPRouter) Apply(ctx context.Context, desired RouterState) error {
+func (h *HTTPRouter) Apply(ctx context.Context, desired router.RouterState) error {
 	attempts := h.Attempts
 	if attempts <= 0 {
 		attempts = 3
@@ -228,10 +230,10 @@ func (h *HTTPRouter) Apply(ctx context.Context, desired RouterState) error {
 				break
 			}
 			if code == http.StatusPreconditionFailed {
-				last = fmt.Errorf("router PUT %s/%s: %w", h.URL, h.Backends[class], ErrRouterConflict)
+				last = fmt.Errorf("router PUT %s/%s: %w", h.URL, h.Backends[class], router.ErrRouterConflict)
 				continue
 			}
-			return routerStatus(fmt.Sprintf("router PUT %s/%s", h.URL, h.Backends[class]), code, b)
+			return router.Status(fmt.Sprintf("router PUT %s/%s", h.URL, h.Backends[class]), code, b)
 		}
 		if !done {
 			return last

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 )
 
@@ -72,27 +73,27 @@ func TestHTTPRouterEvacuation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, _ := OpenRouter(f)
-	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: router, Signals: &StaticSignals{Regions: calmSignals(f)}}
+	rtr, _ := OpenRouter(f)
+	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: rtr, Signals: &StaticSignals{Regions: calmSignals(f)}}
 	ctx := testbed.Ctx(t)
 	d.meddle.Store(1) // one concurrent edit after the run's read: 412, the run stops, nothing overwritten
-	if _, err := e.Run(ctx, evacuate("eu-west-1")); !errors.Is(err, ErrRouterConflict) {
+	if _, err := e.Run(ctx, evacuate("eu-west-1")); !errors.Is(err, router.ErrRouterConflict) {
 		t.Fatalf("a concurrent edit: %v, want ErrRouterConflict", err)
 	}
 	out, err := e.Run(ctx, evacuate("eu-west-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := router.Read(ctx)
-	if df := Diff(out.Plan.Final, got); len(df) > 0 {
+	got, _ := rtr.Read(ctx)
+	if df := router.Diff(out.Plan.Final, got); len(df) > 0 {
 		t.Fatal(df)
 	}
 	if strings.Contains(string(d.docs["eu"]), "eu-west-1") {
 		t.Fatalf("a withdrawn region is still in the document: %s", d.docs["eu"])
 	}
 	d.meddle.Store(100) // every read is stale by the time of the write
-	err = router.Apply(ctx, RouterState{Weights: Weights{"eu-only": {"eu-central-1": 100}}})
-	if !errors.Is(err, ErrRouterConflict) {
+	err = rtr.Apply(ctx, router.RouterState{Weights: router.Weights{"eu-only": {"eu-central-1": 100}}})
+	if !errors.Is(err, router.ErrRouterConflict) {
 		t.Fatalf("persistent concurrent edits: %v, want a conflict", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/enginesim"
 	"lifeboat/internal/sample"
 	"lifeboat/internal/testbed"
@@ -74,9 +75,9 @@ state: %q
 	if err != nil {
 		t.Fatal(err)
 	}
-	router := &FileRouter{Path: f.Router.Config.(*FileConfig).Path}
-	router.Apply(ctx, RouterState{Weights: Weights{"eu-only": {"eu-west-1": 50, "eu-central-1": 50}}})
-	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: router,
+	rtr := &FileRouter{Path: f.Router.Config.(*FileConfig).Path}
+	rtr.Apply(ctx, router.RouterState{Weights: router.Weights{"eu-only": {"eu-west-1": 50, "eu-central-1": 50}}})
+	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: rtr,
 		Signals: &LiveSignals{Fleet: f, Probe: warm.ProbeOptions{Timeout: 10 * time.Second, TTFTBudget: -1}}, LockTTL: 10 * time.Second}
 	e.OnRecord = func(rec Record) {
 		if rec.Kind == RecResult && *rec.Step == 0 {
@@ -92,8 +93,8 @@ state: %q
 	if len(out.Plan.Steps) < 2 || out.Steps != 1 {
 		t.Fatalf("applied %d of %d steps; want exactly the first", out.Steps, len(out.Plan.Steps))
 	}
-	got, _ := router.Read(ctx)
-	if d := Diff(out.Plan.After(0), got); len(d) > 0 {
+	got, _ := rtr.Read(ctx)
+	if d := router.Diff(out.Plan.After(0), got); len(d) > 0 {
 		t.Fatalf("router moved past the hold: %v", d)
 	}
 	_, recs, _ := latestStarted(ctx, e.Store)

@@ -10,6 +10,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"lifeboat/fleet/router"
 )
 
 // RegionSignal is what the failover knows about one region at one moment. Pointer fields are
@@ -35,12 +37,12 @@ type RegionSignal struct {
 // SignalsFile is the what-if input of `failover plan --signals FILE`: recorded weights and
 // per-region signals instead of reading the router and probing the regions.
 type SignalsFile struct {
-	Weights Weights                 `json:"weights"`
-	States  States                  `json:"states,omitempty"`
+	Weights router.Weights          `json:"weights"`
+	States  router.States           `json:"states,omitempty"`
 	Regions map[string]RegionSignal `json:"regions"`
 	// Baseline are the weights before the failover began (restore and abort go back to them);
 	// absent means the current weights.
-	Baseline Weights `json:"baseline,omitempty"`
+	Baseline router.Weights `json:"baseline,omitempty"`
 	// Transitions are the weight changes per region in the last hour.
 	Transitions map[string]int `json:"transitions,omitempty"`
 }
@@ -86,7 +88,7 @@ func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
 	}
 	for _, pair := range []struct {
 		field string
-		w     Weights
+		w     router.Weights
 	}{{"weights", s.Weights}, {"baseline", s.Baseline}} {
 		for _, c := range slices.Sorted(maps.Keys(pair.w)) {
 			elig, ok := f.Tenants[c]
@@ -113,7 +115,7 @@ func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
 		}
 		for _, r := range slices.Sorted(maps.Keys(s.States[c])) {
 			switch s.States[c][r] {
-			case Ready, Drain, Maint:
+			case router.Ready, router.Drain, router.Maint:
 			default:
 				return nil, bad("states.%s.%s: want ready, drain or maint, got %q", c, r, s.States[c][r])
 			}

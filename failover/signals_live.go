@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	pmodel "github.com/prometheus/common/model"
 
+	"lifeboat/fleet/router"
 	"lifeboat/verify/warm"
 )
 
@@ -201,7 +202,7 @@ func (l *LiveSignals) get(ctx context.Context, url string) (int, []byte, error) 
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	b, err := readBoundedN(resp.Body, maxMetricsBytes)
+	b, err := router.ReadBoundedN(resp.Body, maxMetricsBytes)
 	return resp.StatusCode, b, err
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/editdistance"
 	"lifeboat/internal/base/shell"
 	"lifeboat/providers"
@@ -235,7 +236,7 @@ func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags
 	if f.State == "" {
 		return nil, nil, usageErr("%s: state: required for failover (the store of the lock and the journal)", f.File)
 	}
-	router, err := failover.OpenRouter(f)
+	rtr, err := failover.OpenRouter(f)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
@@ -252,7 +253,7 @@ func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags
 		}
 		src = &failover.StaticSignals{Regions: s.Regions}
 	}
-	e := &failover.Executor{Fleet: f, Store: store, Router: router, Signals: src, Log: a.progressLog()}
+	e := &failover.Executor{Fleet: f, Store: store, Router: rtr, Signals: src, Log: a.progressLog()}
 	flush := a.notifyRuns(e, ff.fleet) // fleet notify: start, hold, refused, done, failed
 	return e, func() { flush(); store.Close() }, nil
 }
@@ -1007,7 +1008,7 @@ func (a *app) failoverUnlockCmd() *cobra.Command {
 	return c
 }
 
-func renderWeights(w io.Writer, f *failover.Fleet, rs failover.RouterState) {
+func renderWeights(w io.Writer, f *failover.Fleet, rs router.RouterState) {
 	regions := f.RegionNames()
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "CLASS\t%s\n", strings.Join(regions, "\t"))
@@ -1019,7 +1020,7 @@ func renderWeights(w io.Writer, f *failover.Fleet, rs failover.RouterState) {
 				continue
 			}
 			cells[j] = fmt.Sprint(rs.Weights[class][r])
-			if s := rs.States.Get(class, r); s != failover.Ready {
+			if s := rs.States.Get(class, r); s != router.Ready {
 				cells[j] += " " + string(s)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 )
 
 // fleetLine names the fleet a command acts on, so that prod and staging cannot be confused: the
@@ -191,16 +192,16 @@ func renderSteps(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
 	fmt.Fprintf(tw, "STEP\tCLASS\t%s\tDRAIN\tWITHDRAW\tPREDICTED QUEUE WAIT\n", strings.Join(regions, "\t"))
 	state := p.Start.Clone()
 	if state.States == nil {
-		state.States = failover.States{}
+		state.States = router.States{}
 	}
-	cell := func(rs failover.RouterState, class, r string) string {
+	cell := func(rs router.RouterState, class, r string) string {
 		c := fmt.Sprint(rs.Weights[class][r])
-		if s := rs.States.Get(class, r); s != failover.Ready {
+		if s := rs.States.Get(class, r); s != router.Ready {
 			c += " " + string(s)
 		}
 		return c
 	}
-	row := func(label string, prev *failover.RouterState, st *failover.Step) {
+	row := func(label string, prev *router.RouterState, st *failover.Step) {
 		for i, class := range sortedClassNames(f) {
 			cells := make([]string, len(regions))
 			for j, r := range regions {

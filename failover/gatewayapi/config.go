@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 )
 
@@ -90,7 +91,7 @@ func (c *FleetConfig) Check(d *failover.FleetDecoder, f *failover.Fleet) {
 }
 
 // Open opens the cluster (reading the kubeconfig; contacting nothing).
-func (c *FleetConfig) Open(f *failover.Fleet) (failover.Driver, error) {
+func (c *FleetConfig) Open(f *failover.Fleet) (router.Driver, error) {
 	return New(Config{Kubeconfig: c.Kubeconfig, Context: c.Context, Namespace: c.Namespace,
 		Routes: f.Router.Backends, Services: c.Services, Classes: f.Tenants, Timeout: f.Router.Timeout})
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/kubeclient"
 	"lifeboat/providers"
 )
@@ -120,9 +120,9 @@ type Router struct {
 
 // Compile-time capability checks.
 var (
-	_ failover.ConditionalDriver = (*Router)(nil)
-	_ failover.ZeroDrainDriver   = (*Router)(nil)
-	_ failover.NotingDriver      = (*Router)(nil)
+	_ router.ConditionalDriver = (*Router)(nil)
+	_ router.ZeroDrainDriver   = (*Router)(nil)
+	_ router.NotingDriver      = (*Router)(nil)
 )
 
 // New opens the cluster cfg names (contacting nothing yet).
@@ -205,13 +205,13 @@ func (g *Router) kerr(ctx context.Context, verb, name string, err error) error {
 	case kubeclient.Canceled(ctx, err):
 		return fmt.Errorf("%s: %w", what, context.Canceled)
 	case apierrors.IsConflict(err):
-		return fmt.Errorf("%s: 409 Conflict: the route changed since this run last read or wrote it back (someone else edited it); nothing overwritten: %w", what, failover.ErrRouterConflict)
+		return fmt.Errorf("%s: 409 Conflict: the route changed since this run last read or wrote it back (someone else edited it); nothing overwritten: %w", what, router.ErrRouterConflict)
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%s: not found (is the HTTPRoute created, in namespace %s, and are the Gateway API CRDs installed?)", what, g.namespace)
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 		return fmt.Errorf("%s: %s (the driver needs get, list, watch, update and patch on httproutes.gateway.networking.k8s.io)", what, kubeclient.Message(err))
 	case !kubeclient.Answered(err):
-		return fmt.Errorf("%s: %s: %w", what, kubeclient.Message(err), failover.ErrRouterUnreachable)
+		return fmt.Errorf("%s: %s: %w", what, kubeclient.Message(err), router.ErrRouterUnreachable)
 	}
 	return fmt.Errorf("%s: %s", what, kubeclient.Message(err))
 }
@@ -229,15 +229,15 @@ func (g *Router) get(ctx context.Context, class string) (*unstructured.Unstructu
 }
 
 // Read returns every class's backend weights and states.
-func (g *Router) Read(ctx context.Context) (failover.RouterState, error) {
+func (g *Router) Read(ctx context.Context) (router.RouterState, error) {
 	rs, _, err := g.ReadVersion(ctx)
 	return rs, err
 }
 
 // ReadVersion is Read with each route's resourceVersion.
-func (g *Router) ReadVersion(ctx context.Context) (failover.RouterState, failover.RouterVersion, error) {
-	rs := failover.RouterState{Weights: failover.Weights{}, States: failover.States{}}
-	v := failover.RouterVersion{}
+func (g *Router) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
+	rs := router.RouterState{Weights: router.Weights{}, States: router.States{}}
+	v := router.RouterVersion{}
 	for _, class := range slices.Sorted(maps.Keys(g.cfg.Routes)) {
 		obj, err := g.get(ctx, class)
 		if err != nil {
@@ -274,7 +274,7 @@ type ref struct {
 func (g *Router) refs(class string, obj *unstructured.Unstructured) (rule map[string]any, out []ref, err error) {
 	at := fmt.Sprintf("gateway-api: httproute %s/%s of class %s", g.namespace, obj.GetName(), class)
 	topo := func(format string, args ...any) error {
-		return fmt.Errorf("%s: %w: %s; Lifeboat manages a route of one rule whose backendRefs are the class's regions' Services (router.services), no more", at, failover.ErrRouterTopology, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s: %w: %s; Lifeboat manages a route of one rule whose backendRefs are the class's regions' Services (router.services), no more", at, router.ErrRouterTopology, fmt.Sprintf(format, args...))
 	}
 	rules, found, err := unstructured.NestedSlice(obj.Object, "spec", "rules")
 	if err != nil {
@@ -386,21 +386,21 @@ func (g *Router) regionOf(b Backend) (string, bool) {
 }
 
 // parse is a class's weights and states as its route holds them.
-func (g *Router) parse(class string, obj *unstructured.Unstructured) (map[string]int, map[string]failover.State, error) {
+func (g *Router) parse(class string, obj *unstructured.Unstructured) (map[string]int, map[string]router.State, error) {
 	_, refs, err := g.refs(class, obj)
 	if err != nil {
 		return nil, nil, err
 	}
-	w, st := map[string]int{}, map[string]failover.State{}
+	w, st := map[string]int{}, map[string]router.State{}
 	for _, r := range refs {
 		w[r.region] = r.weight
 		if r.weight == 0 {
-			st[r.region] = failover.Drain
+			st[r.region] = router.Drain
 		}
 	}
 	for _, r := range g.cfg.Classes[class] {
 		if _, ok := w[r]; !ok {
-			w[r], st[r] = 0, failover.Maint // no backendRef: receives nothing
+			w[r], st[r] = 0, router.Maint // no backendRef: receives nothing
 		}
 	}
 	return w, st, nil
@@ -409,7 +409,7 @@ func (g *Router) parse(class string, obj *unstructured.Unstructured) (map[string
 // rewrite is obj with its rule's backendRefs set to desired's for class: a ready region keeps
 // (or gets) its backendRef with its weight, a drained one keeps it with weight 0, a withdrawn
 // one loses it. Kept backendRefs keep their position and fields; new ones follow, sorted.
-func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired failover.RouterState) (*unstructured.Unstructured, error) {
+func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired router.RouterState) (*unstructured.Unstructured, error) {
 	out := obj.DeepCopy()
 	rule, refs, err := g.refs(class, out)
 	if err != nil {
@@ -418,10 +418,10 @@ func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired f
 	want := desired.Weights[class]
 	weight := func(r string) (int, bool) {
 		st := desired.States.Get(class, r)
-		if _, ok := want[r]; !ok || st == failover.Maint {
+		if _, ok := want[r]; !ok || st == router.Maint {
 			return 0, false
 		}
-		if st == failover.Drain {
+		if st == router.Drain {
 			return 0, true
 		}
 		return want[r], true
@@ -468,11 +468,11 @@ func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired f
 // ApplyIf updates each class's route on the resourceVersion this run last saw (since): the API
 // server refuses with 409 a route changed since, which is failover.ErrRouterConflict — nothing
 // overwritten, never re-read and retried. fence runs immediately before each update.
-func (g *Router) ApplyIf(ctx context.Context, desired failover.RouterState, since failover.RouterVersion, fence func() error) error {
+func (g *Router) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		want, ok := since[class]
 		if !ok {
-			return fmt.Errorf("%s: class %s: httproute %s/%s: this run has not read it back, so it cannot write it conditionally: %w", g, class, g.namespace, g.cfg.Routes[class], failover.ErrRouterConflict)
+			return fmt.Errorf("%s: class %s: httproute %s/%s: this run has not read it back, so it cannot write it conditionally: %w", g, class, g.namespace, g.cfg.Routes[class], router.ErrRouterConflict)
 		}
 		g.mu.Lock()
 		base := g.last[class]
@@ -484,7 +484,7 @@ func (g *Router) ApplyIf(ctx context.Context, desired failover.RouterState, sinc
 				return err
 			}
 			if obj.GetResourceVersion() != want {
-				return fmt.Errorf("%s: class %s: httproute %s/%s is at resourceVersion %s, not %s as this run last read it back (someone else edited it); nothing overwritten: %w", g, class, g.namespace, obj.GetName(), obj.GetResourceVersion(), want, failover.ErrRouterConflict)
+				return fmt.Errorf("%s: class %s: httproute %s/%s is at resourceVersion %s, not %s as this run last read it back (someone else edited it); nothing overwritten: %w", g, class, g.namespace, obj.GetName(), obj.GetResourceVersion(), want, router.ErrRouterConflict)
 			}
 			base = obj
 		}
@@ -514,7 +514,7 @@ func (g *Router) update(ctx context.Context, class string, obj *unstructured.Uns
 
 // Apply sets desired whatever the routes hold: each update is conditional on the route just
 // read, and a conflict re-reads (Attempts times). The executor writes with ApplyIf.
-func (g *Router) Apply(ctx context.Context, desired failover.RouterState) error {
+func (g *Router) Apply(ctx context.Context, desired router.RouterState) error {
 	attempts := g.Attempts
 	if attempts <= 0 {
 		attempts = 3
@@ -529,7 +529,7 @@ func (g *Router) Apply(ctx context.Context, desired failover.RouterState) error 
 			if next, err = g.rewrite(class, obj, desired); err != nil {
 				return err
 			}
-			if err = g.update(ctx, class, next); !errors.Is(err, failover.ErrRouterConflict) {
+			if err = g.update(ctx, class, next); !errors.Is(err, router.ErrRouterConflict) {
 				break
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 )
@@ -57,7 +58,7 @@ current-context: x
 		t.Fatalf("the context's namespace is not the default: %s", g)
 	}
 	_, err = g.Read(context.Background())
-	if !errors.Is(err, failover.ErrRouterUnreachable) {
+	if !errors.Is(err, router.ErrRouterUnreachable) {
 		t.Fatalf("read: %v, want ErrRouterUnreachable", err)
 	}
 	if strings.Contains(err.Error(), token) || strings.Contains(g.String(), token) {
@@ -97,7 +98,7 @@ func TestParseBackend(t *testing.T) {
 }
 
 // gwFleet is a fleet file on the gateway-api driver; router is the router's keys beyond driver.
-func gwFleet(router, state string) string {
+func gwFleet(rtr, state string) string {
 	return fmt.Sprintf(`model: {name: llama-demo, manifest: m.json}
 regions:
   us-east-1: {replica: ./r, capacity: {replicas: 6, prefill_tokens_per_s: 8000}}
@@ -112,7 +113,7 @@ router:
 %s
 failover: {step_percent: 25, step_interval: 10ms, spill_cap_percent: 60, drain_timeout: 1s}
 state: %q
-`, router, state)
+`, rtr, state)
 }
 
 const gwRouterKeys = `  backends: {eu-only: route-eu, global: route-global}

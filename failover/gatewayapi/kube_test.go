@@ -19,16 +19,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/kubeclient"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 )
 
-var testStart = failover.RouterState{Weights: failover.Weights{
+var testStart = router.RouterState{Weights: router.Weights{
 	"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 	"global":  {"us-east-1": 40, "eu-west-1": 30, "ap-southeast-1": 30},
-}, States: failover.States{}}
+}, States: router.States{}}
 
 // kubeRig is a fresh namespace on the shared control plane with the Gateway API CRDs.
 type kubeRig struct {
@@ -48,10 +48,10 @@ func newKubeRig(t testing.TB) *kubeRig {
 }
 
 // route is an HTTPRoute of one rule with backendRefs for rs's class regions (a maint region has none).
-func (r *kubeRig) route(name, class string, rs failover.RouterState) *unstructured.Unstructured {
+func (r *kubeRig) route(name, class string, rs router.RouterState) *unstructured.Unstructured {
 	var refs []any
 	for _, reg := range slices.Sorted(maps.Keys(rs.Weights[class])) {
-		if rs.States.Get(class, reg) == failover.Maint {
+		if rs.States.Get(class, reg) == router.Maint {
 			continue
 		}
 		refs = append(refs, map[string]any{"name": "svc-" + reg, "port": int64(8000), "weight": int64(rs.Weights[class][reg])})
@@ -144,7 +144,7 @@ func TestGatewayAPIRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := failover.Diff(testStart, rs); len(d) > 0 {
+	if d := router.Diff(testStart, rs); len(d) > 0 {
 		t.Fatalf("read: %v", d)
 	}
 	if v["eu-only"] != r.get(t, "route-eu").GetResourceVersion() {
@@ -153,7 +153,7 @@ func TestGatewayAPIRoundTrip(t *testing.T) {
 	// drain eu-west-1 from global (weight 0, kept), move eu-only's weight to eu-central-1
 	want := testStart.Clone()
 	want.Weights["global"] = map[string]int{"us-east-1": 55, "eu-west-1": 0, "ap-southeast-1": 45}
-	want.States.Set("global", "eu-west-1", failover.Drain)
+	want.States.Set("global", "eu-west-1", router.Drain)
 	want.Weights["eu-only"] = map[string]int{"eu-west-1": 10, "eu-central-1": 90}
 	fences := 0
 	if err := g.ApplyIf(ctx, want, v, func() error { fences++; return nil }); err != nil {
@@ -169,14 +169,14 @@ func TestGatewayAPIRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := failover.Diff(want, back); len(d) > 0 {
+	if d := router.Diff(want, back); len(d) > 0 {
 		t.Fatalf("read back: %v", d)
 	}
 	if v2["global"] == v["global"] {
 		t.Fatalf("resourceVersion did not move: %v", v2)
 	}
 	// withdraw eu-west-1 from global: its backendRef goes
-	want.States.Set("global", "eu-west-1", failover.Maint)
+	want.States.Set("global", "eu-west-1", router.Maint)
 	if err := g.ApplyIf(ctx, want, v2, noFence); err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +187,11 @@ func TestGatewayAPIRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.States.Get("global", "eu-west-1") != failover.Maint || back.Weights["global"]["eu-west-1"] != 0 {
+	if back.States.Get("global", "eu-west-1") != router.Maint || back.Weights["global"]["eu-west-1"] != 0 {
 		t.Fatalf("withdrawn region reads %d %s", back.Weights["global"]["eu-west-1"], back.States.Get("global", "eu-west-1"))
 	}
 	// restore it: the backendRef comes back
-	want.States.Set("global", "eu-west-1", failover.Ready)
+	want.States.Set("global", "eu-west-1", router.Ready)
 	want.Weights["global"]["eu-west-1"] = 20
 	if err := g.ApplyIf(ctx, want, v3, noFence); err != nil {
 		t.Fatal(err)
@@ -235,11 +235,11 @@ func TestGatewayAPIConflictNeverOverwrites(t *testing.T) {
 		}
 	}
 	// the other write lands immediately before ours: in the fence, after every check of ours
-	err = g.ApplyIf(ctx, failover.RouterState{Weights: failover.Weights{"eu-only": want.Weights["eu-only"]}}, v, func() error {
+	err = g.ApplyIf(ctx, router.RouterState{Weights: router.Weights{"eu-only": want.Weights["eu-only"]}}, v, func() error {
 		r.edit(t, "route-eu", other)
 		return nil
 	})
-	if !errors.Is(err, failover.ErrRouterConflict) {
+	if !errors.Is(err, router.ErrRouterConflict) {
 		t.Fatalf("write after another's: %v, want ErrRouterConflict", err)
 	}
 	t.Logf("refused: %v", err)
@@ -249,7 +249,7 @@ func TestGatewayAPIConflictNeverOverwrites(t *testing.T) {
 	// a fresh driver (another process) with the old version: nothing at hand, reads, refuses
 	g2 := r.driver(t)
 	err = g2.ApplyIf(ctx, want, v, noFence)
-	if !errors.Is(err, failover.ErrRouterConflict) {
+	if !errors.Is(err, router.ErrRouterConflict) {
 		t.Fatalf("fresh driver on a stale version: %v", err)
 	}
 	if got := backendRefs(t, r.get(t, "route-eu")); !slices.Equal(got, []string{"svc-eu-central-1:7", "svc-eu-west-1:7"}) {
@@ -307,13 +307,13 @@ func TestGatewayAPIUnmappableRoutesRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = g.Read(ctx)
-			if !errors.Is(err, failover.ErrRouterTopology) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "httproute "+r.ns+"/"+name) {
+			if !errors.Is(err, router.ErrRouterTopology) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "httproute "+r.ns+"/"+name) {
 				t.Fatalf("read: %v, want ErrRouterTopology naming the HTTPRoute %s/%s and %q", err, r.ns, name, c.want)
 			}
 			t.Logf("%s: %v", c.name, err)
 			// even a write with the current version is refused, and the route stays as it is
-			err = g.ApplyIf(ctx, failover.RouterState{Weights: failover.Weights{"eu-only": {"eu-west-1": 100, "eu-central-1": 0}}}, failover.RouterVersion{"eu-only": created.GetResourceVersion()}, noFence)
-			if !errors.Is(err, failover.ErrRouterTopology) {
+			err = g.ApplyIf(ctx, router.RouterState{Weights: router.Weights{"eu-only": {"eu-west-1": 100, "eu-central-1": 0}}}, router.RouterVersion{"eu-only": created.GetResourceVersion()}, noFence)
+			if !errors.Is(err, router.ErrRouterTopology) {
 				t.Fatalf("write: %v", err)
 			}
 			if rv := r.get(t, name).GetResourceVersion(); rv != created.GetResourceVersion() {
@@ -515,7 +515,7 @@ func TestGatewayAPIBinaryRamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, class := range []string{"eu-only", "global"} {
-		if rs.States.Get(class, "eu-west-1") != failover.Maint {
+		if rs.States.Get(class, "eu-west-1") != router.Maint {
 			t.Fatalf("%s: eu-west-1 is %s after the evacuation", class, rs.States.Get(class, "eu-west-1"))
 		}
 	}
@@ -617,7 +617,7 @@ func TestGatewayAPIRBACRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = g.ApplyIf(ctx, testStart, v, noFence)
-	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), "get, list, watch, update and patch") || errors.Is(err, failover.ErrRouterUnreachable) {
+	if err == nil || !strings.Contains(err.Error(), "forbidden") || !strings.Contains(err.Error(), "get, list, watch, update and patch") || errors.Is(err, router.ErrRouterUnreachable) {
 		t.Fatalf("without update: %v", err)
 	}
 	t.Logf("without update: %v", err)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/enginesim"
 	"lifeboat/internal/sample"
@@ -100,7 +101,7 @@ func TestGatewayAPITrafficThroughTraefik(t *testing.T) {
 	}
 	// check sends batches until Traefik routes as rs says (no request to a region rs gives
 	// weight 0), failing at once on any request outside a class's regions.
-	check := func(what string, rs failover.RouterState) {
+	check := func(what string, rs router.RouterState) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
 		for {
@@ -123,13 +124,13 @@ func TestGatewayAPITrafficThroughTraefik(t *testing.T) {
 				// requests: within 3 + 10 %), and a drained or withdrawn region receives none
 				total := 0
 				for _, reg := range testClasses[class] {
-					if rs.States.Get(class, reg) == failover.Ready {
+					if rs.States.Get(class, reg) == router.Ready {
 						total += rs.Weights[class][reg]
 					}
 				}
 				for _, reg := range testClasses[class] {
 					want := 0.0
-					if rs.States.Get(class, reg) == failover.Ready && total > 0 {
+					if rs.States.Get(class, reg) == router.Ready && total > 0 {
 						want = 40 * float64(rs.Weights[class][reg]) / float64(total)
 					}
 					n := float64(got[host][reg])

@@ -1,4 +1,4 @@
-package failover
+package router
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
+
+	"lifeboat/providers"
 )
 
 // Driver is one router driver: it reads and sets each class's per-region weights and server
@@ -64,14 +67,6 @@ type NotingDriver interface {
 	Notes() []string
 }
 
-// The drivers' capabilities, checked at compile time.
-var (
-	_ ConditionalDriver = (*HTTPRouter)(nil)
-	_ ConditionalDriver = (*CaddyRouter)(nil)
-	_ ConditionalDriver = (*HAProxyRouter)(nil)
-	_ ZeroDrainDriver   = (*CaddyRouter)(nil)
-)
-
 // ZeroWeightIsDrain says whether weight 0 is the drain on d (a ZeroDrainDriver that says so). A
 // driver wrapper forwards it with this, as it forwards ConditionalDriver with ReadVersion and
 // ApplyIf, so that wrapping never loses a capability.
@@ -82,7 +77,7 @@ func ZeroWeightIsDrain(d Driver) bool {
 
 // normalizeZeroDrain makes a ready region with weight 0 read as drained, for drivers where
 // the two are the same thing.
-func normalizeZeroDrain(rs RouterState) RouterState {
+func NormalizeZeroDrain(rs RouterState) RouterState {
 	out := rs.Clone()
 	if out.States == nil {
 		out.States = States{}
@@ -129,7 +124,7 @@ func ApplyIf(ctx context.Context, d Driver, desired RouterState, since RouterVer
 	}
 	now := stateDigest(rs)
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
-		if err := sameVersion(d.String(), class, since, now[class]); err != nil {
+		if err := SameVersion(d.String(), class, since, now[class]); err != nil {
 			return err
 		}
 	}
@@ -140,7 +135,7 @@ func ApplyIf(ctx context.Context, d Driver, desired RouterState, since RouterVer
 }
 
 // sameVersion: class is still at the version this run last saw; ErrRouterConflict otherwise.
-func sameVersion(router, class string, since RouterVersion, now string) error {
+func SameVersion(router, class string, since RouterVersion, now string) error {
 	want, ok := since[class]
 	switch {
 	case !ok:
@@ -159,12 +154,12 @@ func stateDigest(rs RouterState) RouterVersion {
 			W map[string]int   `json:"w"`
 			S map[string]State `json:"s"`
 		}{w, rs.States[class]})
-		v[class] = digestOf(b)
+		v[class] = DigestOf(b)
 	}
 	return v
 }
 
-func digestOf(b []byte) string {
+func DigestOf(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "digest:" + hex.EncodeToString(sum[:12])
 }
@@ -182,12 +177,12 @@ var ErrRouterConflict = errors.New("router changed concurrently")
 var ErrRouterTopology = errors.New("router topology breaks residency")
 
 // maxRouterBody bounds every answer read from a router.
-const maxRouterBody = 4 << 20
+const MaxBody = 4 << 20
 
 // readBounded reads at most maxRouterBody bytes of r, failing beyond.
-func readBounded(r io.Reader) ([]byte, error) { return readBoundedN(r, maxRouterBody) }
+func ReadBounded(r io.Reader) ([]byte, error) { return ReadBoundedN(r, MaxBody) }
 
-func readBoundedN(r io.Reader, n int64) ([]byte, error) {
+func ReadBoundedN(r io.Reader, n int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, n+1))
 	if err != nil {
 		return nil, err
@@ -200,7 +195,7 @@ func readBoundedN(r io.Reader, n int64) ([]byte, error) {
 
 // routerClient is c (nil: a fresh client) made never to follow a redirect: the router's answer
 // is the 3xx itself, which routerAnswer refuses, whichever host it names.
-func routerClient(c *http.Client) *http.Client {
+func Client(c *http.Client) *http.Client {
 	var cl http.Client
 	if c != nil {
 		cl = *c
@@ -212,16 +207,16 @@ func routerClient(c *http.Client) *http.Client {
 // routerAnswer reads one HTTP router answer, bounded: a redirect is refused (a router driver
 // follows none), and a body that stalls or is cut off mid-way is the router not answering
 // (ErrRouterUnreachable), not bad input. what names the request ("router GET URL").
-func routerAnswer(what string, resp *http.Response) ([]byte, error) {
+func Answer(what string, resp *http.Response) ([]byte, error) {
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return nil, fmt.Errorf("%s: HTTP %d redirect to %q refused: router drivers follow no redirect; point router.url at the router itself", what, resp.StatusCode, firstLine(resp.Header.Get("Location")))
+		return nil, fmt.Errorf("%s: HTTP %d redirect to %q refused: router drivers follow no redirect; point router.url at the router itself", what, resp.StatusCode, FirstLine(resp.Header.Get("Location")))
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRouterBody+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: the answer stalled or was cut off after %d bytes: %v: %w", what, len(b), err, ErrRouterUnreachable)
 	}
-	if len(b) > maxRouterBody {
-		return nil, fmt.Errorf("%s: answer larger than %d bytes", what, maxRouterBody)
+	if len(b) > MaxBody {
+		return nil, fmt.Errorf("%s: answer larger than %d bytes", what, MaxBody)
 	}
 	return b, nil
 }
@@ -230,32 +225,18 @@ func routerAnswer(what string, resp *http.Response) ([]byte, error) {
 // the router up but not serving its API: unreachable for now (exit 4, try again), as a refused
 // connection is, and a write so answered may or may not have landed (the read-back settles
 // it). Any other status is a protocol or content problem.
-func routerStatus(what string, code int, body []byte) error {
-	err := fmt.Errorf("%s: HTTP %d: %s", what, code, firstLine(string(body)))
+func Status(what string, code int, body []byte) error {
+	err := fmt.Errorf("%s: HTTP %d: %s", what, code, FirstLine(string(body)))
 	if code >= 500 || code == http.StatusTooManyRequests {
 		return fmt.Errorf("%w: %w", err, ErrRouterUnreachable)
 	}
 	return err
 }
 
-// OpenRouter returns the fleet's router driver, opened by its registered kind.
-func OpenRouter(f *Fleet) (Driver, error) {
-	switch {
-	case f.Router.Driver == "":
-		return nil, fmt.Errorf("%s: router.driver: required for failover", f.File)
-	case f.Router.Config == nil:
-		if _, ok := driverKind(f.Router.Driver); !ok {
-			return nil, fmt.Errorf("%s: router.driver: %s", f.File, unknownKind(f.Router.Driver, DriverKinds()))
-		}
-		return nil, fmt.Errorf("%s: router.driver %s: the fleet was not parsed by ParseFleet (no configuration)", f.File, f.Router.Driver)
-	}
-	return f.Router.Config.Open(f)
-}
-
 // checkTopology verifies that a router's state can carry a class's traffic only to its eligible
 // regions: a region the router holds for a class outside its list must have weight 0 and be cut
 // off (maint), or the router itself leaks and nothing is changed.
-func checkTopology(classes map[string][]string, rs RouterState) error {
+func CheckTopology(classes map[string][]string, rs RouterState) error {
 	var bad []string
 	for _, c := range slices.Sorted(maps.Keys(rs.Weights)) {
 		elig, known := classes[c]
@@ -272,4 +253,13 @@ func checkTopology(classes map[string][]string, rs RouterState) error {
 		return fmt.Errorf("%w: %v can receive traffic of a class that must never reach them; take them out of that class's backend", ErrRouterTopology, bad)
 	}
 	return nil
+}
+
+// firstLine is the first line of a router's reply, sanitised for the terminal and bounded
+// (providers.Sanitize): a router's text is never shown verbatim.
+func FirstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return providers.Sanitize(s, 200)
 }

@@ -22,7 +22,7 @@ import (
 const module = "lifeboat"
 
 // layers is the order of the product layers, lowest first (doc.go says why).
-var layers = []string{"internal/base", "providers", "manifest", "verify", "failover", "drills", "cmd"}
+var layers = []string{"internal/base", "providers", "manifest", "fleet", "verify", "failover", "drills", "cmd"}
 
 // layerOverrides place a package in a layer other than its folder's: extension kinds sit in the
 // layer of the registry they register with.

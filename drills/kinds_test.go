@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
 )
@@ -39,7 +40,7 @@ func (c *simConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *failov
 	}
 }
 
-func (c *simConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+func (c *simConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (launch.Launcher, error) {
 	return &warm.ExecLauncher{Command: c.Binary + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}"}, nil
 }
 
@@ -105,13 +106,13 @@ func (c *leftoverConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
 	return yamlnode.Fields{"dir": func(n *yaml.Node, at string) { c.Dir = d.Path(n, at) }}
 }
 func (c *leftoverConfig) Check(*failover.FleetDecoder, *failover.Fleet, *failover.Region) {}
-func (c *leftoverConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+func (c *leftoverConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (launch.Launcher, error) {
 	return &leftoverLauncher{dir: c.Dir, region: r.Name}, nil
 }
 
 type leftoverLauncher struct{ dir, region string }
 
-func (l *leftoverLauncher) Launch(context.Context, warm.Spec) (warm.Instance, error) {
+func (l *leftoverLauncher) Launch(context.Context, launch.Spec) (launch.Instance, error) {
 	return nil, errors.New("not used here")
 }
 

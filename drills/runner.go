@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/manifest"
@@ -93,7 +94,7 @@ type run struct {
 	drec      *DrillRecord   // what teardown (or a clean-up after a crash) must undo, in the state store
 	faultIdx  map[string]int // fault name → index in rep.Faults
 	boots     map[string]*warm.BootResult
-	insts     map[string]warm.Instance
+	insts     map[string]launch.Instance
 	models    []string
 	baseline  router.Weights
 	evacRun   string
@@ -199,7 +200,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		}
 	}
 	x := &run{Runner: r, ctx: ctx, start: r.now(), stores: map[string]providers.Store{}, base: rtr,
-		faultIdx: map[string]int{}, boots: map[string]*warm.BootResult{}, insts: map[string]warm.Instance{}}
+		faultIdx: map[string]int{}, boots: map[string]*warm.BootResult{}, insts: map[string]launch.Instance{}}
 	x.rep = &Report{Schema: SchemaID, Drill: r.Drill.Name, File: r.Drill.File, Fleet: r.Fleet.File, Model: r.Fleet.Model.Name,
 		Lost: r.Drill.Lose, Router: providers.Redact(rtr.String()), Started: x.start.UTC(),
 		Steps: []StepResult{}, Faults: []FaultResult{}, Expect: []ExpectResult{}, Verify: []VerifyRun{}, Repairs: []Repair{},

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/launch"
 	"lifeboat/providers"
 	"lifeboat/verify/replicate"
 	"lifeboat/verify/warm"
@@ -162,7 +163,7 @@ func (x *run) bootOne(region string) (*warm.BootResult, error) {
 	}
 	o.Manifest, o.From, o.Workdir = x.Manifest, x.stores[r.Replica], filepath.Join(x.tmp, "boot", region)
 	o.Probe, o.Keep, o.Restore = x.Probe, true, replicate.Options{Log: x.log()}
-	o.Starting = func(st warm.Started) error { return x.ownCandidate(region, st) }
+	o.Starting = func(st launch.Started) error { return x.ownCandidate(region, st) }
 	o.Probe.Auth = x.Fleet.ProbeAuth(region) // the bearer token's source, never the token
 	if err := os.MkdirAll(filepath.Join(x.tmp, "boot"), 0o700); err != nil {
 		return nil, err

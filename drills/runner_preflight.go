@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
 	"lifeboat/providers"
-	"lifeboat/verify/warm"
 )
 
 // preflight refuses to start over a previous drill's leftovers or while the router is not at
@@ -88,7 +88,7 @@ func (x *run) ownTokens() []int64 {
 
 // ownCandidate records a candidate's process group before its command runs
 // (warm.Spec.Starting): a clean-up after the drill died stops it.
-func (x *run) ownCandidate(region string, st warm.Started) error {
+func (x *run) ownCandidate(region string, st launch.Started) error {
 	x.recMu.Lock()
 	defer x.recMu.Unlock()
 	x.drec.Candidates = append(x.drec.Candidates, CandidateRecord{Region: region, URL: st.BaseURL, PGID: st.PGID, Start: st.Start})

@@ -17,9 +17,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover/notify"
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers"
-	"lifeboat/verify/warm"
 )
 
 // Fleet is a parsed, validated fleet file: the model, its regions (replica, endpoint, capacity,
@@ -47,19 +47,19 @@ type Fleet struct {
 // where the token is, never the token: the variable is read from Lifeboat's own environment, the
 // file (resolved against the fleet file's directory) when a probe starts.
 type ProbeConfig struct {
-	Auth warm.APIKeySource `json:"auth"`
+	Auth launch.APIKeySource `json:"auth"`
 }
 
 // ProbeAuth is where the warm prober of region gets its bearer token: the region's probe
 // section, else the fleet's; zero when neither names one.
-func (f *Fleet) ProbeAuth(region string) warm.APIKeySource {
+func (f *Fleet) ProbeAuth(region string) launch.APIKeySource {
 	if r := f.Regions[region]; r != nil && r.Probe != nil {
 		return r.Probe.Auth
 	}
 	if f.Probe != nil {
 		return f.Probe.Auth
 	}
-	return warm.APIKeySource{}
+	return launch.APIKeySource{}
 }
 
 // Model names the served model and its DR manifest.

@@ -2,12 +2,14 @@ package failover
 
 import (
 	"errors"
-	"lifeboat/verify/warm"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"lifeboat/fleet/launch"
+	"lifeboat/verify/warm"
 )
 
 func TestParseFleetFull(t *testing.T) {
@@ -324,10 +326,10 @@ regions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.ProbeAuth("a"); got != (warm.APIKeySource{Env: "VLLM_API_KEY"}) {
+	if got := f.ProbeAuth("a"); got != (launch.APIKeySource{Env: "VLLM_API_KEY"}) {
 		t.Errorf("a: %+v", got)
 	}
-	if got := f.ProbeAuth("b"); got != (warm.APIKeySource{File: filepath.Join(dir, "secrets/b.key")}) {
+	if got := f.ProbeAuth("b"); got != (launch.APIKeySource{File: filepath.Join(dir, "secrets/b.key")}) {
 		t.Errorf("b: %+v (a file resolves against the fleet file's directory)", got)
 	}
 	const head = "model: {name: demo, manifest: m.json}\n"

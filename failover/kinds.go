@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
@@ -179,7 +180,7 @@ func (c *ExecConfig) Check(d *FleetDecoder, f *Fleet, r *Region) {
 
 func (c *ExecConfig) CommandLine() string { return c.Command }
 
-func (c *ExecConfig) Launcher(f *Fleet, r *Region, o LaunchOptions) (warm.Launcher, error) {
+func (c *ExecConfig) Launcher(f *Fleet, r *Region, o LaunchOptions) (launch.Launcher, error) {
 	cmdline := c.Command
 	if o.Command != nil {
 		cmdline = o.Command(cmdline)
@@ -208,7 +209,7 @@ func (c *EndpointConfig) Check(d *FleetDecoder, f *Fleet, r *Region) {
 
 func (c *EndpointConfig) AttachesOnly() bool { return true }
 
-func (c *EndpointConfig) Launcher(f *Fleet, r *Region, o LaunchOptions) (warm.Launcher, error) {
+func (c *EndpointConfig) Launcher(f *Fleet, r *Region, o LaunchOptions) (launch.Launcher, error) {
 	u := c.URL
 	if u == "" {
 		u = r.Endpoint

@@ -10,9 +10,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
-	"lifeboat/verify/warm"
 )
 
 // A router driver kind and a launcher kind are each one registration: a name, a typed
@@ -65,7 +65,7 @@ type LauncherConfig interface {
 	// Check cross-checks the configuration with the whole fleet once every field decoded.
 	Check(d *FleetDecoder, f *Fleet, r *Region)
 	// Launcher builds the warm.Launcher that boots a candidate of region r.
-	Launcher(f *Fleet, r *Region, o LaunchOptions) (warm.Launcher, error)
+	Launcher(f *Fleet, r *Region, o LaunchOptions) (launch.Launcher, error)
 }
 
 // LaunchOptions are the caller's part of building a launcher.

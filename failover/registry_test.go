@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
@@ -84,7 +85,7 @@ func (c *shellConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *fail
 	}
 }
 
-func (c *shellConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+func (c *shellConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (launch.Launcher, error) {
 	return &warm.ExecLauncher{Command: "/bin/sh -c '" + strings.ReplaceAll(c.Script, "'", `'\''`) + "'"}, nil
 }
 
@@ -134,7 +135,7 @@ router:
 	if o.NoRestore || !slices.Equal(o.Env, []string{"MODE=drill"}) || !f.Regions["a"].Candidate() {
 		t.Fatalf("boot options %+v", o)
 	}
-	inst, err := o.Launcher.Launch(ctx, warm.Spec{ModelDir: dir, EngineConfig: filepath.Join(dir, "e.yaml"), LogPath: filepath.Join(dir, "a.log")})
+	inst, err := o.Launcher.Launch(ctx, launch.Spec{ModelDir: dir, EngineConfig: filepath.Join(dir, "e.yaml"), LogPath: filepath.Join(dir, "a.log")})
 	if err != nil {
 		t.Fatal(err)
 	}

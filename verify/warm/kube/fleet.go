@@ -11,9 +11,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers"
-	"lifeboat/verify/warm"
 )
 
 // Kind is the launcher kind's name in a fleet file (launcher: {kind: kubernetes, …}).
@@ -167,7 +167,7 @@ func (c *FleetConfig) Config(f *failover.Fleet, r *failover.Region) Config {
 	return cfg
 }
 
-func (c *FleetConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+func (c *FleetConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (launch.Launcher, error) {
 	cfg := c.Config(f, r)
 	cfg.Log = o.Log
 	l, err := New(cfg)

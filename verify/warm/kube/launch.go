@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/launch"
 	"lifeboat/verify/warm"
 )
 
@@ -60,7 +61,7 @@ func decodeRefs(s string) []ref {
 // Launch applies the bundle's deployment objects (see the package doc) and returns once they are
 // applied; the rollout is watched while the prober waits, and what stops it becomes the
 // instance's exit (a warm.LaunchFailure). Cancelling ctx tears everything down (like Stop).
-func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, error) {
+func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (launch.Instance, error) {
 	if s.DeployDir == "" || s.Manifest == nil {
 		return nil, errors.New("kubernetes launcher: it applies the restored bundle's deployment part: nothing was restored")
 	}
@@ -157,7 +158,7 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 		"apiVersion": "v1", "kind": "ConfigMap", "name": cm.GetName(), "uid": string(cm.GetUID()),
 	}}
 	applied := make([]*unstructured.Unstructured, 0, len(objs))
-	fail := func(err error) (warm.Instance, error) {
+	fail := func(err error) (launch.Instance, error) {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.TeardownTimeout)
 		defer cancel()
 		if rerr := l.remove(sctx, run, refs); rerr != nil {
@@ -245,8 +246,8 @@ type instance struct {
 }
 
 var (
-	_ warm.Instance  = (*instance)(nil)
-	_ warm.Diagnoser = (*instance)(nil)
+	_ launch.Instance = (*instance)(nil)
+	_ warm.Diagnoser  = (*instance)(nil)
 )
 
 func (in *instance) BaseURL() string         { return in.baseURL }

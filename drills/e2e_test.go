@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
@@ -57,7 +57,7 @@ func startHAProxy(t *testing.T, regions []regionSpec, base router.RouterState) *
 		fe := free()
 		h.frontends[class] = fmt.Sprintf("http://127.0.0.1:%d", fe)
 		fmt.Fprintf(&b, "frontend fe_%s\n  bind 127.0.0.1:%d\n  default_backend %s\n\n", class, fe, haproxyBackends[class])
-		fmt.Fprintf(&b, "backend %s\n  balance roundrobin\n  http-response set-header %s %%[srv_name]\n", haproxyBackends[class], failover.FrontendServedBy)
+		fmt.Fprintf(&b, "backend %s\n  balance roundrobin\n  http-response set-header %s %%[srv_name]\n", haproxyBackends[class], fleet.FrontendServedBy)
 		for _, region := range slices.Sorted(mapsKeys(base.Weights[class])) {
 			fmt.Fprintf(&b, "  server %s 127.0.0.1:%d weight %d\n", region, h.ports[region], base.Weights[class][region])
 		}
@@ -142,7 +142,7 @@ func TestDrillEmulators(t *testing.T) {
 	}
 	checkThroughRouter(t, rep)
 	// the failback left HAProxy's runtime state at the baseline it was configured with
-	hr, err := failover.OpenRouter(rig.fleet)
+	hr, err := fleet.OpenRouter(rig.fleet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestDrillTrafficFromHostileFrontend(t *testing.T) {
 		if calls.Add(1) == 1 {
 			served = strings.Repeat("y", 200<<10)
 		}
-		w.Header().Set(failover.FrontendServedBy, served)
+		w.Header().Set(fleet.FrontendServedBy, served)
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n")
 	}))

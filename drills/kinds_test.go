@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
@@ -24,23 +24,23 @@ import (
 // (it is not a failover.CommandLauncher).
 type simConfig struct{ Binary string }
 
-var _ failover.LauncherConfig = (*simConfig)(nil)
+var _ fleet.LauncherConfig = (*simConfig)(nil)
 
 func init() {
-	failover.RegisterLauncher(failover.LauncherKind{Name: "engine-sim", Config: func() failover.LauncherConfig { return &simConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: "engine-sim", Config: func() fleet.LauncherConfig { return &simConfig{} }})
 }
 
-func (c *simConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+func (c *simConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{"binary": func(n *yaml.Node, at string) { c.Binary = d.Path(n, at) }}
 }
 
-func (c *simConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *failover.Region) {
+func (c *simConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 	if c.Binary == "" {
 		d.Errf(d.Line("regions."+r.Name+".launcher"), "regions."+r.Name+".launcher.binary", "required with kind engine-sim")
 	}
 }
 
-func (c *simConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (launch.Launcher, error) {
+func (c *simConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	return &warm.ExecLauncher{Command: c.Binary + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}"}, nil
 }
 
@@ -97,16 +97,16 @@ expect:
 type leftoverConfig struct{ Dir string }
 
 func init() {
-	failover.RegisterLauncher(failover.LauncherKind{Name: "leaves-files", Config: func() failover.LauncherConfig { return &leftoverConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: "leaves-files", Config: func() fleet.LauncherConfig { return &leftoverConfig{} }})
 }
 
-var _ failover.LeftoverCleaner = (*leftoverLauncher)(nil)
+var _ fleet.LeftoverCleaner = (*leftoverLauncher)(nil)
 
-func (c *leftoverConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+func (c *leftoverConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{"dir": func(n *yaml.Node, at string) { c.Dir = d.Path(n, at) }}
 }
-func (c *leftoverConfig) Check(*failover.FleetDecoder, *failover.Fleet, *failover.Region) {}
-func (c *leftoverConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (launch.Launcher, error) {
+func (c *leftoverConfig) Check(*fleet.Decoder, *fleet.Fleet, *fleet.Region) {}
+func (c *leftoverConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	return &leftoverLauncher{dir: c.Dir, region: r.Name}, nil
 }
 

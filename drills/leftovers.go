@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 	"lifeboat/manifest"
@@ -272,7 +273,7 @@ func OpenFailover(ctx context.Context, s providers.Store) (run string, start *fa
 // removed. The drill's own teardown and `drill cleanup` share it.
 type restorer struct {
 	rec      *DrillRecord
-	fleet    *failover.Fleet // as the executor sees it: the candidates' endpoints
+	fleet    *fleet.Fleet // as the executor sees it: the candidates' endpoints
 	manifest *manifest.Manifest
 	state    providers.Store
 	router   router.Driver
@@ -478,7 +479,7 @@ func (r *restorer) close(ctx context.Context, outcome string) error {
 // Cleaner cleans up after drills whose process died: every open drill record in the fleet's state
 // store is undone as teardown would have.
 type Cleaner struct {
-	Fleet    *failover.Fleet
+	Fleet    *fleet.Fleet
 	Manifest *manifest.Manifest
 	// Drill is the drill file: only the replica faults it names are put back.
 	Drill *Drill
@@ -529,7 +530,7 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 	}
 	rtr := c.Router
 	if rtr == nil {
-		if rtr, err = failover.OpenRouter(c.Fleet); err != nil {
+		if rtr, err = fleet.OpenRouter(c.Fleet); err != nil {
 			return nil, err
 		}
 	}
@@ -556,7 +557,7 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 	}
 	fleetDigest := c.FleetDigest
 	if fleetDigest == "" {
-		fleetDigest = digestFile(c.Fleet.File, failover.MaxFleetBytes).Digest
+		fleetDigest = digestFile(c.Fleet.File, fleet.MaxBytes).Digest
 	}
 	host, boot := thisHost()
 	grace := c.Grace
@@ -655,15 +656,15 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 // launcherLeftovers asks the region's launcher, when it is a failover.LeftoverCleaner (one whose
 // candidates outlive their process elsewhere than in this host's process groups: pods), to remove
 // what its earlier boots left behind, by its own marks, never anything it did not create.
-func launcherLeftovers(ctx context.Context, f *failover.Fleet, region string) ([]string, error) {
+func launcherLeftovers(ctx context.Context, f *fleet.Fleet, region string) ([]string, error) {
 	if !f.Regions[region].Candidate() {
 		return nil, nil
 	}
-	o, err := f.BootOptions(region, failover.LaunchOptions{})
+	o, err := warm.FleetBootOptions(f, region, fleet.LaunchOptions{})
 	if err != nil {
 		return nil, err
 	}
-	lc, ok := o.Launcher.(failover.LeftoverCleaner)
+	lc, ok := o.Launcher.(fleet.LeftoverCleaner)
 	if !ok {
 		return nil, nil
 	}
@@ -672,9 +673,9 @@ func launcherLeftovers(ctx context.Context, f *failover.Fleet, region string) ([
 
 // cleanupFleet is the fleet with each candidate's endpoint set to where the dead drill booted it
 // (none for a candidate it did not record: it takes no traffic).
-func cleanupFleet(f *failover.Fleet, rec *DrillRecord) *failover.Fleet {
+func cleanupFleet(f *fleet.Fleet, rec *DrillRecord) *fleet.Fleet {
 	fc := *f
-	fc.Regions = map[string]*failover.Region{}
+	fc.Regions = map[string]*fleet.Region{}
 	for n, r := range f.Regions {
 		rc := *r
 		if r.Candidate() {
@@ -695,18 +696,18 @@ func cleanupFleet(f *failover.Fleet, rec *DrillRecord) *failover.Fleet {
 // died — a drill's candidates or a `lifeboat boot` killed with -9 — by its own labels. Those
 // launchers keep no drill record: the cluster's labels are the record. It returns what was
 // removed; the error names the regions whose leftovers could not be removed.
-func LauncherLeftovers(ctx context.Context, f *failover.Fleet) ([]string, error) {
+func LauncherLeftovers(ctx context.Context, f *fleet.Fleet) ([]string, error) {
 	var out, problems []string
 	for _, name := range f.RegionNames() {
 		if !f.Regions[name].Candidate() {
 			continue
 		}
-		o, err := f.BootOptions(name, failover.LaunchOptions{})
+		o, err := warm.FleetBootOptions(f, name, fleet.LaunchOptions{})
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("region %s: %v", name, err))
 			continue
 		}
-		lc, ok := o.Launcher.(failover.LeftoverCleaner)
+		lc, ok := o.Launcher.(fleet.LeftoverCleaner)
 		if !ok {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 	"lifeboat/manifest"
@@ -35,7 +36,7 @@ type regionSpec struct {
 // unless rigOptions say otherwise) and a state store.
 type drillRig struct {
 	dir   string
-	fleet *failover.Fleet
+	fleet *fleet.Fleet
 	m     *manifest.Manifest
 	open  func(ctx context.Context, url string) (providers.Store, error)
 }
@@ -123,12 +124,12 @@ sla: {rto: 5m}
 	if err := os.WriteFile(fleetPath, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fl, err := failover.ReadFleet(fleetPath)
+	fl, err := fleet.Read(fleetPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rig := &drillRig{dir: dir, fleet: fl, m: fx.M, open: open}
-	if fl.Router.Driver == failover.DriverFile {
+	if fl.Router.Driver == fleet.DriverFile {
 		if err := (&failover.FileRouter{Path: fl.Router.Config.(*failover.FileConfig).Path}).Apply(context.Background(), o.baseline); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
@@ -32,7 +33,7 @@ type Runner struct {
 	// Earlier are the problems already found in the drill file (a DrillError's, Drill its
 	// Partial): Check reports them with its own, leaving out those about the same fields.
 	Earlier  []string
-	Fleet    *failover.Fleet
+	Fleet    *fleet.Fleet
 	Manifest *manifest.Manifest
 	// Open opens a store URL (replicas, the state store) with the caller's options.
 	Open func(ctx context.Context, url string) (providers.Store, error)
@@ -88,7 +89,7 @@ type run struct {
 	router *faultRouter
 	base   router.Driver
 	signal *failover.LiveSignals
-	exFl   *failover.Fleet // the fleet as the executor sees it (endpoints of the booted candidates)
+	exFl   *fleet.Fleet // the fleet as the executor sees it (endpoints of the booted candidates)
 
 	files     []*fileFault
 	drec      *DrillRecord   // what teardown (or a clean-up after a crash) must undo, in the state store
@@ -171,7 +172,7 @@ func (r *Runner) Check() error {
 	}
 	p := c.Problems
 	if len(r.Earlier) > 0 {
-		p = append(slices.Clone(r.Earlier), failover.UnrelatedProblems(d.File, r.Earlier, p)...)
+		p = append(slices.Clone(r.Earlier), fleet.UnrelatedProblems(d.File, r.Earlier, p)...)
 	}
 	if len(p) > 0 {
 		return &DrillError{Problems: p}
@@ -195,7 +196,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	rtr := r.Router
 	if rtr == nil {
 		var err error
-		if rtr, err = failover.OpenRouter(r.Fleet); err != nil {
+		if rtr, err = fleet.OpenRouter(r.Fleet); err != nil {
 			return nil, err
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/providers"
 	"lifeboat/verify/replicate"
@@ -146,7 +146,7 @@ func (x *run) detectBoot(region string, bs BootSummary) {
 // through LaunchOptions.Command, which Check made sure the region's launcher takes.
 func (x *run) bootOne(region string) (*warm.BootResult, error) {
 	r := x.Fleet.Regions[region]
-	lo := failover.LaunchOptions{Command: func(cmd string) string {
+	lo := fleet.LaunchOptions{Command: func(cmd string) string {
 		if x.Command != nil {
 			cmd = x.Command(cmd)
 		}
@@ -157,7 +157,7 @@ func (x *run) bootOne(region string) (*warm.BootResult, error) {
 		}
 		return cmd
 	}}
-	o, err := x.Fleet.BootOptions(region, lo)
+	o, err := warm.FleetBootOptions(x.Fleet, region, lo)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 )
@@ -26,9 +27,9 @@ func (x *run) ensureExecutorFleet() {
 	}
 }
 
-func (x *run) executorFleet() *failover.Fleet {
+func (x *run) executorFleet() *fleet.Fleet {
 	fc := *x.Fleet
-	fc.Regions = map[string]*failover.Region{}
+	fc.Regions = map[string]*fleet.Region{}
 	for n, r := range x.Fleet.Regions {
 		rc := *r
 		if r.Candidate() {

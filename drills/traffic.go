@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/providers"
 )
@@ -86,7 +86,7 @@ func (x *run) send(ctx context.Context, p *picker, class, phase string) Request 
 		case err != nil:
 			req.Error = err.Error()
 		case req.Region == "":
-			req.Error = fmt.Sprintf("the router's %s header %q names no region of the fleet (want a region, or a candidate's host:port)", failover.FrontendServedBy, providers.Sanitize(servedBy, 200))
+			req.Error = fmt.Sprintf("the router's %s header %q names no region of the fleet (want a region, or a candidate's host:port)", fleet.FrontendServedBy, providers.Sanitize(servedBy, 200))
 		default:
 			req.OK, req.TTFTMS = true, float64(ttft.Microseconds())/1000
 		}
@@ -161,7 +161,7 @@ func (x *run) complete(ctx context.Context, endpoint string) (time.Duration, str
 		return 0, "", err
 	}
 	defer resp.Body.Close()
-	servedBy := strings.TrimSpace(resp.Header.Get(failover.FrontendServedBy))
+	servedBy := strings.TrimSpace(resp.Header.Get(fleet.FrontendServedBy))
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return 0, servedBy, fmt.Errorf("HTTP %d: %s", resp.StatusCode, providers.Sanitize(string(b), 200))

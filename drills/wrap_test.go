@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 )
@@ -42,11 +42,11 @@ func TestWrappedDriverKeepsCapabilities(t *testing.T) {
 		}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := failover.ParseFleet([]byte(head+c.router(t)), filepath.Join(t.TempDir(), "fleet.yaml"))
+			f, err := fleet.Parse([]byte(head+c.router(t)), filepath.Join(t.TempDir(), "fleet.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			inner, err := failover.OpenRouter(f)
+			inner, err := fleet.OpenRouter(f)
 			if err != nil {
 				t.Fatal(err)
 			}

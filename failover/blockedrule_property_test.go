@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 )
 
@@ -56,7 +57,7 @@ func TestRestoreBlockedByDonorTransitions(t *testing.T) {
 		Event:    Event{Kind: Restore, Region: "eu-west-1"},
 		Classes:  map[string][]string{"eu-only": {"eu-west-1", "eu-central-1"}},
 		Capacity: map[string]float64{"eu-west-1": 8000, "eu-central-1": 8000},
-		Policy:   DefaultPolicy(),
+		Policy:   fleet.DefaultPolicy(),
 		Weights:  router.Weights{"eu-only": {"eu-west-1": 0, "eu-central-1": 100}},
 		Baseline: router.Weights{"eu-only": {"eu-west-1": 50, "eu-central-1": 50}},
 		Signals: map[string]RegionSignal{

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/shell"
 	"lifeboat/providers"
@@ -53,7 +54,7 @@ var (
 //	executor_status.go    the view of a run's journal and status
 //	executor_runs.go      the recent runs as status lists them: outcome, who, steps
 type Executor struct {
-	Fleet   *Fleet
+	Fleet   *fleet.Fleet
 	Store   providers.Store // the fleet's state store: lock and journal
 	Router  router.Driver
 	Signals SignalSource

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 )
 
@@ -138,7 +139,7 @@ func restrictTo(rs router.RouterState, classes []string) router.RouterState {
 
 // stepTo is the step that sets every class of the fleet to target (complete vectors and states);
 // a target restricted to some classes (Plan.Scope) sets only those.
-func stepTo(f *Fleet, target router.RouterState, classes []string) *Step {
+func stepTo(f *fleet.Fleet, target router.RouterState, classes []string) *Step {
 	st := &Step{Weights: router.Weights{}, States: router.States{}}
 	for c, elig := range f.Tenants {
 		if len(classes) > 0 && !slices.Contains(classes, c) {

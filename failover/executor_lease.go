@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 )
 
@@ -18,7 +19,7 @@ func (e *Executor) lockTTL() time.Duration {
 	if e.Fleet != nil && e.Fleet.Failover.LockTTL > 0 {
 		return e.Fleet.Failover.LockTTL
 	}
-	return DefaultLockTTL
+	return fleet.DefaultLockTTL
 }
 
 func (e *Executor) locker() *Locker {

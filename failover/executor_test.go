@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 	"lifeboat/providers"
@@ -52,7 +53,7 @@ var startWeights = router.RouterState{Weights: router.Weights{
 	"global":  {"us-east-1": 40, "us-west-2": 10, "eu-west-1": 30, "ap-southeast-1": 20},
 }, States: router.States{}}
 
-func calmSignals(f *Fleet) map[string]RegionSignal {
+func calmSignals(f *fleet.Fleet) map[string]RegionSignal {
 	out := map[string]RegionSignal{}
 	for name, r := range f.Regions {
 		out[name] = RegionSignal{Warm: true, Healthy: true, QueueWaitMS: fptr(10), Running: iptr(0), PrefillTokensPerS: fptr(r.PrefillCapacity() / 5)}
@@ -62,7 +63,7 @@ func calmSignals(f *Fleet) map[string]RegionSignal {
 
 type rig struct {
 	dir    string
-	fleet  *Fleet
+	fleet  *fleet.Fleet
 	router *FileRouter
 	store  providers.Store
 	sig    *StaticSignals
@@ -78,7 +79,7 @@ func newRig(t testing.TB, state string, store providers.Store) *rig {
 	path := filepath.Join(dir, "fleet.yaml")
 	os.WriteFile(path, []byte(testFleetYAML(filepath.Join(dir, "weights.json"), state)), 0o644)
 	data, _ := os.ReadFile(path)
-	f, err := ParseFleet(data, path)
+	f, err := fleet.Parse(data, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func childRun() int {
 	if err != nil {
 		return 2
 	}
-	f, err := ParseFleet(data, fleetPath)
+	f, err := fleet.Parse(data, fleetPath)
 	if err != nil {
 		return 2
 	}

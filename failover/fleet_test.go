@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/verify/warm"
 )
@@ -17,7 +18,7 @@ func TestParseFleetFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ParseFleet(data, "/etc/lifeboat/fleet.yaml")
+	f, err := fleet.Parse(data, "/etc/lifeboat/fleet.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,14 +30,14 @@ func TestParseFleetFull(t *testing.T) {
 	}
 	use1 := f.Regions["us-east-1"]
 	if use1.Geo != "us" || use1.Replica != "s3://models-use1/llama-3.3-70b-awq" || use1.Endpoint != "http://vllm-use1.internal:8000" ||
-		use1.Capacity != (Capacity{60, 8000}) || use1.Launcher == nil || use1.Launcher.Kind != LauncherExec ||
+		use1.Capacity != (fleet.Capacity{Replicas: 60, PrefillTokensPerS: 8000}) || use1.Launcher == nil || use1.Launcher.Kind != fleet.LauncherExec ||
 		!strings.Contains(use1.Launcher.Config.(*ExecConfig).Command, "{{.ModelDir}}") || use1.Line != 5 {
 		t.Errorf("us-east-1 %+v %+v", use1, use1.Launcher)
 	}
 	if r := f.Regions["eu-west-1"]; r.Launcher != nil || r.Replica != "az://acct/models/llama-3.3-70b-awq" {
 		t.Errorf("eu-west-1 %+v", r)
 	}
-	if r := f.Regions["eu-central-1"]; r.Launcher.Kind != LauncherEndpoint || r.Capacity.PrefillTokensPerS != 6000.5 || r.Endpoint != "https://vllm-euc1.internal" {
+	if r := f.Regions["eu-central-1"]; r.Launcher.Kind != fleet.LauncherEndpoint || r.Capacity.PrefillTokensPerS != 6000.5 || r.Endpoint != "https://vllm-euc1.internal" {
 		t.Errorf("eu-central-1 %+v", r)
 	}
 	usw2 := f.Regions["us-west-2"]
@@ -49,7 +50,7 @@ func TestParseFleetFull(t *testing.T) {
 	if f.Router.Driver != "haproxy" || f.Router.Backends["eu-only"] != "be_eu" || f.Router.Config.(*HAProxyConfig).Socket != "/run/haproxy/admin.sock" {
 		t.Errorf("router %+v", f.Router)
 	}
-	want := DefaultPolicy()
+	want := fleet.DefaultPolicy()
 	want.StepPercent, want.StepInterval, want.SpillStartMS, want.SpillStopMS, want.SpillCapPercent, want.Expires = 10, time.Minute, 400, 150, 30, 72*time.Hour
 	if f.Failover != want {
 		t.Errorf("failover %+v", f.Failover)
@@ -61,18 +62,18 @@ func TestParseFleetFull(t *testing.T) {
 
 func TestParseFleetMinimalDefaults(t *testing.T) {
 	data, _ := os.ReadFile("testdata/fleet/minimal.yaml")
-	f, err := ParseFleet(data, "fleet.yaml") // no directory: relative to the working directory
+	f, err := fleet.Parse(data, "fleet.yaml") // no directory: relative to the working directory
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.Model.Manifest != "/abs/manifest.json" || f.Regions["local"].Replica != "./replica" {
 		t.Errorf("%+v %+v", f.Model, f.Regions["local"])
 	}
-	if f.Failover.StepPercent != DefaultStepPercent || f.Failover.Expires != DefaultExpires || f.Regions["local"].Launcher != nil {
+	if f.Failover.StepPercent != fleet.DefaultStepPercent || f.Failover.Expires != fleet.DefaultExpires || f.Regions["local"].Launcher != nil {
 		t.Errorf("defaults %+v", f.Failover)
 	}
 	dir := t.TempDir()
-	f, err = ParseFleet(data, filepath.Join(dir, "fleet.yaml"))
+	f, err = fleet.Parse(data, filepath.Join(dir, "fleet.yaml"))
 	if err != nil || f.Regions["local"].Replica != "file://"+filepath.Join(dir, "replica") {
 		t.Errorf("relative replica against the file's directory: %v %+v", err, f)
 	}
@@ -81,7 +82,7 @@ func TestParseFleetMinimalDefaults(t *testing.T) {
 // A drill through a router: each candidate listens on the port the router's server points at,
 // and each class's traffic enters at its frontend.
 func TestParseFleetLauncherPortAndFrontends(t *testing.T) {
-	f, err := ParseFleet([]byte(`model: {name: demo, manifest: m.json}
+	f, err := fleet.Parse([]byte(`model: {name: demo, manifest: m.json}
 regions:
   a: {replica: ./r, launcher: {kind: exec, command: "serve --port {{.Port}}", port: 18101}}
 tenants: {g: [a]}
@@ -93,7 +94,7 @@ router: {driver: haproxy, socket: /s, backends: {g: be_g}, frontends: {g: "http:
 	if f.Regions["a"].Launcher.Config.(*ExecConfig).Port != 18101 || f.Router.Frontends["g"] != "http://127.0.0.1:18111" {
 		t.Fatalf("launcher %+v frontends %v", f.Regions["a"].Launcher, f.Router.Frontends)
 	}
-	o, err := f.BootOptions("a", LaunchOptions{})
+	o, err := warm.FleetBootOptions(f, "a", fleet.LaunchOptions{})
 	if el, ok := o.Launcher.(*warm.ExecLauncher); err != nil || !ok || el.Port != 18101 {
 		t.Fatalf("boot options: %v %+v", err, o.Launcher)
 	}
@@ -178,11 +179,11 @@ func TestParseFleetErrors(t *testing.T) {
 		{"file frontends", head + "regions: {a: {replica: ./r}}\ntenants: {g: [a]}\nrouter: {driver: file, path: w.json, frontends: {g: 'http://127.0.0.1:1'}}\n", []string{"router.frontends: the file driver has no data plane"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := ParseFleet([]byte(c.yaml), "fleet.yaml")
+			f, err := fleet.Parse([]byte(c.yaml), "fleet.yaml")
 			if err == nil {
 				t.Fatalf("accepted: %+v", f)
 			}
-			if !errors.Is(err, ErrInvalidFleet) {
+			if !errors.Is(err, fleet.ErrInvalidFleet) {
 				t.Errorf("error %v does not match ErrInvalidFleet", err)
 			}
 			for _, w := range c.want {
@@ -209,13 +210,13 @@ func FuzzParseFleet(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fl, err := ParseFleet(data, "dir/fleet.yaml")
+		fl, err := fleet.Parse(data, "dir/fleet.yaml")
 		if err != nil {
 			if fl != nil {
 				t.Fatal("a fleet and an error")
 			}
-			var fe *FleetError
-			if !errors.As(err, &fe) || len(fe.Problems) == 0 || len(fe.Problems) > maxFleetProblems {
+			var fe *fleet.FleetError
+			if !errors.As(err, &fe) || len(fe.Problems) == 0 || len(fe.Problems) > fleet.MaxProblems {
 				t.Fatalf("error %T %v", err, err)
 			}
 			for _, p := range fe.Problems {
@@ -242,7 +243,7 @@ func FuzzParseFleet(f *testing.F) {
 			if r.Replica == "" {
 				t.Fatalf("region %s without a replica", name)
 			}
-			if l := r.Launcher; l != nil && l.Kind != LauncherExec && l.Kind != LauncherEndpoint {
+			if l := r.Launcher; l != nil && l.Kind != fleet.LauncherExec && l.Kind != fleet.LauncherEndpoint {
 				t.Fatalf("region %s launcher kind %q", name, l.Kind)
 			}
 		}
@@ -268,7 +269,7 @@ func TestSampleFailoverFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := ParseFleet(data, path)
+		f, err := fleet.Parse(data, path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +302,7 @@ func TestParseFleetManifestInRegistry(t *testing.T) {
 		{"oci://registry.example/", "model.manifest"},
 	} {
 		doc := strings.Replace(string(data), "/abs/manifest.json", c.ref, 1)
-		f, err := ParseFleet([]byte(doc), filepath.Join(t.TempDir(), "fleet.yaml"))
+		f, err := fleet.Parse([]byte(doc), filepath.Join(t.TempDir(), "fleet.yaml"))
 		switch {
 		case c.err == "" && (err != nil || f.Model.Manifest != c.ref):
 			t.Errorf("%s: %v %+v", c.ref, err, f)
@@ -315,7 +316,7 @@ func TestParseFleetManifestInRegistry(t *testing.T) {
 // variable's name or a file, one of them, the region's replacing the fleet's — never a token.
 func TestParseFleetProbeAuth(t *testing.T) {
 	dir := t.TempDir()
-	f, err := ParseFleet([]byte(`model: {name: demo, manifest: m.json}
+	f, err := fleet.Parse([]byte(`model: {name: demo, manifest: m.json}
 probe: {api_key_env: VLLM_API_KEY}
 regions:
   a: {replica: ./r}
@@ -339,7 +340,7 @@ regions:
 		{"a token key", head + "probe: {api_key: sk-abc123}\nregions: {a: {replica: ./r}}\n", "fleet.yaml:2: probe.api_key: unknown key"},
 		{"not a mapping", head + "probe: VLLM_API_KEY\nregions: {a: {replica: ./r}}\n", "fleet.yaml:2: probe: want a mapping"},
 	} {
-		_, err := ParseFleet([]byte(c.yaml), "fleet.yaml")
+		_, err := fleet.Parse([]byte(c.yaml), "fleet.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"lifeboat/fleet"
 )
 
 // The trust: and notify: seeds (testdata/fleet/trust-*.yaml, notify-*.yaml, also FuzzParseFleet's
@@ -60,7 +62,7 @@ func TestFleetTrustNotifySeeds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := ParseFleet(data, "dir/fleet.yaml")
+			f, err := fleet.Parse(data, "dir/fleet.yaml")
 			if len(c.want) == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

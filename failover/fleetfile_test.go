@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/providers/localfile"
 )
 
@@ -26,13 +26,13 @@ func TestFleetLauncherIsPlainSubstitution(t *testing.T) {
 		`serve {{ .ModelDir }}{{`,
 	} {
 		doc := head + "regions:\n  a: {replica: ./r, launcher: {kind: exec, command: '" + cmd + "'}}\n"
-		_, err := failover.ParseFleet([]byte(doc), "fleet.yaml")
+		_, err := fleet.Parse([]byte(doc), "fleet.yaml")
 		if err == nil || !strings.Contains(err.Error(), "regions.a.launcher.command") {
 			t.Errorf("command %s: err = %v, want a refusal naming regions.a.launcher.command", cmd, err)
 		}
 	}
 	doc := head + "regions:\n  a: {replica: ./r, launcher: {kind: exec, command: 'serve {{.ModelDir}} --port {{ .Port }} --x \"{{.Host}}:{{.Port}}\" --json {\"a\":{\"b\":1}}'}}\n"
-	if _, err := failover.ParseFleet([]byte(doc), "fleet.yaml"); err != nil {
+	if _, err := fleet.Parse([]byte(doc), "fleet.yaml"); err != nil {
 		t.Fatalf("plain fields refused: %v", err)
 	}
 }
@@ -45,11 +45,11 @@ func TestReadFleetBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := filepath.Join(dir, "big.yaml")
-	if err := os.WriteFile(big, []byte("model: {name: m, manifest: m.json}\n#"+strings.Repeat("x", failover.MaxFleetBytes)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(big, []byte("model: {name: m, manifest: m.json}\n#"+strings.Repeat("x", fleet.MaxBytes)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]error{fifo: localfile.ErrNotRegular, "/dev/zero": localfile.ErrNotRegular, big: localfile.ErrTooLarge} {
-		if _, err := failover.ReadFleet(name); !errors.Is(err, want) || !strings.Contains(err.Error(), name) {
+		if _, err := fleet.Read(name); !errors.Is(err, want) || !strings.Contains(err.Error(), name) {
 			t.Errorf("ReadFleet(%s) = %v, want %v", name, err, want)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/providers"
 )
@@ -155,7 +156,7 @@ func (j *Journal) landed(ctx context.Context, key string, want []byte) bool {
 // FleetDigest identifies a fleet in the journal: a SHA-256 over its model, its regions, its
 // tenant classes with their eligible regions, and its router (driver, address, backends). Two
 // fleets that share a state store never act on or report each other's runs.
-func FleetDigest(f *Fleet) string {
+func FleetDigest(f *fleet.Fleet) string {
 	h := sha256.New()
 	field := func(parts ...string) {
 		for _, p := range parts {

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
@@ -16,22 +17,22 @@ import (
 
 // The built-in kinds, registered in this order (the order "want one of …" lists them in).
 func init() {
-	RegisterDriver(DriverKind{Name: DriverFile, Config: func() DriverConfig { return &FileConfig{} }})
-	RegisterDriver(DriverKind{Name: DriverHAProxy, Config: func() DriverConfig { return &HAProxyConfig{} }})
-	RegisterDriver(DriverKind{Name: DriverCaddy, Config: func() DriverConfig { return &CaddyConfig{} }})
-	RegisterDriver(DriverKind{Name: DriverHTTP, Config: func() DriverConfig { return &HTTPConfig{} }})
-	RegisterLauncher(LauncherKind{Name: LauncherExec, Config: func() LauncherConfig { return &ExecConfig{} }})
-	RegisterLauncher(LauncherKind{Name: LauncherEndpoint, Config: func() LauncherConfig { return &EndpointConfig{} }})
+	fleet.RegisterDriver(fleet.DriverKind{Name: fleet.DriverFile, Config: func() fleet.DriverConfig { return &FileConfig{} }})
+	fleet.RegisterDriver(fleet.DriverKind{Name: fleet.DriverHAProxy, Config: func() fleet.DriverConfig { return &HAProxyConfig{} }})
+	fleet.RegisterDriver(fleet.DriverKind{Name: fleet.DriverCaddy, Config: func() fleet.DriverConfig { return &CaddyConfig{} }})
+	fleet.RegisterDriver(fleet.DriverKind{Name: fleet.DriverHTTP, Config: func() fleet.DriverConfig { return &HTTPConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: fleet.LauncherExec, Config: func() fleet.LauncherConfig { return &ExecConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: fleet.LauncherEndpoint, Config: func() fleet.LauncherConfig { return &EndpointConfig{} }})
 }
 
 // The configurations' interfaces and capabilities, checked at compile time.
 var (
-	_ DriverConfig    = (*FileConfig)(nil)
-	_ DriverConfig    = (*HAProxyConfig)(nil)
-	_ DriverConfig    = (*CaddyConfig)(nil)
-	_ DriverConfig    = (*HTTPConfig)(nil)
-	_ CommandLauncher = (*ExecConfig)(nil)
-	_ AttachLauncher  = (*EndpointConfig)(nil)
+	_ fleet.DriverConfig    = (*FileConfig)(nil)
+	_ fleet.DriverConfig    = (*HAProxyConfig)(nil)
+	_ fleet.DriverConfig    = (*CaddyConfig)(nil)
+	_ fleet.DriverConfig    = (*HTTPConfig)(nil)
+	_ fleet.CommandLauncher = (*ExecConfig)(nil)
+	_ fleet.AttachLauncher  = (*EndpointConfig)(nil)
 )
 
 // Identity of the built-in drivers keeps the fleet digest's layout from before kinds were
@@ -42,35 +43,35 @@ type FileConfig struct {
 	Path string `json:"path"` // the weights document, resolved against the fleet file's directory
 }
 
-func (c *FileConfig) Keys(d *FleetDecoder) yamlnode.Fields {
+func (c *FileConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{"path": func(n *yaml.Node, at string) { c.Path = d.Path(n, at) }}
 }
 
-func (c *FileConfig) Check(d *FleetDecoder, f *Fleet) {
+func (c *FileConfig) Check(d *fleet.Decoder, f *fleet.Fleet) {
 	d.RequireRouter(f, c.Path != "", "path", "the weights document")
 	if len(f.Router.Frontends) > 0 {
 		d.Errf(d.Line("router"), "router.frontends", "the file driver has no data plane: traffic goes to the receivers' endpoints")
 	}
 }
 
-func (c *FileConfig) Open(*Fleet) (router.Driver, error) { return &FileRouter{Path: c.Path}, nil }
-func (c *FileConfig) Identity() []string                 { return []string{"", "", c.Path} }
+func (c *FileConfig) Open(*fleet.Fleet) (router.Driver, error) { return &FileRouter{Path: c.Path}, nil }
+func (c *FileConfig) Identity() []string                       { return []string{"", "", c.Path} }
 
 // HAProxyConfig is the HAProxy driver's: router: {driver: haproxy, socket: /run/haproxy/admin.sock}.
 type HAProxyConfig struct {
 	Socket string `json:"socket"` // the admin socket (level admin)
 }
 
-func (c *HAProxyConfig) Keys(d *FleetDecoder) yamlnode.Fields {
+func (c *HAProxyConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{"socket": func(n *yaml.Node, at string) { c.Socket = d.Path(n, at) }}
 }
 
-func (c *HAProxyConfig) Check(d *FleetDecoder, f *Fleet) {
+func (c *HAProxyConfig) Check(d *fleet.Decoder, f *fleet.Fleet) {
 	d.RequireRouter(f, c.Socket != "", "socket", "the admin socket (stats socket ... level admin)")
 	d.RequireBackends(f)
 }
 
-func (c *HAProxyConfig) Open(f *Fleet) (router.Driver, error) {
+func (c *HAProxyConfig) Open(f *fleet.Fleet) (router.Driver, error) {
 	return &HAProxyRouter{Socket: c.Socket, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout}, nil
 }
 func (c *HAProxyConfig) Identity() []string { return []string{c.Socket, "", ""} }
@@ -83,14 +84,14 @@ type CaddyConfig struct {
 	AllowNoETag bool `json:"allow_no_etag,omitempty"`
 }
 
-func (c *CaddyConfig) Keys(d *FleetDecoder) yamlnode.Fields {
+func (c *CaddyConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{
 		"url":           func(n *yaml.Node, at string) { c.URL = d.HTTPURL(n, at) },
 		"allow_no_etag": func(n *yaml.Node, at string) { c.AllowNoETag = d.Bool(n, at) },
 	}
 }
 
-func (c *CaddyConfig) Check(d *FleetDecoder, f *Fleet) {
+func (c *CaddyConfig) Check(d *fleet.Decoder, f *fleet.Fleet) {
 	d.RequireRouter(f, c.URL != "", "url", "Caddy's admin API, such as http://127.0.0.1:2019")
 	for _, class := range slices.Sorted(maps.Keys(f.Tenants)) {
 		for _, name := range f.Tenants[class] {
@@ -102,8 +103,8 @@ func (c *CaddyConfig) Check(d *FleetDecoder, f *Fleet) {
 	d.RequireBackends(f)
 }
 
-func (c *CaddyConfig) Open(f *Fleet) (router.Driver, error) { return NewCaddyRouter(f) }
-func (c *CaddyConfig) Identity() []string                   { return []string{"", c.URL, ""} }
+func (c *CaddyConfig) Open(f *fleet.Fleet) (router.Driver, error) { return NewCaddyRouter(f) }
+func (c *CaddyConfig) Identity() []string                         { return []string{"", c.URL, ""} }
 
 // HTTPConfig is the http driver's: router: {driver: http, url: https://router.internal/weights}.
 type HTTPConfig struct {
@@ -111,18 +112,18 @@ type HTTPConfig struct {
 	AllowNoETag bool   `json:"allow_no_etag,omitempty"`
 }
 
-func (c *HTTPConfig) Keys(d *FleetDecoder) yamlnode.Fields {
+func (c *HTTPConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{
 		"url":           func(n *yaml.Node, at string) { c.URL = d.HTTPURL(n, at) },
 		"allow_no_etag": func(n *yaml.Node, at string) { c.AllowNoETag = d.Bool(n, at) },
 	}
 }
 
-func (c *HTTPConfig) Check(d *FleetDecoder, f *Fleet) {
+func (c *HTTPConfig) Check(d *fleet.Decoder, f *fleet.Fleet) {
 	d.RequireRouter(f, c.URL != "", "url", "the base URL of the per-class weight documents")
 }
 
-func (c *HTTPConfig) Open(f *Fleet) (router.Driver, error) {
+func (c *HTTPConfig) Open(f *fleet.Fleet) (router.Driver, error) {
 	return &HTTPRouter{URL: c.URL, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout, AllowNoETag: c.AllowNoETag}, nil
 }
 func (c *HTTPConfig) Identity() []string { return []string{"", c.URL, ""} }
@@ -137,7 +138,7 @@ type ExecConfig struct {
 	Port int `json:"port,omitempty"`
 }
 
-func (c *ExecConfig) Keys(d *FleetDecoder) yamlnode.Fields {
+func (c *ExecConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{
 		"command": func(n *yaml.Node, at string) {
 			c.Command = d.Str(n, at, true)
@@ -158,7 +159,7 @@ func checkCommand(cmdline string) error {
 	return err
 }
 
-func (c *ExecConfig) Check(d *FleetDecoder, f *Fleet, r *Region) {
+func (c *ExecConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 	at := "regions." + r.Name + ".launcher"
 	if c.Command == "" {
 		d.Errf(d.Line(at), at+".command", "an exec launcher needs a command")
@@ -180,7 +181,7 @@ func (c *ExecConfig) Check(d *FleetDecoder, f *Fleet, r *Region) {
 
 func (c *ExecConfig) CommandLine() string { return c.Command }
 
-func (c *ExecConfig) Launcher(f *Fleet, r *Region, o LaunchOptions) (launch.Launcher, error) {
+func (c *ExecConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	cmdline := c.Command
 	if o.Command != nil {
 		cmdline = o.Command(cmdline)
@@ -197,11 +198,11 @@ type EndpointConfig struct {
 	URL string `json:"url,omitempty"` // the replica; empty means the region's endpoint
 }
 
-func (c *EndpointConfig) Keys(d *FleetDecoder) yamlnode.Fields {
+func (c *EndpointConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{"url": func(n *yaml.Node, at string) { c.URL = d.HTTPURL(n, at) }}
 }
 
-func (c *EndpointConfig) Check(d *FleetDecoder, f *Fleet, r *Region) {
+func (c *EndpointConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 	if c.URL == "" && r.Endpoint == "" {
 		d.Errf(r.Line, "regions."+r.Name+".launcher.url", "an endpoint launcher needs a url, or the region's endpoint")
 	}
@@ -209,10 +210,18 @@ func (c *EndpointConfig) Check(d *FleetDecoder, f *Fleet, r *Region) {
 
 func (c *EndpointConfig) AttachesOnly() bool { return true }
 
-func (c *EndpointConfig) Launcher(f *Fleet, r *Region, o LaunchOptions) (launch.Launcher, error) {
+func (c *EndpointConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	u := c.URL
 	if u == "" {
 		u = r.Endpoint
 	}
 	return &warm.EndpointLauncher{URL: u}, nil
 }
+
+// The drivers' capabilities, checked at compile time.
+var (
+	_ router.ConditionalDriver = (*HTTPRouter)(nil)
+	_ router.ConditionalDriver = (*CaddyRouter)(nil)
+	_ router.ConditionalDriver = (*HAProxyRouter)(nil)
+	_ router.ZeroDrainDriver   = (*CaddyRouter)(nil)
+)

@@ -12,15 +12,13 @@ import (
 	"math"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/internal/base/wait"
 	"lifeboat/providers"
 )
 
 // LockKey is the lock object in the state store.
 const LockKey = "failover/lock.json"
-
-// DefaultLockTTL is failover.lock_ttl when the fleet file does not set it.
-const DefaultLockTTL = 60 * time.Second
 
 // Lock is the single-owner lock of failover runs. It is never deleted: a release marks it
 // released, so that the fencing token keeps growing across owners.
@@ -90,7 +88,7 @@ var ErrLockLost = errors.New("failover lock lost")
 // Locker takes and keeps the lock in a store.
 type Locker struct {
 	Store providers.Store
-	TTL   time.Duration // expiry of one renewal; 0 means DefaultLockTTL
+	TTL   time.Duration // expiry of one renewal; 0 means fleet.DefaultLockTTL
 	Now   func() time.Time
 	// Wait: a lock held by a holder that is not known dead is watched until its record has stayed
 	// unchanged for its TTL on this process's monotonic clock, then taken over (a record that
@@ -117,7 +115,7 @@ func (l *Locker) ttl() time.Duration {
 	if l.TTL > 0 {
 		return l.TTL
 	}
-	return DefaultLockTTL
+	return fleet.DefaultLockTTL
 }
 
 // margin is how long before TTL the holder's own lease ends: the slack for clock-rate drift

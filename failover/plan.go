@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/shell"
 )
@@ -53,8 +54,8 @@ func (e Event) Flags() string {
 // CommandLine is a pasteable failover command for a fleet, `lifeboat failover SUB --fleet F
 // ARGS...` with the fleet argument shell-quoted and args as given: the one spelling of the
 // CLI's hints and the notifications' next command.
-func CommandLine(fleet, sub string, args ...string) string {
-	parts := append([]string{"lifeboat", "failover", sub, "--fleet", shell.Quote(fleet)}, args...)
+func CommandLine(flt, sub string, args ...string) string {
+	parts := append([]string{"lifeboat", "failover", sub, "--fleet", shell.Quote(flt)}, args...)
 	return strings.Join(parts, " ")
 }
 
@@ -112,7 +113,7 @@ func ParseRule(s string) (Rule, error) {
 				names = append(names, string(x))
 			}
 		}
-		return "", fmt.Errorf("unknown rule %q (overridable: %s)%s", s, strings.Join(names, ", "), didYouMean(s, names))
+		return "", fmt.Errorf("unknown rule %q (overridable: %s)%s", s, strings.Join(names, ", "), fleet.DidYouMean(s, names))
 	}
 	if !r.Overridable() {
 		return "", fmt.Errorf("rule %s can never be overridden", s)
@@ -128,7 +129,7 @@ type PlanInput struct {
 	// Capacity: region → prefill rate in tokens/s (replicas × prefill_tokens_per_s); 0 or absent
 	// means unknown, and the region can take no load.
 	Capacity map[string]float64
-	Policy   Policy
+	Policy   fleet.Policy
 	Weights  router.Weights // current router weights
 	States   router.States  // current router states; nil means all Ready
 	Signals  map[string]RegionSignal
@@ -163,7 +164,7 @@ type PlanInput struct {
 }
 
 // InputFromFleet starts a PlanInput from a fleet: classes, capacities, policy.
-func InputFromFleet(f *Fleet) PlanInput {
+func InputFromFleet(f *fleet.Fleet) PlanInput {
 	in := PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: f.Failover}
 	for c, rs := range f.Tenants {
 		in.Classes[c] = slices.Clone(rs)

@@ -6,12 +6,13 @@ import (
 	"slices"
 	"testing"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 )
 
 func largeInput(nRegions, nClasses int) PlanInput {
 	rng := rand.New(rand.NewPCG(7, 7))
-	pol := DefaultPolicy()
+	pol := fleet.DefaultPolicy()
 	pol.SpillCapPercent = 100
 	in := PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: pol, Weights: router.Weights{}, Signals: map[string]RegionSignal{}}
 	regions := make([]string, nRegions)

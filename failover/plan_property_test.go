@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 )
 
@@ -23,7 +24,7 @@ func randomInput(rng *rand.Rand) PlanInput {
 	for i := range regions {
 		regions[i] = fmt.Sprintf("r%d", i)
 	}
-	pol := DefaultPolicy()
+	pol := fleet.DefaultPolicy()
 	pol.StepPercent = []int{1, 5, 10, 10, 25, 25, 50, 100}[rng.IntN(8)]
 	if pol.StepPercent == 1 && rng.IntN(4) > 0 {
 		pol.StepPercent = 20 // 1 % steps (100+ steps a plan) in a few cases only: they cost the most

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 )
 
@@ -13,7 +14,7 @@ func iptr(v int) *int         { return &v }
 
 // sampleInput is the DESIGN fleet: an EU-only class and a global one.
 func sampleInput() PlanInput {
-	pol := DefaultPolicy()
+	pol := fleet.DefaultPolicy()
 	pol.SpillCapPercent = 60
 	in := PlanInput{
 		Classes: map[string][]string{

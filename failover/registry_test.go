@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
@@ -24,13 +25,13 @@ import (
 // launcher in its own package does: the fleet parser decodes their own keys, reports their
 // problems with lines, OpenRouter and Fleet.BootOptions build them — with no edit to failover.
 func init() {
-	failover.RegisterDriver(failover.DriverKind{Name: "weights-doc", Config: func() failover.DriverConfig { return &docConfig{} }})
-	failover.RegisterLauncher(failover.LauncherKind{Name: "shell", Config: func() failover.LauncherConfig { return &shellConfig{} }})
+	fleet.RegisterDriver(fleet.DriverKind{Name: "weights-doc", Config: func() fleet.DriverConfig { return &docConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: "shell", Config: func() fleet.LauncherConfig { return &shellConfig{} }})
 }
 
 var (
-	_ failover.DriverConfig   = (*docConfig)(nil)
-	_ failover.LauncherConfig = (*shellConfig)(nil)
+	_ fleet.DriverConfig   = (*docConfig)(nil)
+	_ fleet.LauncherConfig = (*shellConfig)(nil)
 )
 
 // docConfig is a driver kind that keeps the weights in a file router's document, with keys of
@@ -41,7 +42,7 @@ type docConfig struct {
 	ownerLines map[string]int
 }
 
-func (c *docConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+func (c *docConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{
 		"document": func(n *yaml.Node, at string) { c.Document = d.Path(n, at) },
 		"owners": func(n *yaml.Node, at string) {
@@ -53,7 +54,7 @@ func (c *docConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
 	}
 }
 
-func (c *docConfig) Check(d *failover.FleetDecoder, f *failover.Fleet) {
+func (c *docConfig) Check(d *fleet.Decoder, f *fleet.Fleet) {
 	d.RequireRouter(f, c.Document != "", "document", "the weights document")
 	for class, line := range c.ownerLines {
 		if _, ok := f.Tenants[class]; !ok {
@@ -63,7 +64,7 @@ func (c *docConfig) Check(d *failover.FleetDecoder, f *failover.Fleet) {
 	d.RequireBackends(f)
 }
 
-func (c *docConfig) Open(f *failover.Fleet) (router.Driver, error) {
+func (c *docConfig) Open(f *fleet.Fleet) (router.Driver, error) {
 	return &failover.FileRouter{Path: c.Document}, nil
 }
 
@@ -74,24 +75,24 @@ type shellConfig struct {
 	Script string
 }
 
-func (c *shellConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+func (c *shellConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{"script": func(n *yaml.Node, at string) { c.Script = d.Str(n, at, true) }}
 }
 
-func (c *shellConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *failover.Region) {
+func (c *shellConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 	at := "regions." + r.Name + ".launcher"
 	if c.Script == "" {
 		d.Errf(d.Line(at), at+".script", "required with kind shell")
 	}
 }
 
-func (c *shellConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (launch.Launcher, error) {
+func (c *shellConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	return &warm.ExecLauncher{Command: "/bin/sh -c '" + strings.ReplaceAll(c.Script, "'", `'\''`) + "'"}, nil
 }
 
 func TestRegisteredKindsEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	fleet := `model: {name: demo, manifest: m.json}
+	flt := `model: {name: demo, manifest: m.json}
 regions:
   a:
     replica: ./ra
@@ -104,7 +105,7 @@ router:
   backends: {g: doc_g}
   owners: {g: platform}
 `
-	f, err := failover.ParseFleet([]byte(fleet), filepath.Join(dir, "fleet.yaml"))
+	f, err := fleet.Parse([]byte(flt), filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ router:
 	if !ok || cfg.Document != filepath.Join(dir, "weights.json") || cfg.Owners["g"] != "platform" || f.Router.Backends["g"] != "doc_g" {
 		t.Fatalf("router %+v config %+v", f.Router, f.Router.Config)
 	}
-	d, err := failover.OpenRouter(f)
+	d, err := fleet.OpenRouter(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ router:
 		t.Fatal(err)
 	}
 
-	o, err := f.BootOptions("a", failover.LaunchOptions{})
+	o, err := warm.FleetBootOptions(f, "a", fleet.LaunchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ router:
 	default:
 		t.Error("stopped, yet not exited")
 	}
-	if _, err := f.BootOptions("b", failover.LaunchOptions{}); err == nil || !strings.Contains(err.Error(), "regions.b has no launcher") {
+	if _, err := warm.FleetBootOptions(f, "b", fleet.LaunchOptions{}); err == nil || !strings.Contains(err.Error(), "regions.b has no launcher") {
 		t.Errorf("region without a launcher: %v", err)
 	}
 }
@@ -203,8 +204,8 @@ router:
 			[]string{`router.driver: want one of file, haproxy, caddy, http, weights-doc, got "kubernetes-gateway"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := failover.ParseFleet([]byte(c.yaml), "fleet.yaml")
-			var fe *failover.FleetError
+			_, err := fleet.Parse([]byte(c.yaml), "fleet.yaml")
+			var fe *fleet.FleetError
 			if !errors.As(err, &fe) {
 				t.Fatalf("error %v, want a *FleetError", err)
 			}
@@ -228,10 +229,10 @@ func TestRegisterRefusesDuplicates(t *testing.T) {
 					t.Errorf("RegisterDriver(%q) did not refuse", name)
 				}
 			}()
-			failover.RegisterDriver(failover.DriverKind{Name: name, Config: func() failover.DriverConfig { return &docConfig{} }})
+			fleet.RegisterDriver(fleet.DriverKind{Name: name, Config: func() fleet.DriverConfig { return &docConfig{} }})
 		}()
 	}
-	if got := fmt.Sprint(failover.DriverKinds()); got != "[file haproxy caddy http weights-doc]" {
+	if got := fmt.Sprint(fleet.DriverKinds()); got != "[file haproxy caddy http weights-doc]" {
 		t.Errorf("driver kinds %s", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 )
@@ -38,7 +39,7 @@ type CaddyRouter struct {
 }
 
 // NewCaddyRouter builds the driver from a fleet.
-func NewCaddyRouter(f *Fleet) (*CaddyRouter, error) {
+func NewCaddyRouter(f *fleet.Fleet) (*CaddyRouter, error) {
 	cfg, ok := f.Router.Config.(*CaddyConfig)
 	if !ok {
 		return nil, fmt.Errorf("%s: router.driver is %q, not caddy", f.File, f.Router.Driver)

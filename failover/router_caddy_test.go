@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
@@ -60,7 +61,7 @@ func newCaddyRig(t *testing.T) *caddyRig {
 		fmt.Sprintf("router: {driver: caddy, url: %q, backends: {eu-only: route-eu, global: route-global}}", c.Admin), 1)
 	path := filepath.Join(dir, "fleet.yaml")
 	os.WriteFile(path, []byte(yaml), 0o644)
-	f, err := ParseFleet([]byte(yaml), path)
+	f, err := fleet.Parse([]byte(yaml), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func newCaddyRig(t *testing.T) *caddyRig {
 }
 
 func (r *caddyRig) router(t testing.TB) *CaddyRouter {
-	d, err := OpenRouter(r.fleet)
+	d, err := fleet.OpenRouter(r.fleet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
@@ -142,7 +143,7 @@ func newHARig(t *testing.T, extra map[string][]string) *haRig {
 		fmt.Sprintf("router: {driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}}", h.Socket), 1)
 	path := filepath.Join(dir, "fleet.yaml")
 	os.WriteFile(path, []byte(yaml), 0o644)
-	f, err := ParseFleet([]byte(yaml), path)
+	f, err := fleet.Parse([]byte(yaml), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func newHARig(t *testing.T, extra map[string][]string) *haRig {
 }
 
 func (r *haRig) router() *HAProxyRouter {
-	d, _ := OpenRouter(r.fleet)
+	d, _ := fleet.OpenRouter(r.fleet)
 	return d.(*HAProxyRouter)
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 )
@@ -69,11 +70,11 @@ func TestHTTPRouterEvacuation(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
 	yaml := strings.Replace(testFleetYAML("", "file://"+filepath.Join(dir, "state")), `router: {driver: file, path: ""}`,
 		fmt.Sprintf("router: {driver: http, url: %q, backends: {eu-only: eu, global: global}}", srv.URL), 1)
-	f, err := ParseFleet([]byte(yaml), filepath.Join(dir, "fleet.yaml"))
+	f, err := fleet.Parse([]byte(yaml), filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rtr, _ := OpenRouter(f)
+	rtr, _ := fleet.OpenRouter(f)
 	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: rtr, Signals: &StaticSignals{Regions: calmSignals(f)}}
 	ctx := testbed.Ctx(t)
 	d.meddle.Store(1) // one concurrent edit after the run's read: 412, the run stops, nothing overwritten

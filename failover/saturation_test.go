@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/enginesim"
 	"lifeboat/internal/sample"
@@ -71,7 +72,7 @@ state: %q
 `, m.ServedNames[0], euw.URL, euc.URL, "file://"+filepath.Join(dir, "state"))
 	path := filepath.Join(dir, "fleet.yaml")
 	os.WriteFile(path, []byte(yaml), 0o644)
-	f, err := ParseFleet([]byte(yaml), path)
+	f, err := fleet.Parse([]byte(yaml), path)
 	if err != nil {
 		t.Fatal(err)
 	}

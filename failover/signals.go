@@ -11,7 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
+	"lifeboat/providers/localfile"
 )
 
 // RegionSignal is what the failover knows about one region at one moment. Pointer fields are
@@ -56,7 +58,7 @@ const maxSignalsBytes = 16 << 20
 // ParseSignals decodes and checks a signals file against the fleet: unknown fields, unknown
 // classes or regions, weights outside a class's eligible regions, negative or non-finite numbers
 // are errors naming the field.
-func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
+func ParseSignals(data []byte, name string, f *fleet.Fleet) (*SignalsFile, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %w", name, fmt.Sprintf(format, args...), ErrInvalidSignals)
 	}
@@ -160,4 +162,14 @@ func (s *StaticSignals) Signals(ctx context.Context, preflight bool) (map[string
 		out[k] = v
 	}
 	return out, ctx.Err()
+}
+
+// ReadSignals reads and checks a recorded signals file (--signals) against the fleet, through
+// the same bounded, regular-file-only reader as the fleet file.
+func ReadSignals(name string, f *fleet.Fleet) (*SignalsFile, error) {
+	data, err := localfile.ReadFile(name, maxSignalsBytes)
+	if err != nil {
+		return nil, fmt.Errorf("signals file: %w", err)
+	}
+	return ParseSignals(data, name, f)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
@@ -131,11 +132,11 @@ func (r *crashRig) useHAProxy(t *testing.T) {
 	if err := os.WriteFile(r.fleet, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fl, err := failover.ReadFleet(r.fleet)
+	fl, err := fleet.Read(r.fleet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.drv, err = failover.OpenRouter(fl); err != nil {
+	if r.drv, err = fleet.OpenRouter(fl); err != nil {
 		t.Fatal(err)
 	}
 	if rs := r.router(t); !rs.Weights.Equal(drillBaseline) {

@@ -6,17 +6,17 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 )
 
 // The driver's registration: router: {driver: gateway-api, …}.
 func init() {
-	failover.RegisterDriver(failover.DriverKind{Name: Driver, Config: func() failover.DriverConfig { return &FleetConfig{} }})
+	fleet.RegisterDriver(fleet.DriverKind{Name: Driver, Config: func() fleet.DriverConfig { return &FleetConfig{} }})
 }
 
-var _ failover.DriverConfig = (*FleetConfig)(nil)
+var _ fleet.DriverConfig = (*FleetConfig)(nil)
 
 // FleetConfig is the driver's part of a fleet file:
 //
@@ -39,7 +39,7 @@ type FleetConfig struct {
 }
 
 // Keys decodes kubeconfig, context, namespace and services.
-func (c *FleetConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+func (c *FleetConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{
 		"kubeconfig": func(n *yaml.Node, at string) { c.Kubeconfig = d.Path(n, at) },
 		"context":    func(n *yaml.Node, at string) { c.Context = d.Str(n, at, true) },
@@ -70,7 +70,7 @@ func (c *FleetConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
 
 // Check: every class has an HTTPRoute (router.backends), every region of a class a Service, and
 // every service names a region.
-func (c *FleetConfig) Check(d *failover.FleetDecoder, f *failover.Fleet) {
+func (c *FleetConfig) Check(d *fleet.Decoder, f *fleet.Fleet) {
 	d.RequireBackends(f)
 	for _, r := range slices.Sorted(maps.Keys(c.Services)) {
 		if f.Regions[r] == nil {
@@ -91,7 +91,7 @@ func (c *FleetConfig) Check(d *failover.FleetDecoder, f *failover.Fleet) {
 }
 
 // Open opens the cluster (reading the kubeconfig; contacting nothing).
-func (c *FleetConfig) Open(f *failover.Fleet) (router.Driver, error) {
+func (c *FleetConfig) Open(f *fleet.Fleet) (router.Driver, error) {
 	return New(Config{Kubeconfig: c.Kubeconfig, Context: c.Context, Namespace: c.Namespace,
 		Routes: f.Router.Backends, Services: c.Services, Classes: f.Tenants, Timeout: f.Router.Timeout})
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
@@ -136,7 +136,7 @@ contexts: [{name: prod, context: {cluster: c, user: u}}]
 current-context: prod
 `), 0o600)
 	path := filepath.Join(dir, "fleet.yaml")
-	f, err := failover.ParseFleet([]byte(gwFleet("  kubeconfig: ./kubeconfig\n  context: prod\n  namespace: serving\n"+gwRouterKeys, "file:///tmp/x")), path)
+	f, err := fleet.Parse([]byte(gwFleet("  kubeconfig: ./kubeconfig\n  context: prod\n  namespace: serving\n"+gwRouterKeys, "file:///tmp/x")), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ current-context: prod
 	if !ok || c.Kubeconfig != kc || c.Context != "prod" || c.Namespace != "serving" || c.Services["eu-west-1"] != (Backend{Name: "svc-eu-west-1", Port: 8000}) {
 		t.Fatalf("config %#v", f.Router.Config)
 	}
-	d, err := failover.OpenRouter(f)
+	d, err := fleet.OpenRouter(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ current-context: prod
 		{"  namespace: Serving_1\n" + gwRouterKeys, "router.namespace"},
 		{"  socket: /run/haproxy.sock\n" + gwRouterKeys, "router.socket"},
 	} {
-		_, err := failover.ParseFleet([]byte(gwFleet(c.keys, "file:///tmp/x")), "fleet.yaml")
+		_, err := fleet.Parse([]byte(gwFleet(c.keys, "file:///tmp/x")), "fleet.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.keys, err, c.want)
 		}

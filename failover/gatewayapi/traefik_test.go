@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/enginesim"
@@ -159,11 +160,11 @@ func TestGatewayAPITrafficThroughTraefik(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "state"), 0o700)
 	keys := fmt.Sprintf("  kubeconfig: %q\n  namespace: %s\n%s", r.k.Kubeconfig, r.ns, gwRouterKeys)
-	f, err := failover.ParseFleet([]byte(gwFleet(keys, "file://"+filepath.Join(dir, "state"))), filepath.Join(dir, "fleet.yaml"))
+	f, err := fleet.Parse([]byte(gwFleet(keys, "file://"+filepath.Join(dir, "state"))), filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := failover.OpenRouter(f)
+	d, err := fleet.OpenRouter(f)
 	if err != nil {
 		t.Fatal(err)
 	}

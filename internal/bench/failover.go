@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/childproc"
 )
@@ -115,7 +116,7 @@ func stepLatencyGoal(ctx context.Context, label, goal string, d router.Driver, a
 
 func bigPlanInput(nRegions, nClasses int) failover.PlanInput {
 	rng := rand.New(rand.NewPCG(7, 7))
-	pol := failover.DefaultPolicy()
+	pol := fleet.DefaultPolicy()
 	pol.SpillCapPercent = 100
 	in := failover.PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: pol, Weights: router.Weights{}, Signals: map[string]failover.RegionSignal{}}
 	regions := make([]string, nRegions)

@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers"
@@ -20,13 +20,13 @@ import (
 const Kind = "kubernetes"
 
 func init() {
-	failover.RegisterLauncher(failover.LauncherKind{Name: Kind, Config: func() failover.LauncherConfig { return &FleetConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: Kind, Config: func() fleet.LauncherConfig { return &FleetConfig{} }})
 }
 
 var (
-	_ failover.LauncherConfig  = (*FleetConfig)(nil)
-	_ failover.InPlaceLauncher = (*FleetConfig)(nil)
-	_ failover.LeftoverCleaner = (*Launcher)(nil)
+	_ fleet.LauncherConfig  = (*FleetConfig)(nil)
+	_ fleet.InPlaceLauncher = (*FleetConfig)(nil)
+	_ fleet.LeftoverCleaner = (*Launcher)(nil)
 )
 
 // FleetConfig is a region's launcher: {kind: kubernetes, …} as the fleet file says it.
@@ -54,7 +54,7 @@ type FleetConfig struct {
 
 var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
-func (c *FleetConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+func (c *FleetConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	name := func(n *yaml.Node, at string) string {
 		s := d.Str(n, at, true)
 		if s != "" && !dnsLabelRE.MatchString(s) {
@@ -110,7 +110,7 @@ func (c *FleetConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
 }
 
 // zeroOrDuration decodes a duration that may be 0 (schedule_timeout's default: at once).
-func zeroOrDuration(d *failover.FleetDecoder, n *yaml.Node, at string) time.Duration {
+func zeroOrDuration(d *fleet.Decoder, n *yaml.Node, at string) time.Duration {
 	if n.Kind == yaml.ScalarNode && !yamlnode.IsNull(n) {
 		if v, err := time.ParseDuration(n.Value); err == nil && v == 0 {
 			return 0
@@ -119,7 +119,7 @@ func zeroOrDuration(d *failover.FleetDecoder, n *yaml.Node, at string) time.Dura
 	return d.Duration(n, at)
 }
 
-func (c *FleetConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *failover.Region) {
+func (c *FleetConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 	at := "regions." + r.Name + ".launcher"
 	if c.Namespace == "" {
 		d.Errf(d.Line(at), at+".namespace", "a kubernetes launcher needs the namespace it boots in")
@@ -146,7 +146,7 @@ func (c *FleetConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *fail
 func (c *FleetConfig) RestoresModelInPlace() bool { return true }
 
 // Config is the launcher configuration for region r of fleet f.
-func (c *FleetConfig) Config(f *failover.Fleet, r *failover.Region) Config {
+func (c *FleetConfig) Config(f *fleet.Fleet, r *fleet.Region) Config {
 	cfg := Config{
 		Region: r.Name, Kubeconfig: c.Kubeconfig, Context: c.Context, Namespace: c.Namespace, URL: c.URL,
 		Image: c.Image, Replica: r.Replica, RestoreSecret: c.RestoreSecret, Port: c.Port,
@@ -167,7 +167,7 @@ func (c *FleetConfig) Config(f *failover.Fleet, r *failover.Region) Config {
 	return cfg
 }
 
-func (c *FleetConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (launch.Launcher, error) {
+func (c *FleetConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	cfg := c.Config(f, r)
 	cfg.Log = o.Log
 	l, err := New(cfg)

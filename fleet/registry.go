@@ -1,4 +1,4 @@
-package failover
+package fleet
 
 import (
 	"context"
@@ -37,10 +37,10 @@ type DriverConfig interface {
 	// frontends, which every driver has and the parser decodes into Router. Each decoder is given
 	// the value node and its dotted field ("router.socket"), decodes it with d (which records every
 	// problem with its line and field) and keeps the result in the configuration.
-	Keys(d *FleetDecoder) yamlnode.Fields
+	Keys(d *Decoder) yamlnode.Fields
 	// Check cross-checks the configuration with the whole fleet (tenants, regions, backends),
 	// once every field decoded without a problem; problems go to d (d.Line finds lines).
-	Check(d *FleetDecoder, f *Fleet)
+	Check(d *Decoder, f *Fleet)
 	// Open returns the fleet's driver; f.Router.Config is this configuration.
 	Open(f *Fleet) (router.Driver, error)
 	// Identity is what the router is (addresses, paths, names; never a secret): it goes into
@@ -61,9 +61,9 @@ type LauncherKind struct {
 type LauncherConfig interface {
 	// Keys are the kind's own keys under launcher:, beyond kind and env, which every launcher
 	// has (Launcher.Kind, Launcher.Env). As DriverConfig.Keys.
-	Keys(d *FleetDecoder) yamlnode.Fields
+	Keys(d *Decoder) yamlnode.Fields
 	// Check cross-checks the configuration with the whole fleet once every field decoded.
-	Check(d *FleetDecoder, f *Fleet, r *Region)
+	Check(d *Decoder, f *Fleet, r *Region)
 	// Launcher builds the warm.Launcher that boots a candidate of region r.
 	Launcher(f *Fleet, r *Region, o LaunchOptions) (launch.Launcher, error)
 }
@@ -197,35 +197,35 @@ func launcherKind(name string) (LauncherKind, bool) {
 
 // unknownKind is the message for a name that is not registered: the registered ones, and the
 // closest of them when it looks like a typo.
-func unknownKind(got string, names []string) string {
+func UnknownKind(got string, names []string) string {
 	msg := fmt.Sprintf("want one of %s, got %q", strings.Join(names, ", "), got)
-	return msg + didYouMean(got, names)
+	return msg + DidYouMean(got, names)
 }
 
 // didYouMean is the one " (did you mean X?)" ending (yamlnode.DidYouMean), for kinds, classes and
 // regions.
-func didYouMean(got string, names []string) string { return yamlnode.DidYouMean(got, names) }
+func DidYouMean(got string, names []string) string { return yamlnode.DidYouMean(got, names) }
 
 // FleetDecoder is what a driver or launcher kind decodes its keys and reports its problems
 // with: the fleet parser's own checker (Errf, Str, StrList, IntIn, Positive, Duration,
 // Mapping, EachKey, CheckName), so that every problem reads "file:line: field: message" and a
 // file's problems are all reported at once.
-type FleetDecoder struct {
+type Decoder struct {
 	*yamlnode.Checker
 	p *fleetParser
 }
 
 // Path decodes a local path, resolved against the fleet file's directory.
-func (d *FleetDecoder) Path(n *yaml.Node, at string) string { return d.p.path(n, at) }
+func (d *Decoder) Path(n *yaml.Node, at string) string { return d.p.path(n, at) }
 
 // HTTPURL decodes an http:// or https:// URL without credentials, without a trailing slash.
-func (d *FleetDecoder) HTTPURL(n *yaml.Node, at string) string { return d.p.httpURL(n, at) }
+func (d *Decoder) HTTPURL(n *yaml.Node, at string) string { return d.p.httpURL(n, at) }
 
 // Bool decodes true or false.
-func (d *FleetDecoder) Bool(n *yaml.Node, at string) bool { return d.p.boolean(n, at) }
+func (d *Decoder) Bool(n *yaml.Node, at string) bool { return d.p.boolean(n, at) }
 
 // StoreURL decodes a store URL (a relative file:// directory resolved like the fleet's).
-func (d *FleetDecoder) StoreURL(n *yaml.Node, at string) string {
+func (d *Decoder) StoreURL(n *yaml.Node, at string) string {
 	if s := d.Str(n, at, true); s != "" {
 		return d.p.storeURL(n, at, s)
 	}
@@ -236,7 +236,7 @@ func (d *FleetDecoder) StoreURL(n *yaml.Node, at string) string {
 // router:), "router.backends.<class>", "router.frontends.<class>", "regions.<name>",
 // "regions.<name>.launcher", "regions.<name>.launcher.<key>", "tenants.<class>"; 0 when
 // unknown (a problem without a line is still reported, with its field).
-func (d *FleetDecoder) Line(field string) int { return d.p.lines.field[field] }
+func (d *Decoder) Line(field string) int { return d.p.lines.field[field] }
 
 // OpenRouter returns the fleet's router driver, opened by its registered kind.
 func OpenRouter(f *Fleet) (router.Driver, error) {
@@ -245,17 +245,9 @@ func OpenRouter(f *Fleet) (router.Driver, error) {
 		return nil, fmt.Errorf("%s: router.driver: required for failover", f.File)
 	case f.Router.Config == nil:
 		if _, ok := driverKind(f.Router.Driver); !ok {
-			return nil, fmt.Errorf("%s: router.driver: %s", f.File, unknownKind(f.Router.Driver, DriverKinds()))
+			return nil, fmt.Errorf("%s: router.driver: %s", f.File, UnknownKind(f.Router.Driver, DriverKinds()))
 		}
 		return nil, fmt.Errorf("%s: router.driver %s: the fleet was not parsed by ParseFleet (no configuration)", f.File, f.Router.Driver)
 	}
 	return f.Router.Config.Open(f)
 }
-
-// The drivers' capabilities, checked at compile time.
-var (
-	_ router.ConditionalDriver = (*HTTPRouter)(nil)
-	_ router.ConditionalDriver = (*CaddyRouter)(nil)
-	_ router.ConditionalDriver = (*HAProxyRouter)(nil)
-	_ router.ZeroDrainDriver   = (*CaddyRouter)(nil)
-)

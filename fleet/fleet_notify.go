@@ -1,4 +1,4 @@
-package failover
+package fleet
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover/notify"
+	"lifeboat/fleet/notify"
 )
 
 // notifyHooks decodes `notify:`, a list of webhooks:

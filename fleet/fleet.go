@@ -1,4 +1,4 @@
-package failover
+package fleet
 
 import (
 	"errors"
@@ -16,8 +16,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover/notify"
 	"lifeboat/fleet/launch"
+	"lifeboat/fleet/notify"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers"
 )
@@ -176,6 +176,9 @@ const (
 	LauncherEndpoint = "endpoint" // an already-running replica at a URL (or the region's endpoint)
 )
 
+// DefaultLockTTL is failover.lock_ttl when the fleet file does not set it.
+const DefaultLockTTL = 60 * time.Second
+
 // DefaultRouterTimeout bounds one router exchange when router.timeout is unset.
 const DefaultRouterTimeout = 5 * time.Second
 
@@ -266,14 +269,14 @@ var ErrInvalidFleet = errors.New("invalid fleet file")
 func (e *FleetError) Is(target error) bool { return target == ErrInvalidFleet }
 
 // maxFleetProblems bounds the problems reported for one file.
-const maxFleetProblems = yamlnode.MaxProblems
+const MaxProblems = yamlnode.MaxProblems
 
 // ParseFleet parses and validates a fleet file. name is used in messages and, when it has a
 // directory, to resolve relative paths (model.manifest, file:// replicas and state, the file
 // router's path); an empty directory means the current one. Unknown keys, anchors and aliases,
 // duplicate keys, values of the wrong type and references to undefined regions or classes are
 // errors; every error is a *FleetError naming the line and the field.
-func ParseFleet(data []byte, name string) (*Fleet, error) {
+func Parse(data []byte, name string) (*Fleet, error) {
 	p := &fleetParser{Checker: yamlnode.Checker{Name: name}, dir: filepath.Dir(name)}
 	if name == "" {
 		p.Name, p.dir = "fleet", "."
@@ -508,7 +511,7 @@ func (p *fleetParser) checkTenants(f *Fleet) {
 		for _, r := range f.Tenants[class] {
 			line := p.lines.tenantItem[class+"\x00"+r]
 			if _, ok := f.Regions[r]; !ok {
-				p.errf(line, "tenants."+class, "region %q is not defined under regions%s", r, didYouMean(r, f.RegionNames()))
+				p.errf(line, "tenants."+class, "region %q is not defined under regions%s", r, DidYouMean(r, f.RegionNames()))
 			}
 			if seen[r] {
 				p.errf(line, "tenants."+class, "region %q is listed twice", r)
@@ -524,12 +527,12 @@ func (p *fleetParser) checkRouter(f *Fleet) {
 	r := f.Router
 	for _, class := range slices.Sorted(maps.Keys(r.Backends)) {
 		if _, ok := f.Tenants[class]; !ok {
-			p.errf(p.lines.backend[class], "router.backends."+class, "tenant class %q is not defined under tenants%s", class, didYouMean(class, slices.Sorted(maps.Keys(f.Tenants))))
+			p.errf(p.lines.backend[class], "router.backends."+class, "tenant class %q is not defined under tenants%s", class, DidYouMean(class, slices.Sorted(maps.Keys(f.Tenants))))
 		}
 	}
 	for _, class := range slices.Sorted(maps.Keys(r.Frontends)) {
 		if _, ok := f.Tenants[class]; !ok {
-			p.errf(p.lines.frontend[class], "router.frontends."+class, "tenant class %q is not defined under tenants%s", class, didYouMean(class, slices.Sorted(maps.Keys(f.Tenants))))
+			p.errf(p.lines.frontend[class], "router.frontends."+class, "tenant class %q is not defined under tenants%s", class, DidYouMean(class, slices.Sorted(maps.Keys(f.Tenants))))
 		}
 	}
 	seen := map[string]string{}
@@ -547,7 +550,7 @@ func (p *fleetParser) checkRouter(f *Fleet) {
 
 // RequireBackends reports each tenant class without a backend under router.backends, for a
 // driver kind whose classes each need their own (HAProxy backends, Caddy routes, HTTPRoutes).
-func (d *FleetDecoder) RequireBackends(f *Fleet) {
+func (d *Decoder) RequireBackends(f *Fleet) {
 	for _, class := range slices.Sorted(maps.Keys(f.Tenants)) {
 		if f.Router.Backends[class] == "" {
 			d.Errf(d.Line("router"), "router.backends", "class %q has no backend: each class needs its own, holding only its eligible regions", class)
@@ -556,13 +559,13 @@ func (d *FleetDecoder) RequireBackends(f *Fleet) {
 }
 
 // RequireRouter reports a router key a driver kind needs and that is unset.
-func (d *FleetDecoder) RequireRouter(f *Fleet, set bool, key, what string) {
+func (d *Decoder) RequireRouter(f *Fleet, set bool, key, what string) {
 	if !set {
 		d.Errf(d.Line("router"), "router."+key, "required with driver %s: %s", f.Router.Driver, what)
 	}
 }
 
-func (p *fleetParser) decoder() *FleetDecoder { return &FleetDecoder{Checker: &p.Checker, p: p} }
+func (p *fleetParser) decoder() *Decoder { return &Decoder{Checker: &p.Checker, p: p} }
 
 // checkPolicy: thresholds that make sense together.
 func (p *fleetParser) checkPolicy(f *Fleet) {
@@ -725,7 +728,7 @@ func (p *fleetParser) launcher(n *yaml.Node, at string) *Launcher {
 		}
 		k, ok := launcherKind(l.Kind)
 		if !ok {
-			p.errf(kn.Line, at+".kind", "%s", unknownKind(l.Kind, kinds))
+			p.errf(kn.Line, at+".kind", "%s", UnknownKind(l.Kind, kinds))
 			break
 		}
 		l.Config = k.Config()
@@ -882,7 +885,7 @@ func (p *fleetParser) router(n *yaml.Node, at string) Router {
 		}
 		k, ok := driverKind(r.Driver)
 		if !ok {
-			p.errf(dn.Line, at+".driver", "%s", unknownKind(r.Driver, kinds))
+			p.errf(dn.Line, at+".driver", "%s", UnknownKind(r.Driver, kinds))
 			break
 		}
 		r.Config = k.Config()
@@ -908,7 +911,7 @@ func (f *Fleet) UnknownClass(name string) error {
 		return nil
 	}
 	names := slices.Sorted(maps.Keys(f.Tenants))
-	return fmt.Errorf("class %q: not a tenant class of %s (tenants: %s)%s", name, f.File, strings.Join(names, ", "), didYouMean(name, names))
+	return fmt.Errorf("class %q: not a tenant class of %s (tenants: %s)%s", name, f.File, strings.Join(names, ", "), DidYouMean(name, names))
 }
 
 // UnknownRegion says that name is not one of the fleet's regions, listing them and suggesting
@@ -918,5 +921,5 @@ func (f *Fleet) UnknownRegion(name string) error {
 		return nil
 	}
 	names := f.RegionNames()
-	return fmt.Errorf("region %s: not in %s (regions: %s)%s", name, f.File, strings.Join(names, ", "), didYouMean(name, names))
+	return fmt.Errorf("region %s: not in %s (regions: %s)%s", name, f.File, strings.Join(names, ", "), DidYouMean(name, names))
 }

@@ -13,6 +13,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	_ "lifeboat/failover/routers/caddy" // the kinds the tests' fleet files use
+	_ "lifeboat/failover/routers/file"
+	_ "lifeboat/failover/routers/haproxy"
+	_ "lifeboat/failover/routers/httpdoc"
 	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
@@ -21,7 +25,7 @@ import (
 
 // simConfig is a launcher kind registered by this test, as a kind in its own package is: it
 // boots the engine simulator of a given binary, and runs no command line a fault could alter
-// (it is not a failover.CommandLauncher).
+// (it is not a fleet.CommandLauncher).
 type simConfig struct{ Binary string }
 
 var _ fleet.LauncherConfig = (*simConfig)(nil)

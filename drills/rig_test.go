@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/failover"
+	filerouter "lifeboat/failover/routers/file"
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
@@ -130,7 +130,7 @@ sla: {rto: 5m}
 	}
 	rig := &drillRig{dir: dir, fleet: fl, m: fx.M, open: open}
 	if fl.Router.Driver == fleet.DriverFile {
-		if err := (&failover.FileRouter{Path: fl.Router.Config.(*failover.FileConfig).Path}).Apply(context.Background(), o.baseline); err != nil {
+		if err := (&filerouter.Router{Path: fl.Router.Config.(*filerouter.Config).Path}).Apply(context.Background(), o.baseline); err != nil {
 			t.Fatal(err)
 		}
 	}

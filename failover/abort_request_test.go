@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"lifeboat/failover/routers/httpdoc"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
@@ -152,7 +153,7 @@ func writeWeights(t *testing.T, entry string) (class string, w map[string]int, o
 	t.Helper()
 	class, body, _ := strings.Cut(entry, " ")
 	_, body, _ = strings.Cut(body, ": ")
-	var doc HTTPRouterDoc
+	var doc httpdoc.Doc
 	if err := json.Unmarshal([]byte(body), &doc); err != nil {
 		return class, nil, false
 	}
@@ -173,7 +174,7 @@ func TestAbortRequestedOfStoppedHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		stopped := d.log()
-		atStop := map[string]HTTPRouterDoc{"eu-only": d.doc("eu-only"), "global": d.doc("global")}
+		atStop := map[string]httpdoc.Doc{"eu-only": d.doc("eu-only"), "global": d.doc("global")}
 		ab := startLB(t, dir, st.env, append(abortArgs, "--wait", "90s")...)
 		req := waitAbortRequest(t, ab, st.store)
 		if lk := storeLock(t, st.store); req.Token != lk.Token || req.LockID != lk.ID {

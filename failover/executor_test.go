@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	filerouter "lifeboat/failover/routers/file"
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
@@ -64,7 +65,7 @@ func calmSignals(f *fleet.Fleet) map[string]RegionSignal {
 type rig struct {
 	dir    string
 	fleet  *fleet.Fleet
-	router *FileRouter
+	router *filerouter.Router
 	store  providers.Store
 	sig    *StaticSignals
 }
@@ -83,7 +84,7 @@ func newRig(t testing.TB, state string, store providers.Store) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{dir: dir, fleet: f, router: &FileRouter{Path: f.Router.Config.(*FileConfig).Path}}
+	r := &rig{dir: dir, fleet: f, router: &filerouter.Router{Path: f.Router.Config.(*filerouter.Config).Path}}
 	if err := r.router.Apply(context.Background(), startWeights); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func childRun() int {
 	if err != nil {
 		return 4
 	}
-	e := &Executor{Fleet: f, Store: store, Router: &FileRouter{Path: f.Router.Config.(*FileConfig).Path}, Signals: &StaticSignals{Regions: calmSignals(f)}, LockTTL: 2 * time.Second}
+	e := &Executor{Fleet: f, Store: store, Router: &filerouter.Router{Path: f.Router.Config.(*filerouter.Config).Path}, Signals: &StaticSignals{Regions: calmSignals(f)}, LockTTL: 2 * time.Second}
 	if n, err := strconv.Atoi(os.Getenv("LIFEBOAT_FAILOVER_CRASH_AT")); err == nil {
 		marker := os.Getenv("LIFEBOAT_FAILOVER_MARKER")
 		e.OnRecord = func(rec Record) {

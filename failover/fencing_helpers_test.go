@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/failover/routers/httpdoc"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 )
@@ -179,7 +180,7 @@ func waitJournal(t *testing.T, p *lb, stateDir, kind string, step int, within ti
 // every accepted write; hook, when set, runs before each request is served (outside the lock).
 type httpDocRouter struct {
 	mu      sync.Mutex
-	docs    map[string]HTTPRouterDoc
+	docs    map[string]httpdoc.Doc
 	version map[string]int
 	writes  []string // "BACKEND v<N>: body" of every accepted PUT
 	hook    func(r *http.Request)
@@ -187,9 +188,9 @@ type httpDocRouter struct {
 }
 
 func newHTTPDocRouter(t *testing.T, start router.RouterState) *httpDocRouter {
-	d := &httpDocRouter{docs: map[string]HTTPRouterDoc{}, version: map[string]int{}}
+	d := &httpDocRouter{docs: map[string]httpdoc.Doc{}, version: map[string]int{}}
 	for class, w := range start.Weights {
-		doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]router.State{}}
+		doc := httpdoc.Doc{Weights: map[string]int{}, States: map[string]router.State{}}
 		for r, v := range w {
 			doc.Weights[r] = v
 		}
@@ -234,7 +235,7 @@ func (d *httpDocRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var nd HTTPRouterDoc
+		var nd httpdoc.Doc
 		if err := json.Unmarshal(b, &nd); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -250,7 +251,7 @@ func (d *httpDocRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (d *httpDocRouter) edit(class string, w map[string]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.docs[class] = HTTPRouterDoc{Weights: w, States: map[string]router.State{}}
+	d.docs[class] = httpdoc.Doc{Weights: w, States: map[string]router.State{}}
 	d.version[class]++
 	d.writes = append(d.writes, fmt.Sprintf("%s v%d: edit by another operator %v", class, d.version[class], w))
 }
@@ -261,7 +262,7 @@ func (d *httpDocRouter) log() []string {
 	return append([]string(nil), d.writes...)
 }
 
-func (d *httpDocRouter) doc(class string) HTTPRouterDoc {
+func (d *httpDocRouter) doc(class string) httpdoc.Doc {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.docs[class]
@@ -277,7 +278,7 @@ func (d *httpDocRouter) restart(start router.RouterState) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for class, w := range start.Weights {
-		doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]router.State{}}
+		doc := httpdoc.Doc{Weights: map[string]int{}, States: map[string]router.State{}}
 		for r, v := range w {
 			doc.Weights[r] = v
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/failover/routers/haproxy"
 	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/verify/warm"
@@ -47,7 +48,7 @@ func TestParseFleetFull(t *testing.T) {
 	if got := strings.Join(f.Tenants["global"], ","); got != "us-east-1,us-west-2,eu-west-1,ap-southeast-1" {
 		t.Errorf("tenants.global %s (want file order)", got)
 	}
-	if f.Router.Driver != "haproxy" || f.Router.Backends["eu-only"] != "be_eu" || f.Router.Config.(*HAProxyConfig).Socket != "/run/haproxy/admin.sock" {
+	if f.Router.Driver != "haproxy" || f.Router.Backends["eu-only"] != "be_eu" || f.Router.Config.(*haproxy.Config).Socket != "/run/haproxy/admin.sock" {
 		t.Errorf("router %+v", f.Router)
 	}
 	want := fleet.DefaultPolicy()

@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover"
+	filerouter "lifeboat/failover/routers/file"
 	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
@@ -65,7 +65,7 @@ func (c *docConfig) Check(d *fleet.Decoder, f *fleet.Fleet) {
 }
 
 func (c *docConfig) Open(f *fleet.Fleet) (router.Driver, error) {
-	return &failover.FileRouter{Path: c.Document}, nil
+	return &filerouter.Router{Path: c.Document}, nil
 }
 
 func (c *docConfig) Identity() []string { return []string{c.Document} }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/failover/routers/haproxy"
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
@@ -151,9 +152,9 @@ func newHARig(t *testing.T, extra map[string][]string) *haRig {
 	return &haRig{rig: r, h: h, frontends: map[string]string{"eu-only": "http://" + feEU + "/", "global": "http://" + feGlobal + "/"}}
 }
 
-func (r *haRig) router() *HAProxyRouter {
+func (r *haRig) router() *haproxy.Router {
 	d, _ := fleet.OpenRouter(r.fleet)
-	return d.(*HAProxyRouter)
+	return d.(*haproxy.Router)
 }
 
 func (r *haRig) executor() *Executor {
@@ -194,11 +195,11 @@ func TestHAProxyEvacuationTraffic(t *testing.T) {
 	if fin.States.Get("eu-only", "eu-west-1") != router.Maint || fin.States.Get("global", "eu-west-1") != router.Maint {
 		t.Fatalf("eu-west-1 not cut off: %+v", fin)
 	}
-	raw, _ := r.router().command(ctx, "show servers state be_eu")
+	raw, _ := r.router().Command(ctx, "show servers state be_eu")
 	t.Logf("be_eu after the evacuation:\n%s", raw)
 	// HAProxy forgets runtime state on reload; the journal does not: status sees the drift.
-	r.router().set(ctx, "set server be_eu/eu-west-1 state ready")
-	r.router().set(ctx, "set weight be_eu/eu-west-1 50")
+	r.router().Set(ctx, "set server be_eu/eu-west-1 state ready")
+	r.router().Set(ctx, "set weight be_eu/eu-west-1 50")
 	st, err := r.executor().Status(ctx)
 	if err != nil || len(st.Drift) == 0 {
 		t.Fatalf("drift after a reset not seen: %v %v", err, st.Drift)
@@ -209,7 +210,7 @@ func TestHAProxyEvacuationTraffic(t *testing.T) {
 func TestHAProxyRefusedPlanChangesNothing(t *testing.T) {
 	r := newHARig(t, nil)
 	ctx := testbed.Ctx(t)
-	before, _ := r.router().command(ctx, "show servers state")
+	before, _ := r.router().Command(ctx, "show servers state")
 	sig := calmSignals(r.fleet)
 	sig["eu-central-1"] = RegionSignal{Healthy: true, Why: "LOADING"}
 	r.sig.Regions = sig
@@ -217,7 +218,7 @@ func TestHAProxyRefusedPlanChangesNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "eu-only") {
 		t.Fatalf("want a refusal, got %v", err)
 	}
-	after, _ := r.router().command(ctx, "show servers state")
+	after, _ := r.router().Command(ctx, "show servers state")
 	if stripTimes(before) != stripTimes(after) {
 		t.Fatalf("HAProxy changed:\n%s\n---\n%s", before, after)
 	}

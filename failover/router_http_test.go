@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"lifeboat/failover/routers/httpdoc"
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
@@ -61,7 +62,7 @@ func (d *docRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestHTTPRouterEvacuation(t *testing.T) {
 	d := &docRouter{docs: map[string][]byte{}, version: map[string]int{}}
 	for class, be := range map[string]string{"eu-only": "eu", "global": "global"} {
-		b, _ := json.Marshal(HTTPRouterDoc{Weights: startWeights.Weights[class]})
+		b, _ := json.Marshal(httpdoc.Doc{Weights: startWeights.Weights[class]})
 		d.docs[be] = b
 	}
 	srv := httptest.NewServer(d)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	filerouter "lifeboat/failover/routers/file"
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/enginesim"
@@ -76,7 +77,7 @@ state: %q
 	if err != nil {
 		t.Fatal(err)
 	}
-	rtr := &FileRouter{Path: f.Router.Config.(*FileConfig).Path}
+	rtr := &filerouter.Router{Path: f.Router.Config.(*filerouter.Config).Path}
 	rtr.Apply(ctx, router.RouterState{Weights: router.Weights{"eu-only": {"eu-west-1": 50, "eu-central-1": 50}}})
 	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: rtr,
 		Signals: &LiveSignals{Fleet: f, Probe: warm.ProbeOptions{Timeout: 10 * time.Second, TTFTBudget: -1}}, LockTTL: 10 * time.Second}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,10 @@ import (
 type DriverKind struct {
 	// Name is the value of router.driver: a plain name such as "haproxy" or "gateway-api".
 	Name string
+	// Order places the kind in the lists of kinds (DriverKinds, "want one of …"): ascending,
+	// kinds without one (0) after those with one, each group in registration order. Package
+	// init order follows import paths, not a list, so the built-in kinds say where they go.
+	Order int
 	// Config returns a new, empty configuration for one fleet file's router.
 	Config func() DriverConfig
 }
@@ -52,6 +57,8 @@ type DriverConfig interface {
 type LauncherKind struct {
 	// Name is the value of launcher.kind: a plain name such as "exec" or "kubernetes".
 	Name string
+	// Order places the kind in LauncherKinds, as DriverKind.Order.
+	Order int
 	// Config returns a new, empty configuration for one region's launcher.
 	Config func() LauncherConfig
 }
@@ -130,6 +137,7 @@ func RegisterDriver(k DriverKind) {
 	defer registry.Unlock()
 	checkKind("router driver", k.Name, k.Config == nil, slices.ContainsFunc(registry.drivers, func(o DriverKind) bool { return o.Name == k.Name }))
 	registry.drivers = append(registry.drivers, k)
+	slices.SortStableFunc(registry.drivers, func(a, b DriverKind) int { return orderKey(a.Order) - orderKey(b.Order) })
 }
 
 // RegisterLauncher registers a launcher kind, as RegisterDriver.
@@ -138,6 +146,15 @@ func RegisterLauncher(k LauncherKind) {
 	defer registry.Unlock()
 	checkKind("launcher", k.Name, k.Config == nil, slices.ContainsFunc(registry.launchers, func(o LauncherKind) bool { return o.Name == k.Name }))
 	registry.launchers = append(registry.launchers, k)
+	slices.SortStableFunc(registry.launchers, func(a, b LauncherKind) int { return orderKey(a.Order) - orderKey(b.Order) })
+}
+
+// orderKey sorts a kind without an Order after every kind with one.
+func orderKey(order int) int {
+	if order <= 0 {
+		return math.MaxInt32
+	}
+	return order
 }
 
 func checkKind(what, name string, nilConfig, dup bool) {

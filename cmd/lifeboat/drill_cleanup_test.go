@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"lifeboat/failover"
+	filerouter "lifeboat/failover/routers/file"
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
@@ -81,7 +82,7 @@ sla: {rto: 5m}
 	if err := os.WriteFile(rig.fleet, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&failover.FileRouter{Path: rig.weights}).Apply(context.Background(), router.RouterState{Weights: drillBaseline.Clone()}); err != nil {
+	if err := (&filerouter.Router{Path: rig.weights}).Apply(context.Background(), router.RouterState{Weights: drillBaseline.Clone()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(rig.drill, []byte(drill), 0o644); err != nil {
@@ -103,7 +104,7 @@ func (r *crashRig) driver() router.Driver {
 	if r.drv != nil {
 		return r.drv
 	}
-	return &failover.FileRouter{Path: r.weights}
+	return &filerouter.Router{Path: r.weights}
 }
 
 // useHAProxy puts a real HAProxy (its Runtime API) in the file router's place, at drillBaseline:
@@ -460,7 +461,7 @@ steps: [verify, teardown]
 	if _, err := j.Append(ctx, failover.Record{Kind: failover.RecStart, Event: &failover.Event{Kind: failover.Evacuate, Region: "eu-west-1"}, Reason: "real incident", Baseline: drillBaseline}); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&failover.FileRouter{Path: rig.weights}).Apply(ctx, router.RouterState{Weights: moved}); err != nil {
+	if err := (&filerouter.Router{Path: rig.weights}).Apply(ctx, router.RouterState{Weights: moved}); err != nil {
 		t.Fatal(err)
 	}
 	r := rig.cli(t, "drill", "run", rig.drill)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/failover"
+	filerouter "lifeboat/failover/routers/file"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
@@ -48,7 +48,7 @@ sla: {rto: %s}
 	if err := os.WriteFile(fl, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rtr := &failover.FileRouter{Path: filepath.Join(dir, "weights.json")}
+	rtr := &filerouter.Router{Path: filepath.Join(dir, "weights.json")}
 	if err := rtr.Apply(context.Background(), router.RouterState{Weights: router.Weights{
 		"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 		"global":  {"us-east-1": 50, "eu-west-1": 30, "eu-central-1": 20},

@@ -189,7 +189,7 @@ func TestLayeringCatches(t *testing.T) {
 		{"kube launcher imports failover", pkg{ImportPath: "lifeboat/verify/warm/kube", Imports: []string{"lifeboat/failover"}}, ""},
 		{"failover imports the kube launcher", pkg{ImportPath: "lifeboat/failover", Imports: []string{"lifeboat/verify/warm/kube"}}, ""},
 		{"providers imports manifest", pkg{ImportPath: "lifeboat/providers", Imports: []string{"lifeboat/manifest"}}, "(layer providers) imports manifest"},
-		{"failover imports drills", pkg{ImportPath: "lifeboat/failover/gatewayapi", Imports: []string{"lifeboat/drills"}}, "imports drills (layer drills)"},
+		{"failover imports drills", pkg{ImportPath: "lifeboat/failover/routers/gatewayapi", Imports: []string{"lifeboat/drills"}}, "imports drills (layer drills)"},
 		{"drills imports cmd", pkg{ImportPath: "lifeboat/drills", Imports: []string{"lifeboat/cmd/lifeboat"}}, "(layer drills) imports cmd/lifeboat (layer cmd)"},
 		{"internal helper imports anything", pkg{ImportPath: "lifeboat/internal/testbed", Imports: []string{"lifeboat/cmd/lifeboat"}}, ""},
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/failover/routers/caddy"
+	"lifeboat/failover/routers/haproxy"
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/childproc"
@@ -55,7 +57,7 @@ func failoverSection(ctx context.Context, c config) error {
 		fmt.Printf("   haproxy: NOT AVAILABLE — %v\n", err)
 	} else {
 		defer h.stop()
-		r := &failover.HAProxyRouter{Socket: h.socket, Backends: map[string]string{"eu-only": "be_eu", "global": "be_global"}, Classes: benchClasses}
+		r := &haproxy.Router{Socket: h.socket, Backends: map[string]string{"eu-only": "be_eu", "global": "be_global"}, Classes: benchClasses}
 		if err := stepLatency(ctx, "haproxy 2.6 (Runtime API, admin socket)", r, a, b); err != nil {
 			return err
 		}
@@ -64,7 +66,7 @@ func failoverSection(ctx context.Context, c config) error {
 		fmt.Printf("   caddy: NOT AVAILABLE — %v\n", err)
 	} else {
 		defer cd.stop()
-		r := &failover.CaddyRouter{Admin: cd.admin, Routes: map[string]string{"eu-only": "route-eu", "global": "route-global"}, Classes: benchClasses, Dials: backends}
+		r := &caddy.Router{Admin: cd.admin, Routes: map[string]string{"eu-only": "route-eu", "global": "route-global"}, Classes: benchClasses, Dials: backends}
 		if err := stepLatency(ctx, "caddy v2.11 (admin API, If-Match)", r, a, b); err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"lifeboat/failover/gatewayapi"
+	"lifeboat/failover/routers/gatewayapi"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/kubeclient"
 	"lifeboat/internal/emulators"

@@ -20,7 +20,7 @@ import (
 const Kind = "kubernetes"
 
 func init() {
-	fleet.RegisterLauncher(fleet.LauncherKind{Name: Kind, Config: func() fleet.LauncherConfig { return &FleetConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: Kind, Order: 3, Config: func() fleet.LauncherConfig { return &FleetConfig{} }})
 }
 
 var (

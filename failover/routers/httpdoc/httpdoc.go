@@ -1,10 +1,11 @@
-package failover
+package httpdoc
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"go.yaml.in/yaml/v3"
 	"maps"
 	"net/http"
 	"net/url"
@@ -12,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
+	"lifeboat/internal/base/yamlnode"
 )
 
 // HTTPRouter drives a custom router that serves one JSON document per tenant class at
@@ -23,7 +26,7 @@ import (
 // GET returns it with an ETag; PUT replaces it and must carry If-Match with that ETag (the
 // router answers 412 when the document changed in between: compare-and-swap). A region absent
 // from weights receives nothing (maint); an absent state is ready.
-type HTTPRouter struct {
+type Router struct {
 	URL      string
 	Backends map[string]string
 	Classes  map[string][]string
@@ -36,17 +39,17 @@ type HTTPRouter struct {
 }
 
 // HTTPRouterDoc is the per-class document.
-type HTTPRouterDoc struct {
+type Doc struct {
 	Weights map[string]int          `json:"weights"`
 	States  map[string]router.State `json:"states,omitempty"`
 }
 
-func (h *HTTPRouter) String() string { return "http:" + h.URL }
+func (h *Router) String() string { return "http:" + h.URL }
 
 // MaxWeight: the document takes any int; 1,000,000 keeps readers' arithmetic safe.
-func (h *HTTPRouter) MaxWeight() int { return 1_000_000 }
+func (h *Router) MaxWeight() int { return 1_000_000 }
 
-func (h *HTTPRouter) do(ctx context.Context, method, class, etag string, body []byte) (int, string, []byte, error) {
+func (h *Router) do(ctx context.Context, method, class, etag string, body []byte) (int, string, []byte, error) {
 	to := h.Timeout
 	if to <= 0 {
 		to = 5 * time.Second
@@ -80,21 +83,21 @@ func (h *HTTPRouter) do(ctx context.Context, method, class, etag string, body []
 	return resp.StatusCode, resp.Header.Get("ETag"), rb, nil
 }
 
-func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, string, error) {
+func (h *Router) get(ctx context.Context, class string) (Doc, string, error) {
 	code, etag, b, err := h.do(ctx, http.MethodGet, class, "", nil)
 	if err != nil {
-		return HTTPRouterDoc{}, "", err
+		return Doc{}, "", err
 	}
 	if code != http.StatusOK {
-		return HTTPRouterDoc{}, "", router.Status(fmt.Sprintf("router GET %s/%s", h.URL, h.Backends[class]), code, b)
+		return Doc{}, "", router.Status(fmt.Sprintf("router GET %s/%s", h.URL, h.Backends[class]), code, b)
 	}
 	if etag == "" {
 		if !h.AllowNoETag {
-			return HTTPRouterDoc{}, "", fmt.Errorf("router GET %s/%s: no ETag: compare-and-swap is impossible (router.allow_no_etag: true accepts a compare before each write instead)", h.URL, h.Backends[class])
+			return Doc{}, "", fmt.Errorf("router GET %s/%s: no ETag: compare-and-swap is impossible (router.allow_no_etag: true accepts a compare before each write instead)", h.URL, h.Backends[class])
 		}
 		etag = router.DigestOf(b)
 	}
-	var doc HTTPRouterDoc
+	var doc Doc
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
@@ -116,13 +119,13 @@ func (h *HTTPRouter) get(ctx context.Context, class string) (HTTPRouterDoc, stri
 }
 
 // Read returns every class's document.
-func (h *HTTPRouter) Read(ctx context.Context) (router.RouterState, error) {
+func (h *Router) Read(ctx context.Context) (router.RouterState, error) {
 	rs, _, err := h.ReadVersion(ctx)
 	return rs, err
 }
 
 // ReadVersion returns every class's document with its ETag.
-func (h *HTTPRouter) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
+func (h *Router) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
 	rs := router.RouterState{Weights: router.Weights{}, States: router.States{}}
 	v := router.RouterVersion{}
 	for _, class := range slices.Sorted(maps.Keys(h.Classes)) {
@@ -153,7 +156,7 @@ func (h *HTTPRouter) ReadVersion(ctx context.Context) (router.RouterState, route
 // ApplyIf replaces each class's document with If-Match on the ETag this run last saw (since);
 // 412 is ErrRouterConflict, never retried. Without ETags (AllowNoETag) the document is compared
 // with since immediately before an unconditional PUT.
-func (h *HTTPRouter) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
+func (h *Router) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		want, ok := since[class]
 		if !ok {
@@ -189,8 +192,8 @@ func (h *HTTPRouter) ApplyIf(ctx context.Context, desired router.RouterState, si
 }
 
 // docBody is class's document in desired.
-func (h *HTTPRouter) docBody(class string, desired router.RouterState) []byte {
-	doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]router.State{}}
+func (h *Router) docBody(class string, desired router.RouterState) []byte {
+	doc := Doc{Weights: map[string]int{}, States: map[string]router.State{}}
 	for r, v := range desired.Weights[class] {
 		st := desired.States.Get(class, r)
 		if st == router.Maint && v == 0 {
@@ -207,7 +210,7 @@ func (h *HTTPRouter) docBody(class string, desired router.RouterState) []byte {
 
 // Apply replaces each class's document with If-Match on the ETag just read (unconditional on
 // what any run saw: the executor uses ApplyIf).
-func (h *HTTPRouter) Apply(ctx context.Context, desired router.RouterState) error {
+func (h *Router) Apply(ctx context.Context, desired router.RouterState) error {
 	attempts := h.Attempts
 	if attempts <= 0 {
 		attempts = 3
@@ -241,3 +244,36 @@ func (h *HTTPRouter) Apply(ctx context.Context, desired router.RouterState) erro
 	}
 	return nil
 }
+
+// Register the kind; cmd/lifeboat/kinds.go links it in.
+func init() {
+	fleet.RegisterDriver(fleet.DriverKind{Name: fleet.DriverHTTP, Order: 4, Config: func() fleet.DriverConfig { return &Config{} }})
+}
+
+// The configuration's interface and the driver's capabilities, checked at compile time.
+var (
+	_ fleet.DriverConfig       = (*Config)(nil)
+	_ router.ConditionalDriver = (*Router)(nil)
+)
+
+// HTTPConfig is the http driver's: router: {driver: http, url: https://router.internal/weights}.
+type Config struct {
+	URL         string `json:"url"` // the base URL of the per-class documents
+	AllowNoETag bool   `json:"allow_no_etag,omitempty"`
+}
+
+func (c *Config) Keys(d *fleet.Decoder) yamlnode.Fields {
+	return yamlnode.Fields{
+		"url":           func(n *yaml.Node, at string) { c.URL = d.HTTPURL(n, at) },
+		"allow_no_etag": func(n *yaml.Node, at string) { c.AllowNoETag = d.Bool(n, at) },
+	}
+}
+
+func (c *Config) Check(d *fleet.Decoder, f *fleet.Fleet) {
+	d.RequireRouter(f, c.URL != "", "url", "the base URL of the per-class weight documents")
+}
+
+func (c *Config) Open(f *fleet.Fleet) (router.Driver, error) {
+	return &Router{URL: c.URL, Backends: f.Router.Backends, Classes: f.Tenants, Timeout: f.Router.Timeout, AllowNoETag: c.AllowNoETag}, nil
+}
+func (c *Config) Identity() []string { return []string{"", c.URL, ""} }

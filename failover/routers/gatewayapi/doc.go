@@ -6,10 +6,10 @@
 // drained one a backendRef with weight 0 (kept, so the gateway lets its connections finish), a
 // withdrawn one (maint) has no backendRef. Every write is an update conditional on the route's
 // metadata.resourceVersion as this run last read or wrote it back (the API server's
-// compare-and-swap: 409 Conflict is failover.ErrRouterConflict, never re-read and retried). A route
+// compare-and-swap: 409 Conflict is router.ErrRouterConflict, never re-read and retried). A route
 // Lifeboat cannot map region by region — a backend that is no region's, a second rule, a filter
 // that mirrors, redirects or hands the request to an extension, backendRefs with filters of their
-// own, a non-Service backend — is refused (failover.ErrRouterTopology), never half-managed.
+// own, a non-Service backend — is refused (router.ErrRouterTopology), never half-managed.
 // config.go decodes its fleet section (router: {driver: gateway-api, ...}).
 //
 // The driver talks to the API server through client-go's dynamic client on unstructured

@@ -13,7 +13,7 @@ import (
 
 // The driver's registration: router: {driver: gateway-api, …}.
 func init() {
-	fleet.RegisterDriver(fleet.DriverKind{Name: Driver, Config: func() fleet.DriverConfig { return &FleetConfig{} }})
+	fleet.RegisterDriver(fleet.DriverKind{Name: Driver, Order: 5, Config: func() fleet.DriverConfig { return &FleetConfig{} }})
 }
 
 var _ fleet.DriverConfig = (*FleetConfig)(nil)

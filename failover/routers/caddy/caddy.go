@@ -1,10 +1,11 @@
-package failover
+package caddy
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"go.yaml.in/yaml/v3"
 	"maps"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
+	"lifeboat/internal/base/yamlnode"
 )
 
 // CaddyRouter drives Caddy (v2.11+) through its admin API: each tenant class is a route tagged
@@ -25,7 +27,7 @@ import (
 // Caddy never selects, so in-flight requests finish. The executor's writes (ApplyIf) are PATCHes
 // with If-Match on the Etag this run last wrote or read back: another's edit answers 412
 // (ErrRouterConflict), never overwritten.
-type CaddyRouter struct {
+type Router struct {
 	Admin    string              // http://127.0.0.1:2019
 	Routes   map[string]string   // class → route @id
 	Classes  map[string][]string // class → eligible regions
@@ -39,12 +41,12 @@ type CaddyRouter struct {
 }
 
 // NewCaddyRouter builds the driver from a fleet.
-func NewCaddyRouter(f *fleet.Fleet) (*CaddyRouter, error) {
-	cfg, ok := f.Router.Config.(*CaddyConfig)
+func New(f *fleet.Fleet) (*Router, error) {
+	cfg, ok := f.Router.Config.(*Config)
 	if !ok {
 		return nil, fmt.Errorf("%s: router.driver is %q, not caddy", f.File, f.Router.Driver)
 	}
-	c := &CaddyRouter{Admin: cfg.URL, Routes: f.Router.Backends, Classes: f.Tenants, Dials: map[string]string{}, Timeout: f.Router.Timeout, AllowNoETag: cfg.AllowNoETag}
+	c := &Router{Admin: cfg.URL, Routes: f.Router.Backends, Classes: f.Tenants, Dials: map[string]string{}, Timeout: f.Router.Timeout, AllowNoETag: cfg.AllowNoETag}
 	for name, r := range f.Regions {
 		if r.Endpoint == "" {
 			continue
@@ -62,13 +64,13 @@ func NewCaddyRouter(f *fleet.Fleet) (*CaddyRouter, error) {
 	return c, nil
 }
 
-func (c *CaddyRouter) String() string { return "caddy:" + c.Admin }
+func (c *Router) String() string { return "caddy:" + c.Admin }
 
 // MaxWeight: Caddy takes any int weight; 1,000,000 keeps it sane.
-func (c *CaddyRouter) MaxWeight() int { return 1_000_000 }
+func (c *Router) MaxWeight() int { return 1_000_000 }
 
 // ZeroWeightIsDrain: Caddy has no drain state; a kept upstream with weight 0 is the drain.
-func (c *CaddyRouter) ZeroWeightIsDrain() bool { return true }
+func (c *Router) ZeroWeightIsDrain() bool { return true }
 
 // caddyReadAttempts bounds how often a read is sent again after the connection failed. Caddy
 // replaces its admin server on every config change (each of this driver's PATCHes) and stops the
@@ -78,7 +80,8 @@ func (c *CaddyRouter) ZeroWeightIsDrain() bool { return true }
 // ErrRouterUnreachable for the executor's read-back and resume to settle.
 const caddyReadAttempts = 4
 
-func (c *CaddyRouter) do(ctx context.Context, method, path, etag string, body []byte) (int, http.Header, []byte, error) {
+// Do sends one request to the admin API and reads its answer, bounded.
+func (c *Router) Do(ctx context.Context, method, path, etag string, body []byte) (int, http.Header, []byte, error) {
 	to := c.Timeout
 	if to <= 0 {
 		to = 5 * time.Second
@@ -118,13 +121,13 @@ func (c *CaddyRouter) do(ctx context.Context, method, path, etag string, body []
 	return resp.StatusCode, resp.Header, b, nil
 }
 
-// route fetches a class's route and its ETag.
-func (c *CaddyRouter) route(ctx context.Context, class string) (map[string]any, string, error) {
+// Route fetches a class's route and its ETag.
+func (c *Router) Route(ctx context.Context, class string) (map[string]any, string, error) {
 	id, ok := c.Routes[class]
 	if !ok {
 		return nil, "", fmt.Errorf("caddy: class %s has no route (router.backends)", class)
 	}
-	code, h, b, err := c.do(ctx, http.MethodGet, "/id/"+url.PathEscape(id), "", nil)
+	code, h, b, err := c.Do(ctx, http.MethodGet, "/id/"+url.PathEscape(id), "", nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -143,7 +146,7 @@ func (c *CaddyRouter) route(ctx context.Context, class string) (map[string]any, 
 }
 
 // proxyHandler finds the route's reverse_proxy handler.
-func proxyHandler(route map[string]any) (map[string]any, error) {
+func ProxyHandler(route map[string]any) (map[string]any, error) {
 	hs, _ := route["handle"].([]any)
 	for _, h := range hs {
 		if m, ok := h.(map[string]any); ok && m["handler"] == "reverse_proxy" {
@@ -153,7 +156,7 @@ func proxyHandler(route map[string]any) (map[string]any, error) {
 	return nil, fmt.Errorf("the route has no reverse_proxy handler")
 }
 
-func (c *CaddyRouter) regionOf(dial string) string {
+func (c *Router) regionOf(dial string) string {
 	for r, d := range c.Dials {
 		if d == dial {
 			return r
@@ -192,7 +195,7 @@ func unseen(route map[string]any) []string {
 	if proxies > 1 {
 		why = append(why, fmt.Sprintf("%d reverse_proxy handlers (only one per class route can be read)", proxies))
 	}
-	if h, err := proxyHandler(route); err == nil {
+	if h, err := ProxyHandler(route); err == nil {
 		ups, ok := h["upstreams"].([]any)
 		if !ok && h["upstreams"] != nil {
 			why = append(why, "upstreams is not a list")
@@ -218,8 +221,8 @@ func unseen(route map[string]any) []string {
 }
 
 // parse reads a class's upstreams and weights from its route.
-func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int, map[string]router.State, error) {
-	h, err := proxyHandler(route)
+func (c *Router) parse(class string, route map[string]any) (map[string]int, map[string]router.State, error) {
+	h, err := ProxyHandler(route)
 	if err != nil {
 		return nil, nil, fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
 	}
@@ -267,17 +270,17 @@ func (c *CaddyRouter) parse(class string, route map[string]any) (map[string]int,
 }
 
 // Read returns every class's upstream weights.
-func (c *CaddyRouter) Read(ctx context.Context) (router.RouterState, error) {
+func (c *Router) Read(ctx context.Context) (router.RouterState, error) {
 	rs, _, err := c.ReadVersion(ctx)
 	return rs, err
 }
 
 // ReadVersion returns every class's upstream weights with its route's Etag.
-func (c *CaddyRouter) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
+func (c *Router) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
 	rs := router.RouterState{Weights: router.Weights{}, States: router.States{}}
 	v := router.RouterVersion{}
 	for _, class := range slices.Sorted(maps.Keys(c.Routes)) {
-		route, etag, err := c.route(ctx, class)
+		route, etag, err := c.Route(ctx, class)
 		if err != nil {
 			return rs, nil, err
 		}
@@ -297,9 +300,9 @@ func (c *CaddyRouter) ReadVersion(ctx context.Context) (router.RouterState, rout
 // saw (since): a route changed since answers 412, ErrRouterConflict, never retried. A Caddy that
 // sends no Etag is refused unless AllowNoETag, which compares the route with since right before an
 // unconditional PATCH.
-func (c *CaddyRouter) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
+func (c *Router) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
-		route, now, err := c.route(ctx, class)
+		route, now, err := c.Route(ctx, class)
 		if err != nil {
 			return err
 		}
@@ -321,7 +324,7 @@ func (c *CaddyRouter) ApplyIf(ctx context.Context, desired router.RouterState, s
 		if err := fence(); err != nil {
 			return err
 		}
-		code, _, b, err := c.do(ctx, http.MethodPatch, "/id/"+url.PathEscape(c.Routes[class]), ifMatch, body)
+		code, _, b, err := c.Do(ctx, http.MethodPatch, "/id/"+url.PathEscape(c.Routes[class]), ifMatch, body)
 		if err != nil {
 			return err
 		}
@@ -337,8 +340,8 @@ func (c *CaddyRouter) ApplyIf(ctx context.Context, desired router.RouterState, s
 }
 
 // routeBody is route rewritten to desired's upstreams and weights for class.
-func (c *CaddyRouter) routeBody(class string, route map[string]any, desired router.RouterState) ([]byte, error) {
-	h, err := proxyHandler(route)
+func (c *Router) routeBody(class string, route map[string]any, desired router.RouterState) ([]byte, error) {
+	h, err := ProxyHandler(route)
 	if err != nil {
 		return nil, fmt.Errorf("caddy route %s: %v", c.Routes[class], err)
 	}
@@ -379,7 +382,7 @@ func (c *CaddyRouter) routeBody(class string, route map[string]any, desired rout
 // Apply rewrites each class's upstreams: ready and drained regions are upstreams (a drained one
 // with weight 0), cut-off ones are left out; a PATCH with If-Match on the ETag of the route just
 // read (unconditional on what any run saw: the executor uses ApplyIf).
-func (c *CaddyRouter) Apply(ctx context.Context, desired router.RouterState) error {
+func (c *Router) Apply(ctx context.Context, desired router.RouterState) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		if err := c.applyClass(ctx, class, desired); err != nil {
 			return err
@@ -388,14 +391,14 @@ func (c *CaddyRouter) Apply(ctx context.Context, desired router.RouterState) err
 	return nil
 }
 
-func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired router.RouterState) error {
+func (c *Router) applyClass(ctx context.Context, class string, desired router.RouterState) error {
 	attempts := c.Attempts
 	if attempts <= 0 {
 		attempts = 3
 	}
 	var last error
 	for range attempts {
-		route, etag, err := c.route(ctx, class)
+		route, etag, err := c.Route(ctx, class)
 		if err != nil {
 			return err
 		}
@@ -406,7 +409,7 @@ func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired rout
 		if err != nil {
 			return err
 		}
-		code, _, b, err := c.do(ctx, http.MethodPatch, "/id/"+url.PathEscape(c.Routes[class]), etag, body)
+		code, _, b, err := c.Do(ctx, http.MethodPatch, "/id/"+url.PathEscape(c.Routes[class]), etag, body)
 		if err != nil {
 			return err
 		}
@@ -421,3 +424,45 @@ func (c *CaddyRouter) applyClass(ctx context.Context, class string, desired rout
 	}
 	return last
 }
+
+// Register the kind; cmd/lifeboat/kinds.go links it in.
+func init() {
+	fleet.RegisterDriver(fleet.DriverKind{Name: fleet.DriverCaddy, Order: 3, Config: func() fleet.DriverConfig { return &Config{} }})
+}
+
+// The configuration's interface and the driver's capabilities, checked at compile time.
+var (
+	_ fleet.DriverConfig       = (*Config)(nil)
+	_ router.ConditionalDriver = (*Router)(nil)
+	_ router.ZeroDrainDriver   = (*Router)(nil)
+)
+
+// CaddyConfig is the Caddy driver's: router: {driver: caddy, url: http://127.0.0.1:2019}.
+type Config struct {
+	URL string `json:"url"` // Caddy's admin API
+	// AllowNoETag: a Caddy that sends no ETag is written after comparing with the run's last
+	// read-back immediately before each write (a window remains), instead of refused.
+	AllowNoETag bool `json:"allow_no_etag,omitempty"`
+}
+
+func (c *Config) Keys(d *fleet.Decoder) yamlnode.Fields {
+	return yamlnode.Fields{
+		"url":           func(n *yaml.Node, at string) { c.URL = d.HTTPURL(n, at) },
+		"allow_no_etag": func(n *yaml.Node, at string) { c.AllowNoETag = d.Bool(n, at) },
+	}
+}
+
+func (c *Config) Check(d *fleet.Decoder, f *fleet.Fleet) {
+	d.RequireRouter(f, c.URL != "", "url", "Caddy's admin API, such as http://127.0.0.1:2019")
+	for _, class := range slices.Sorted(maps.Keys(f.Tenants)) {
+		for _, name := range f.Tenants[class] {
+			if reg := f.Regions[name]; reg != nil && reg.Endpoint == "" {
+				d.Errf(reg.Line, "regions."+name+".endpoint", "required with driver caddy: it is the upstream of class %s", class)
+			}
+		}
+	}
+	d.RequireBackends(f)
+}
+
+func (c *Config) Open(f *fleet.Fleet) (router.Driver, error) { return New(f) }
+func (c *Config) Identity() []string                         { return []string{"", c.URL, ""} }

@@ -1,17 +1,20 @@
-package failover
+package file
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.yaml.in/yaml/v3"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/fleet/router"
+	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers/localfile"
 )
 
@@ -21,29 +24,29 @@ import (
 //
 //	{"version": 7, "updated": "2026-12-01T07:00:00Z",
 //	 "classes": {"eu-only": {"eu-west-1": {"weight": 0, "state": "maint"}, ...}, ...}}
-type FileRouter struct {
+type Router struct {
 	Path string
 }
 
 // FileRouterDoc is the document's schema.
-type FileRouterDoc struct {
-	Version int64                                 `json:"version"`
-	Updated time.Time                             `json:"updated"`
-	Classes map[string]map[string]FileRouterEntry `json:"classes"`
+type Doc struct {
+	Version int64                       `json:"version"`
+	Updated time.Time                   `json:"updated"`
+	Classes map[string]map[string]Entry `json:"classes"`
 }
 
 // FileRouterEntry is one region's weight and state in one class.
-type FileRouterEntry struct {
+type Entry struct {
 	Weight int          `json:"weight"`
 	State  router.State `json:"state"`
 }
 
-func (f *FileRouter) String() string { return "file:" + f.Path }
+func (f *Router) String() string { return "file:" + f.Path }
 
 // MaxWeight: the file takes any non-negative int; 1,000,000 keeps readers' arithmetic safe.
-func (f *FileRouter) MaxWeight() int { return 1_000_000 }
+func (f *Router) MaxWeight() int { return 1_000_000 }
 
-func (f *FileRouter) load() (*FileRouterDoc, error) {
+func (f *Router) load() (*Doc, error) {
 	b, err := localfile.ReadFile(f.Path, router.MaxBody)
 	if err != nil {
 		return nil, fmt.Errorf("router %s: %w", f.Path, err)
@@ -61,12 +64,12 @@ const fileRouterShape = `{"version": N, "classes": {CLASS: {REGION: {"weight": W
 // decodeFileRouterDoc reads the document strictly: a member it does not know, a value of the
 // wrong type or a region without its weight is an error naming the field, never a weight read
 // as 0 (a document of another shape would otherwise read as "no traffic anywhere").
-func decodeFileRouterDoc(b []byte) (*FileRouterDoc, error) {
+func decodeFileRouterDoc(b []byte) (*Doc, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil || top == nil {
 		return nil, fmt.Errorf("not a weights document (%s): %v", fileRouterShape, jsonWhy(err, "an object"))
 	}
-	doc := &FileRouterDoc{}
+	doc := &Doc{}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		v := top[k]
 		var err error
@@ -91,12 +94,12 @@ func decodeFileRouterDoc(b []byte) (*FileRouterDoc, error) {
 	if err := json.Unmarshal(raw, &classes); err != nil || classes == nil {
 		return nil, fmt.Errorf("classes: %v (%s)", jsonWhy(err, "an object of classes, each an object of regions"), fileRouterShape)
 	}
-	doc.Classes = map[string]map[string]FileRouterEntry{}
+	doc.Classes = map[string]map[string]Entry{}
 	for c, m := range classes {
 		if m == nil {
 			return nil, fmt.Errorf("classes.%s: want an object of regions, got null", c)
 		}
-		doc.Classes[c] = map[string]FileRouterEntry{}
+		doc.Classes[c] = map[string]Entry{}
 		for r, v := range m {
 			at := "classes." + c + "." + r
 			e, err := decodeFileRouterEntry(v)
@@ -111,8 +114,8 @@ func decodeFileRouterDoc(b []byte) (*FileRouterDoc, error) {
 
 // decodeFileRouterEntry reads {"weight": W, "state": S}; its error starts with the member it is
 // about (".weight: …") or ": …" for the entry itself.
-func decodeFileRouterEntry(v json.RawMessage) (FileRouterEntry, error) {
-	var e FileRouterEntry
+func decodeFileRouterEntry(v json.RawMessage) (Entry, error) {
+	var e Entry
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(v, &m); err != nil || m == nil {
 		return e, fmt.Errorf(`: %v ({"weight": W, "state": S})`, jsonWhy(err, "an object"))
@@ -159,7 +162,7 @@ func jsonWhy(err error, want string) string {
 }
 
 // Read returns the document's weights and states.
-func (f *FileRouter) Read(ctx context.Context) (router.RouterState, error) {
+func (f *Router) Read(ctx context.Context) (router.RouterState, error) {
 	if err := ctx.Err(); err != nil {
 		return router.RouterState{}, err
 	}
@@ -181,7 +184,7 @@ func (f *FileRouter) Read(ctx context.Context) (router.RouterState, error) {
 }
 
 // Version returns the document's version (0 when it does not exist).
-func (f *FileRouter) Version() (int64, error) {
+func (f *Router) Version() (int64, error) {
 	doc, err := f.load()
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -193,28 +196,28 @@ func (f *FileRouter) Version() (int64, error) {
 }
 
 // Apply writes the desired classes into the document, keeping the others, as a new version.
-func (f *FileRouter) Apply(ctx context.Context, desired router.RouterState) error {
+func (f *Router) Apply(ctx context.Context, desired router.RouterState) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	doc, err := f.load()
 	if errors.Is(err, os.ErrNotExist) {
-		doc, err = &FileRouterDoc{}, nil
+		doc, err = &Doc{}, nil
 	}
 	if err != nil {
 		return err
 	}
 	if doc.Classes == nil {
-		doc.Classes = map[string]map[string]FileRouterEntry{}
+		doc.Classes = map[string]map[string]Entry{}
 	}
 	for c, vec := range desired.Weights {
-		m := map[string]FileRouterEntry{}
+		m := map[string]Entry{}
 		for r, v := range vec {
-			m[r] = FileRouterEntry{Weight: v, State: desired.States.Get(c, r)}
+			m[r] = Entry{Weight: v, State: desired.States.Get(c, r)}
 		}
 		for r, s := range desired.States[c] {
 			if _, ok := m[r]; !ok {
-				m[r] = FileRouterEntry{State: s}
+				m[r] = Entry{State: s}
 			}
 		}
 		doc.Classes[c] = m
@@ -256,3 +259,35 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return nil
 }
+
+// Register the kind; cmd/lifeboat/kinds.go links it in.
+func init() {
+	fleet.RegisterDriver(fleet.DriverKind{Name: fleet.DriverFile, Order: 1, Config: func() fleet.DriverConfig { return &Config{} }})
+}
+
+// The configuration's interface and the driver's capabilities, checked at compile time.
+var (
+	_ fleet.DriverConfig = (*Config)(nil)
+)
+
+// Identity of the built-in drivers keeps the fleet digest's layout from before kinds were
+// registered (socket, url, path), so that runs journaled then are still this fleet's.
+
+// FileConfig is the file driver's configuration: router: {driver: file, path: weights.json}.
+type Config struct {
+	Path string `json:"path"` // the weights document, resolved against the fleet file's directory
+}
+
+func (c *Config) Keys(d *fleet.Decoder) yamlnode.Fields {
+	return yamlnode.Fields{"path": func(n *yaml.Node, at string) { c.Path = d.Path(n, at) }}
+}
+
+func (c *Config) Check(d *fleet.Decoder, f *fleet.Fleet) {
+	d.RequireRouter(f, c.Path != "", "path", "the weights document")
+	if len(f.Router.Frontends) > 0 {
+		d.Errf(d.Line("router"), "router.frontends", "the file driver has no data plane: traffic goes to the receivers' endpoints")
+	}
+}
+
+func (c *Config) Open(*fleet.Fleet) (router.Driver, error) { return &Router{Path: c.Path}, nil }
+func (c *Config) Identity() []string                       { return []string{"", "", c.Path} }

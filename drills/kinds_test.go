@@ -21,6 +21,8 @@ import (
 	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
+	_ "lifeboat/verify/warm/endpoint"
+	_ "lifeboat/verify/warm/execlauncher"
 )
 
 // simConfig is a launcher kind registered by this test, as a kind in its own package is: it

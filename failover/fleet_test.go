@@ -12,6 +12,7 @@ import (
 	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/verify/warm"
+	"lifeboat/verify/warm/execlauncher"
 )
 
 func TestParseFleetFull(t *testing.T) {
@@ -32,7 +33,7 @@ func TestParseFleetFull(t *testing.T) {
 	use1 := f.Regions["us-east-1"]
 	if use1.Geo != "us" || use1.Replica != "s3://models-use1/llama-3.3-70b-awq" || use1.Endpoint != "http://vllm-use1.internal:8000" ||
 		use1.Capacity != (fleet.Capacity{Replicas: 60, PrefillTokensPerS: 8000}) || use1.Launcher == nil || use1.Launcher.Kind != fleet.LauncherExec ||
-		!strings.Contains(use1.Launcher.Config.(*ExecConfig).Command, "{{.ModelDir}}") || use1.Line != 5 {
+		!strings.Contains(use1.Launcher.Config.(*execlauncher.Config).Command, "{{.ModelDir}}") || use1.Line != 5 {
 		t.Errorf("us-east-1 %+v %+v", use1, use1.Launcher)
 	}
 	if r := f.Regions["eu-west-1"]; r.Launcher != nil || r.Replica != "az://acct/models/llama-3.3-70b-awq" {
@@ -92,7 +93,7 @@ router: {driver: haproxy, socket: /s, backends: {g: be_g}, frontends: {g: "http:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Regions["a"].Launcher.Config.(*ExecConfig).Port != 18101 || f.Router.Frontends["g"] != "http://127.0.0.1:18111" {
+	if f.Regions["a"].Launcher.Config.(*execlauncher.Config).Port != 18101 || f.Router.Frontends["g"] != "http://127.0.0.1:18111" {
 		t.Fatalf("launcher %+v frontends %v", f.Regions["a"].Launcher, f.Router.Frontends)
 	}
 	o, err := warm.FleetBootOptions(f, "a", fleet.LaunchOptions{})

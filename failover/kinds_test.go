@@ -6,4 +6,6 @@ import (
 	_ "lifeboat/failover/routers/file"
 	_ "lifeboat/failover/routers/haproxy"
 	_ "lifeboat/failover/routers/httpdoc"
+	_ "lifeboat/verify/warm/endpoint"
+	_ "lifeboat/verify/warm/execlauncher"
 )

@@ -9,5 +9,7 @@ import (
 	_ "lifeboat/failover/routers/gatewayapi" // router: {driver: gateway-api}: HTTPRoute weights
 	_ "lifeboat/failover/routers/haproxy"    // router: {driver: haproxy}: HAProxy's admin socket
 	_ "lifeboat/failover/routers/httpdoc"    // router: {driver: http}: per-class documents over HTTP
+	_ "lifeboat/verify/warm/endpoint"        // launcher: {kind: endpoint}: a replica already serving
+	_ "lifeboat/verify/warm/execlauncher"    // launcher: {kind: exec}: a command on this host
 	_ "lifeboat/verify/warm/kube"            // launcher: {kind: kubernetes}: the bundle's Deployment
 )

@@ -1,4 +1,4 @@
-package failover
+package execlauncher
 
 import (
 	"fmt"
@@ -12,20 +12,16 @@ import (
 	"lifeboat/verify/warm"
 )
 
-// The built-in kinds, registered in this order (the order "want one of …" lists them in).
+// Register the kind; cmd/lifeboat/kinds.go links it in.
 func init() {
-	fleet.RegisterLauncher(fleet.LauncherKind{Name: fleet.LauncherExec, Order: 1, Config: func() fleet.LauncherConfig { return &ExecConfig{} }})
-	fleet.RegisterLauncher(fleet.LauncherKind{Name: fleet.LauncherEndpoint, Order: 2, Config: func() fleet.LauncherConfig { return &EndpointConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: fleet.LauncherExec, Order: 1, Config: func() fleet.LauncherConfig { return &Config{} }})
 }
 
-// The configurations' interfaces and capabilities, checked at compile time.
-var (
-	_ fleet.CommandLauncher = (*ExecConfig)(nil)
-	_ fleet.AttachLauncher  = (*EndpointConfig)(nil)
-)
+// The configuration's interface and capabilities, checked at compile time.
+var _ fleet.CommandLauncher = (*Config)(nil)
 
-// ExecConfig is the exec launcher's: launcher: {kind: exec, command: "vllm serve …", port: 8001}.
-type ExecConfig struct {
+// Config is the exec launcher's: launcher: {kind: exec, command: "vllm serve …", port: 8001}.
+type Config struct {
 	// Command is the command line (see warm.ExecLauncher), with {{.ModelDir}}, {{.EngineConfig}},
 	// {{.Host}} and {{.Port}} (e.g. "vllm serve {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}}").
 	Command string `json:"command"`
@@ -34,7 +30,7 @@ type ExecConfig struct {
 	Port int `json:"port,omitempty"`
 }
 
-func (c *ExecConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
+func (c *Config) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{
 		"command": func(n *yaml.Node, at string) {
 			c.Command = d.Str(n, at, true)
@@ -55,7 +51,7 @@ func checkCommand(cmdline string) error {
 	return err
 }
 
-func (c *ExecConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
+func (c *Config) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 	at := "regions." + r.Name + ".launcher"
 	if c.Command == "" {
 		d.Errf(d.Line(at), at+".command", "an exec launcher needs a command")
@@ -68,16 +64,16 @@ func (c *ExecConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 			break
 		}
 		if o := f.Regions[other].Launcher; o != nil {
-			if oc, ok := o.Config.(*ExecConfig); ok && oc.Port == c.Port {
+			if oc, ok := o.Config.(*Config); ok && oc.Port == c.Port {
 				d.Errf(r.Line, at+".port", "port %d is also %s's: two candidates cannot listen on one port", c.Port, other)
 			}
 		}
 	}
 }
 
-func (c *ExecConfig) CommandLine() string { return c.Command }
+func (c *Config) CommandLine() string { return c.Command }
 
-func (c *ExecConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
+func (c *Config) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	cmdline := c.Command
 	if o.Command != nil {
 		cmdline = o.Command(cmdline)
@@ -86,30 +82,4 @@ func (c *ExecConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOpt
 		return nil, fmt.Errorf("%s: regions.%s.launcher.command: %w", f.File, r.Name, err)
 	}
 	return &warm.ExecLauncher{Command: cmdline, Port: c.Port}, nil
-}
-
-// EndpointConfig is the endpoint launcher's: launcher: {kind: endpoint, url: http://…}; it
-// starts nothing and probes a replica already serving.
-type EndpointConfig struct {
-	URL string `json:"url,omitempty"` // the replica; empty means the region's endpoint
-}
-
-func (c *EndpointConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
-	return yamlnode.Fields{"url": func(n *yaml.Node, at string) { c.URL = d.HTTPURL(n, at) }}
-}
-
-func (c *EndpointConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
-	if c.URL == "" && r.Endpoint == "" {
-		d.Errf(r.Line, "regions."+r.Name+".launcher.url", "an endpoint launcher needs a url, or the region's endpoint")
-	}
-}
-
-func (c *EndpointConfig) AttachesOnly() bool { return true }
-
-func (c *EndpointConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
-	u := c.URL
-	if u == "" {
-		u = r.Endpoint
-	}
-	return &warm.EndpointLauncher{URL: u}, nil
 }

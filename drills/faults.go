@@ -54,10 +54,10 @@ func (ff *fileFault) plant(ctx context.Context, keep func([]byte) error) error {
 	return nil
 }
 
-// faultRouter wraps the router: after afterStep successful changes it answers nothing for
-// duration (router-unreachable).
+// faultRouter is the router-unreachable fault: after afterStep successful changes the router
+// answers nothing for duration. driver is the fleet's driver with the fault applied.
 type faultRouter struct {
-	router.Driver
+	Driver    router.Driver // the fleet's driver
 	afterStep int
 	duration  time.Duration
 	now       func() time.Time
@@ -80,54 +80,11 @@ func (fr *faultRouter) down() error {
 	return nil
 }
 
-func (fr *faultRouter) Read(ctx context.Context) (router.RouterState, error) {
-	if err := fr.down(); err != nil {
-		return router.RouterState{}, err
-	}
-	return fr.Driver.Read(ctx)
+// driver is the fleet's driver with the fault applied (router.Wrap: it keeps exactly the
+// driver's capabilities, which the executor asks by type assertion).
+func (fr *faultRouter) driver() router.Driver {
+	return router.Wrap(fr.Driver, router.Overrides{Before: fr.down, After: fr.applied})
 }
-
-func (fr *faultRouter) Apply(ctx context.Context, desired router.RouterState) error {
-	if err := fr.down(); err != nil {
-		return err
-	}
-	if err := fr.Driver.Apply(ctx, desired); err != nil {
-		return err
-	}
-	fr.applied()
-	return nil
-}
-
-// The wrapped driver's capabilities pass through (the executor asks them by type assertion):
-// conditional writes — the driver's own compare-and-swap, not a digest of a Read — and weight 0
-// as the drain.
-var (
-	_ router.ConditionalDriver = (*faultRouter)(nil)
-	_ router.ZeroDrainDriver   = (*faultRouter)(nil)
-)
-
-func (fr *faultRouter) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
-	if err := fr.down(); err != nil {
-		return router.RouterState{}, nil, err
-	}
-	return router.ReadVersion(ctx, fr.Driver)
-}
-
-func (fr *faultRouter) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
-	if err := fr.down(); err != nil {
-		return err
-	}
-	if err := router.ApplyIf(ctx, fr.Driver, desired, since, fence); err != nil {
-		return err
-	}
-	fr.applied()
-	return nil
-}
-
-func (fr *faultRouter) ZeroWeightIsDrain() bool { return router.ZeroWeightIsDrain(fr.Driver) }
-
-// Unwrap is the wrapped driver.
-func (fr *faultRouter) Unwrap() router.Driver { return fr.Driver }
 
 // applied counts a successful change; the afterStep-th starts the outage.
 func (fr *faultRouter) applied() {
@@ -206,46 +163,13 @@ func (s processStore) Delete(ctx context.Context, key string, o providers.Delete
 // Close does not close the shared store: the next process uses it.
 func (s processStore) Close() error { return nil }
 
-type processRouter struct {
-	router.Driver
-	p *process
+// processRouter is d as process p sees it: dead once p is killed (router.Wrap keeps exactly d's
+// capabilities).
+func processRouter(d router.Driver, p *process) router.Driver {
+	return router.Wrap(d, router.Overrides{Before: func() error {
+		if p.dead.Load() {
+			return errKilled
+		}
+		return nil
+	}})
 }
-
-func (r processRouter) Read(ctx context.Context) (router.RouterState, error) {
-	if r.p.dead.Load() {
-		return router.RouterState{}, errKilled
-	}
-	return r.Driver.Read(ctx)
-}
-
-func (r processRouter) Apply(ctx context.Context, desired router.RouterState) error {
-	if r.p.dead.Load() {
-		return errKilled
-	}
-	return r.Driver.Apply(ctx, desired)
-}
-
-// The wrapped driver's capabilities pass through: conditional writes and weight 0 as the drain.
-var (
-	_ router.ConditionalDriver = processRouter{}
-	_ router.ZeroDrainDriver   = processRouter{}
-)
-
-func (r processRouter) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
-	if r.p.dead.Load() {
-		return router.RouterState{}, nil, errKilled
-	}
-	return router.ReadVersion(ctx, r.Driver)
-}
-
-func (r processRouter) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
-	if r.p.dead.Load() {
-		return errKilled
-	}
-	return router.ApplyIf(ctx, r.Driver, desired, since, fence)
-}
-
-func (r processRouter) ZeroWeightIsDrain() bool { return router.ZeroWeightIsDrain(r.Driver) }
-
-// Unwrap is the wrapped driver.
-func (r processRouter) Unwrap() router.Driver { return r.Driver }

@@ -53,7 +53,7 @@ func (x *run) liveSignals() *failover.LiveSignals {
 }
 
 func (x *run) executor(p *process) *failover.Executor {
-	ex := &failover.Executor{Fleet: x.exFl, Store: processStore{Store: x.state, p: p}, Router: processRouter{Driver: x.router, p: p},
+	ex := &failover.Executor{Fleet: x.exFl, Store: processStore{Store: x.state, p: p}, Router: processRouter(x.router.driver(), p),
 		Signals: x.liveSignals(), Log: x.log(), Holder: x.holder(), LockTTL: x.Drill.LockTTL, Now: x.Now, BeforeChange: x.ownRun}
 	return ex
 }

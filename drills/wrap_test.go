@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	filerouter "lifeboat/failover/routers/file"
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
@@ -50,7 +51,7 @@ func TestWrappedDriverKeepsCapabilities(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var d router.Driver = processRouter{Driver: &faultRouter{Driver: inner, now: time.Now, afterStep: 1, duration: time.Hour}, p: &process{}}
+			var d router.Driver = processRouter((&faultRouter{Driver: inner, now: time.Now, afterStep: 1, duration: time.Hour}).driver(), &process{})
 			if _, ok := d.(router.ConditionalDriver); !ok {
 				t.Fatal("the wrapped driver is not a ConditionalDriver")
 			}
@@ -95,4 +96,29 @@ func freePort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// notingDriver is a driver that reports notes (as gateway-api does of its HTTPRoutes).
+type notingDriver struct{ router.Driver }
+
+func (notingDriver) Notes() []string {
+	return []string{"HTTPRoute g: Accepted=False (NotAllowedByListeners)"}
+}
+
+// A drill wraps the fleet's driver twice; a driver with notes must still give them through both,
+// or the executor of a drill would never log what the gateway says of its routes. The wrappers
+// add no capability the driver lacks either.
+func TestWrappedDriverKeepsNotes(t *testing.T) {
+	inner := notingDriver{&filerouter.Router{Path: filepath.Join(t.TempDir(), "weights.json")}}
+	d := processRouter((&faultRouter{Driver: inner, now: time.Now}).driver(), &process{})
+	n, ok := d.(router.NotingDriver)
+	if !ok {
+		t.Fatal("the wrapped driver is not a NotingDriver: the drill's executor would log no notes")
+	}
+	if got := n.Notes(); len(got) != 1 || got[0] != inner.Notes()[0] {
+		t.Errorf("notes through the wrappers %q, want the driver's %q", got, inner.Notes())
+	}
+	if _, ok := d.(router.ConditionalDriver); ok {
+		t.Error("the wrapped file driver claims compare-and-swap it does not have")
+	}
 }

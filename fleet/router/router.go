@@ -68,8 +68,7 @@ type NotingDriver interface {
 }
 
 // ZeroWeightIsDrain says whether weight 0 is the drain on d (a ZeroDrainDriver that says so). A
-// driver wrapper forwards it with this, as it forwards ConditionalDriver with ReadVersion and
-// ApplyIf, so that wrapping never loses a capability.
+// driver wrapper keeps the capability by being built with Wrap.
 func ZeroWeightIsDrain(d Driver) bool {
 	z, ok := d.(ZeroDrainDriver)
 	return ok && z.ZeroWeightIsDrain()
@@ -106,7 +105,7 @@ func ReadVersion(ctx context.Context, d Driver) (RouterState, RouterVersion, err
 }
 
 // ApplyIf applies desired only where the router is still at since: through the driver's own
-// ApplyIf, or else (the file driver, wrappers) by comparing a fresh Read with since immediately
+// ApplyIf, or else (the file driver) by comparing a fresh Read with since immediately
 // before one Apply. fence runs before each write; nil means none.
 func ApplyIf(ctx context.Context, d Driver, desired RouterState, since RouterVersion, fence func() error) error {
 	if fence == nil {

@@ -1,7 +1,6 @@
 package endpoint
 
 import (
-
 	"go.yaml.in/yaml/v3"
 
 	"lifeboat/fleet"

@@ -20,6 +20,7 @@ import (
 	"lifeboat/failover"
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/base/wait"
 	"lifeboat/manifest"
 	"lifeboat/providers"
@@ -150,13 +151,13 @@ func thisHost() (host, boot string) {
 // drillProcess judges the drill process a record names with failover's rules (JudgeProcess):
 // Gone only when proven; a process whose start time cannot be read (/proc mounted hidepid, an
 // unreadable entry) or a record or host that does not identify it is CannotTell, never gone.
-func drillProcess(procs *failover.OwnerChecker, rec *DrillRecord, boot string) (failover.Liveness, string) {
+func drillProcess(procs *lockowner.Checker, rec *DrillRecord, boot string) (lockowner.Liveness, string) {
 	if boot == "" {
-		return failover.CannotTell, "this host's boot id cannot be read"
+		return lockowner.CannotTell, "this host's boot id cannot be read"
 	}
 	start, _ := strconv.ParseUint(rec.PIDStart, 10, 64) // 0 when unreadable: gone only by ESRCH
 	if procs == nil {
-		procs = &failover.OwnerChecker{}
+		procs = &lockowner.Checker{}
 	}
 	return procs.JudgeProcess(rec.PID, start)
 }
@@ -493,7 +494,7 @@ type Cleaner struct {
 	Now         func() time.Time
 	Grace       time.Duration // a candidate's SIGTERM grace; 0: 10s
 	// Procs judges whether a record's drill process still runs; nil: this host for real.
-	Procs *failover.OwnerChecker
+	Procs *lockowner.Checker
 }
 
 // CleanupResult is what one drill's clean-up did. JSON field names are stable.
@@ -580,10 +581,10 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 			res.Skipped = fmt.Sprintf("the drill ran on %s (boot %s): its candidates and temp dir are there; run the clean-up on that host", rec.Host, rec.Boot)
 		default:
 			switch l, why := drillProcess(c.Procs, rec, boot); l {
-			case failover.Alive:
+			case lockowner.Alive:
 				res.Skipped = fmt.Sprintf("the drill still runs (pid %d): it tears down itself; stop it with Ctrl-C", rec.PID)
 				live++
-			case failover.CannotTell:
+			case lockowner.CannotTell:
 				res.Skipped = fmt.Sprintf("cannot tell whether the drill still runs (%s): treated as running, nothing in its record was touched; run the clean-up as the drill's user, or once the process is provably gone", why)
 			}
 		}

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"lifeboat/failover"
 	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/providers"
 )
 
@@ -36,9 +36,9 @@ func (x *run) preflight() error {
 		how := fmt.Sprintf("run `lifeboat drill cleanup %s` to put it back", x.Drill.File)
 		if host, boot := thisHost(); rec.Host == host && rec.Boot == boot {
 			switch l, why := drillProcess(nil, &rec, boot); l {
-			case failover.Alive:
+			case lockowner.Alive:
 				how = "it is still running"
-			case failover.CannotTell:
+			case lockowner.CannotTell:
 				how = "it may still be running (" + why + ")"
 			}
 		}

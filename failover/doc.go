@@ -3,7 +3,7 @@
 //
 // Where things are: signals.go and signals_live.go say what each region can take; plan.go,
 // planner.go, invariants.go and savedplan.go plan; executor.go and executor_*.go carry a plan
-// out, one concern a file, on lock.go, lockowner.go and journal.go; notify_events.go turns
+// out, one concern a file, on lock.go and journal.go; notify_events.go turns
 // journal records into notifications. The fleet file and the kind registry are package fleet;
 // the router contract is fleet/router, and each router driver is a package under
 // failover/routers.

@@ -14,14 +14,16 @@ import (
 
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/base/shell"
 	"lifeboat/providers"
 )
 
 // Errors the CLI maps to exit codes.
 var (
-	// ErrRefused: the plan was refused for safety (a refusal); nothing changed.
-	ErrRefused = errors.New("refused for safety")
+	// ErrRefused: the plan was refused for safety (a refusal); nothing changed. It is
+	// fleet.ErrRefused, which a launcher kind's refusals match too.
+	ErrRefused = fleet.ErrRefused
 	// ErrHeld: a check failed between steps and the run holds (a problem found).
 	ErrHeld = errors.New("failover held")
 	// ErrDrift: the router does not route as the journal says (a problem found).
@@ -63,7 +65,7 @@ type Executor struct {
 	LockTTL time.Duration
 	Now     func() time.Time
 	// Owners judges whether a lock holder's process still runs (nil: this host, for real).
-	Owners *OwnerChecker
+	Owners *lockowner.Checker
 	// OnRecord is called, on the run's goroutine, after each journal record is durably written:
 	// the fleet's notifications hang here (RunNotifier.Record, hooked by the CLI), and tests use
 	// it to watch or crash a run between records. It must not block: a step waits for it.

@@ -9,6 +9,7 @@ import (
 
 	"lifeboat/fleet"
 	"lifeboat/fleet/router"
+	"lifeboat/internal/base/lockowner"
 )
 
 // lockTTL is the executor's LockTTL, else the fleet's failover.lock_ttl.
@@ -26,11 +27,11 @@ func (e *Executor) locker() *Locker {
 	return &Locker{Store: e.Store, TTL: e.lockTTL(), Now: e.Now, Owners: e.Owners}
 }
 
-func (e *Executor) owners() *OwnerChecker {
+func (e *Executor) owners() *lockowner.Checker {
 	if e.Owners != nil {
 		return e.Owners
 	}
-	return &OwnerChecker{}
+	return &lockowner.Checker{}
 }
 
 // session is one process's hold on the lock, renewed in the background.

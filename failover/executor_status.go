@@ -155,7 +155,7 @@ func (e *Executor) Status(ctx context.Context) (*Status, error) {
 	} else if ok && !lk.Released { // held until released or taken over: its expiry is another clock's
 		st.Lock = &lk
 		if lk.Owner != nil {
-			if dead, why := e.owners().gone(lk.Owner); dead {
+			if dead, why := e.owners().IsGone(lk.Owner); dead {
 				st.HolderDead = why
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"lifeboat/failover/routers/haproxy"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/faultproxy"
 	"lifeboat/internal/testbed"
@@ -214,7 +215,7 @@ func TestSkewedLockRecord(t *testing.T) {
 	skewed := func(off time.Duration, renewal int64) {
 		lk := Lock{ID: "feedface0001", Holder: "bob@skewed pid 7", Operation: "failover evacuate eu-central-1", Reason: "skew",
 			Since: time.Now().Add(off - time.Minute), Expires: time.Now().Add(off + 2*time.Second), TTLMS: 2000, Renewal: renewal, Token: 41,
-			Owner: &LockOwner{Machine: "another-host", Boot: "b", PIDNS: "pid:[1]", PID: 7, Start: 9}}
+			Owner: &lockowner.Owner{Machine: "another-host", Boot: "b", PIDNS: "pid:[1]", PID: 7, Start: 9}}
 		b, _ := json.Marshal(lk)
 		testbed.Put(t, store, LockKey, b, providers.Checksums{})
 	}

@@ -266,6 +266,11 @@ func (e *FleetError) Error() string { return strings.Join(e.Problems, "\n") }
 // ErrInvalidFleet is matched (errors.Is) by every error ParseFleet returns.
 var ErrInvalidFleet = errors.New("invalid fleet file")
 
+// ErrRefused is matched by a refusal for safety (exit 3): nothing was changed. The executor's
+// refusals (failover.ErrRefused is this error) and a launcher kind's (a bundle the kubernetes
+// launcher will not apply) match it.
+var ErrRefused = errors.New("refused for safety")
+
 func (e *FleetError) Is(target error) bool { return target == ErrInvalidFleet }
 
 // maxFleetProblems bounds the problems reported for one file.

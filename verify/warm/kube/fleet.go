@@ -142,7 +142,7 @@ func (c *FleetConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 	}
 }
 
-// RestoresModelInPlace: the pod's init container restores the model (failover.InPlaceLauncher).
+// RestoresModelInPlace: the pod's init container restores the model (fleet.InPlaceLauncher).
 func (c *FleetConfig) RestoresModelInPlace() bool { return true }
 
 // Config is the launcher configuration for region r of fleet f.

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/verify/warm"
 )
@@ -96,7 +96,7 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (launch.Instance, 
 		}
 		if !namespaced {
 			return nil, fmt.Errorf("kubernetes launcher: %s %s/%s: kind: %s is cluster-scoped: a boot applies namespaced objects only, which its owner and teardown reach; no launcher key allows it (apply it once yourself): %w",
-				gvk.Kind, ns, o.obj.GetName(), o.file, failover.ErrRefused)
+				gvk.Kind, ns, o.obj.GetName(), o.file, fleet.ErrRefused)
 		}
 		refs[i] = ref{gvr: gvr, kind: gvk.Kind, name: o.obj.GetName()}
 	}

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"lifeboat/failover"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/base/wait"
 	"lifeboat/verify/warm"
 )
@@ -131,8 +131,8 @@ func (l *Launcher) left(ctx context.Context, run string, refs []ref) (left, term
 // processGone is failover's judgement of a boot's recorded process: gone only when proven (an
 // unreadable /proc, hidepid, is "cannot tell", and the boot is then judged by its heartbeat).
 func processGone(pid int, start uint64) bool {
-	l, _ := failover.JudgeProcess(pid, start)
-	return l == failover.Gone
+	l, _ := lockowner.JudgeProcess(pid, start)
+	return l == lockowner.Gone
 }
 
 // CleanupLeftovers finds the boots of this launcher's region in its namespace that no process

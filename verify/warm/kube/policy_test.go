@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"lifeboat/failover"
 	"lifeboat/fleet"
 )
 
@@ -61,7 +60,7 @@ func wantAll(t *testing.T, err error, want ...string) {
 func TestPolicyRefusesAndNamesTheKey(t *testing.T) {
 	objs := shapes(t, "hostile.yaml")
 	err := testLauncher(t).checkObjects(objs)
-	if !errors.Is(err, failover.ErrRefused) || !errors.Is(err, ErrPolicy) {
+	if !errors.Is(err, fleet.ErrRefused) || !errors.Is(err, ErrPolicy) {
 		t.Fatalf("want a refusal for safety (exit 3), got %v", err)
 	}
 	const dep = "Deployment drills/llama-demo (deploy/hostile.yaml): spec.template.spec"

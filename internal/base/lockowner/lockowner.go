@@ -1,4 +1,4 @@
-package failover
+package lockowner
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // the boot of its kernel, its pid namespace, its pid and its start time. Only an observer on the
 // same host, boot and pid namespace can look at that pid; for any other the holder's liveness
 // cannot be told (see OwnerChecker).
-type LockOwner struct {
+type Owner struct {
 	Machine string `json:"machine,omitempty"` // /etc/machine-id
 	Boot    string `json:"boot,omitempty"`    // /proc/sys/kernel/random/boot_id
 	PIDNS   string `json:"pid_ns,omitempty"`  // /proc/self/ns/pid, e.g. pid:[4026531836]
@@ -49,9 +49,9 @@ func (l Liveness) String() string {
 // OwnerChecker judges whether a lock holder's process still runs, from this host. The zero value
 // looks at this host for real (on Linux: /proc and kill(2); elsewhere it cannot tell); each field
 // replaces one source, for tests.
-type OwnerChecker struct {
+type Checker struct {
 	// Self is this process as a LockOwner; nil: this host's identity.
-	Self *LockOwner
+	Self *Owner
 	// ReadStat returns /proc/PID/stat; nil: the real file (Linux).
 	ReadStat func(pid int) ([]byte, error)
 	// Signal0 is kill(pid, 0): nil error or EPERM when the process exists, ESRCH when it does
@@ -62,7 +62,7 @@ type OwnerChecker struct {
 // JudgeOwner is what this host can tell of o: Gone only when proven, CannotTell whenever it
 // cannot be known. It is the one judgement every package uses before breaking or taking over a
 // lock (failover resume and abort, failover status, drill cleanup).
-func JudgeOwner(o *LockOwner) (Liveness, string) { return (&OwnerChecker{}).Judge(o) }
+func Judge(o *Owner) (Liveness, string) { return (&Checker{}).Judge(o) }
 
 // Judge says whether o runs, and why. Gone needs the same machine id, the same boot and the same
 // pid namespace as this process — a different boot id is another host that shares the machine
@@ -70,13 +70,13 @@ func JudgeOwner(o *LockOwner) (Liveness, string) { return (&OwnerChecker{}).Judg
 // kill(pid, 0) answering ESRCH, or the pid's start time differing from the recorded one, or the
 // process being a zombie. EPERM means the process exists (another user's); a start time that
 // cannot be read (hidepid) leaves it CannotTell.
-func (c *OwnerChecker) Judge(o *LockOwner) (Liveness, string) {
+func (c *Checker) Judge(o *Owner) (Liveness, string) {
 	if o == nil || o.PID <= 0 || o.Machine == "" || o.Boot == "" || o.PIDNS == "" || o.Start == 0 {
 		return CannotTell, "the lock record does not identify its holder's process"
 	}
 	me := c.Self
 	if me == nil {
-		me = thisOwner()
+		me = ThisOwner()
 	}
 	switch {
 	case me.Machine == "" || me.Boot == "" || me.PIDNS == "":
@@ -97,11 +97,11 @@ func (c *OwnerChecker) Judge(o *LockOwner) (Liveness, string) {
 // CannotTell whenever the start time cannot be read (hidepid, another user's process) or, for a
 // pid that exists, start is unknown (0). JudgeOwner and drill cleanup's judgement of a drill's own process both rest on it.
 func JudgeProcess(pid int, start uint64) (Liveness, string) {
-	return (&OwnerChecker{}).JudgeProcess(pid, start)
+	return (&Checker{}).JudgeProcess(pid, start)
 }
 
 // JudgeProcess is JudgeProcess with c's sources.
-func (c *OwnerChecker) JudgeProcess(pid int, start uint64) (Liveness, string) {
+func (c *Checker) JudgeProcess(pid int, start uint64) (Liveness, string) {
 	if pid <= 0 {
 		return CannotTell, fmt.Sprintf("pid %d: the record does not identify the process", pid)
 	}
@@ -119,13 +119,13 @@ func (c *OwnerChecker) JudgeProcess(pid int, start uint64) (Liveness, string) {
 	}
 	readStat := c.ReadStat
 	if readStat == nil {
-		readStat = readProcStat
+		readStat = ReadProcStat
 	}
 	b, err := readStat(pid)
 	if err != nil {
 		return CannotTell, fmt.Sprintf("pid %d exists, but its start time cannot be read (%v): it may be the recorded process", pid, err)
 	}
-	got, state, ok := parseProcStat(b)
+	got, state, ok := ParseProcStat(b)
 	switch {
 	case !ok:
 		return CannotTell, fmt.Sprintf("pid %d exists, but its /proc stat cannot be read", pid)
@@ -137,9 +137,9 @@ func (c *OwnerChecker) JudgeProcess(pid int, start uint64) (Liveness, string) {
 	return Alive, fmt.Sprintf("pid %d runs, with the recorded start time", pid)
 }
 
-// gone is Judge reduced to what a taker acts on: true (and why) only when o provably no longer
+// IsGone is Judge reduced to what a taker acts on: true (and why) only when o provably no longer
 // runs.
-func (c *OwnerChecker) gone(o *LockOwner) (bool, string) {
+func (c *Checker) IsGone(o *Owner) (bool, string) {
 	if l, why := c.Judge(o); l == Gone {
 		return true, why
 	}
@@ -147,7 +147,7 @@ func (c *OwnerChecker) gone(o *LockOwner) (bool, string) {
 }
 
 // parseProcStat reads the start time (field 22) and the state (field 3) of /proc/PID/stat.
-func parseProcStat(b []byte) (start uint64, state string, ok bool) {
+func ParseProcStat(b []byte) (start uint64, state string, ok bool) {
 	// "PID (COMM) S PPID ...": COMM may hold spaces and parentheses; the fields follow the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {

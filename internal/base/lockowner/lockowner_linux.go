@@ -1,4 +1,4 @@
-package failover
+package lockowner
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ var (
 func signalZero(pid int) error { return syscall.Kill(pid, 0) }
 
 // readProcStat reads /proc/PID/stat, bounded.
-func readProcStat(pid int) ([]byte, error) {
+func ReadProcStat(pid int) ([]byte, error) {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return nil, err
@@ -29,19 +29,19 @@ func readProcStat(pid int) ([]byte, error) {
 
 var self struct {
 	once sync.Once
-	o    *LockOwner
+	o    *Owner
 }
 
 // thisOwner describes this process; fields it cannot learn stay empty (and then no one can judge
 // it gone). Read once: a process's identity does not change while it runs.
-func thisOwner() *LockOwner {
+func ThisOwner() *Owner {
 	self.once.Do(func() {
-		o := &LockOwner{PID: os.Getpid()}
+		o := &Owner{PID: os.Getpid()}
 		o.Machine = firstOf(smallFile("/etc/machine-id"), smallFile("/var/lib/dbus/machine-id"))
 		o.Boot = smallFile("/proc/sys/kernel/random/boot_id")
 		o.PIDNS, _ = os.Readlink("/proc/self/ns/pid")
-		if b, err := readProcStat(o.PID); err == nil {
-			o.Start, _, _ = parseProcStat(b)
+		if b, err := ReadProcStat(o.PID); err == nil {
+			o.Start, _, _ = ParseProcStat(b)
 		}
 		self.o = o
 	})

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package failover
+package lockowner
 
 import (
 	"errors"
@@ -16,6 +16,6 @@ var (
 
 func signalZero(int) error { return errors.ErrUnsupported }
 
-func readProcStat(int) ([]byte, error) { return nil, errors.ErrUnsupported }
+func ReadProcStat(int) ([]byte, error) { return nil, errors.ErrUnsupported }
 
-func thisOwner() *LockOwner { return &LockOwner{PID: os.Getpid()} }
+func ThisOwner() *Owner { return &Owner{PID: os.Getpid()} }

@@ -141,7 +141,7 @@ func (x *run) detectBoot(region string, bs BootSummary) {
 	}
 }
 
-// bootOne boots the region's candidate through the fleet's own launcher (Fleet.BootOptions),
+// bootOne boots the region's candidate through the fleet's own launcher (warm.FleetBootOptions),
 // whatever its kind; a fault that alters the command line (boot-fails, saturate) rewrites it
 // through LaunchOptions.Command, which Check made sure the region's launcher takes.
 func (x *run) bootOne(region string) (*warm.BootResult, error) {

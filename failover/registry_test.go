@@ -23,7 +23,7 @@ import (
 
 // A driver kind and a launcher kind registered from outside package failover, as a driver or
 // launcher in its own package does: the fleet parser decodes their own keys, reports their
-// problems with lines, OpenRouter and Fleet.BootOptions build them — with no edit to failover.
+// problems with lines, OpenRouter and warm.FleetBootOptions build them — with no edit to fleet or failover.
 func init() {
 	fleet.RegisterDriver(fleet.DriverKind{Name: "weights-doc", Config: func() fleet.DriverConfig { return &docConfig{} }})
 	fleet.RegisterLauncher(fleet.LauncherKind{Name: "shell", Config: func() fleet.LauncherConfig { return &shellConfig{} }})

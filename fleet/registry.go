@@ -19,7 +19,7 @@ import (
 // A router driver kind and a launcher kind are each one registration: a name, a typed
 // configuration that decodes its own keys of the fleet file and cross-checks them with the
 // whole fleet, and how to open the driver or build the launcher. The fleet parser, OpenRouter,
-// Fleet.BootOptions, the executor and the drills know no kind by name: they go through the
+// warm.FleetBootOptions, the executor and the drills know no kind by name: they go through the
 // registry and through the capability interfaces below. See doc.go for why the registry is a
 // package-level one, filled from init functions.
 
@@ -223,7 +223,7 @@ func UnknownKind(got string, names []string) string {
 // regions.
 func DidYouMean(got string, names []string) string { return yamlnode.DidYouMean(got, names) }
 
-// FleetDecoder is what a driver or launcher kind decodes its keys and reports its problems
+// Decoder is what a driver or launcher kind decodes its keys and reports its problems
 // with: the fleet parser's own checker (Errf, Str, StrList, IntIn, Positive, Duration,
 // Mapping, EachKey, CheckName), so that every problem reads "file:line: field: message" and a
 // file's problems are all reported at once.

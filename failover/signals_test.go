@@ -13,7 +13,7 @@ import (
 
 func fullFleet(t testing.TB) *fleet.Fleet {
 	t.Helper()
-	data, err := os.ReadFile("testdata/fleet/full.yaml")
+	data, err := os.ReadFile("../fleet/testdata/fleet/full.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package failover_test
+package fleet_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"lifeboat/verify/warm"
 )
 
-// A driver kind and a launcher kind registered from outside package failover, as a driver or
+// A driver kind and a launcher kind registered from outside package fleet, as a driver or
 // launcher in its own package does: the fleet parser decodes their own keys, reports their
 // problems with lines, OpenRouter and warm.FleetBootOptions build them — with no edit to fleet or failover.
 func init() {

@@ -1,4 +1,4 @@
-package failover
+package fleet_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package failover_test
+package fleet_test
 
 import (
 	"errors"

@@ -21,7 +21,7 @@ type faultKind struct {
 	// plant (effectReplica) returns the file's new content, or remove to delete it.
 	plant func(orig []byte) (bad []byte, remove bool, err error)
 	// command (effectCandidate) rewrites the region's candidate command line; such a fault
-	// needs the region's launcher to be a failover.CommandLauncher.
+	// needs the region's launcher to be a fleet.CommandLauncher.
 	command func(f Fault, cmd string) string
 	// bySignals (effectCandidate): the fault is also detected when the failover's signals judge
 	// the candidate not a receiver (a saturated one is warm yet refuses load).

@@ -99,7 +99,7 @@ expect:
 
 // leftoverConfig is a launcher kind whose candidates leave something behind outside this host's
 // process groups (here: a file per boot in a directory, as a pod is in a namespace), which its
-// launcher finds and removes again (failover.LeftoverCleaner).
+// launcher finds and removes again (fleet.LeftoverCleaner).
 type leftoverConfig struct{ Dir string }
 
 func init() {

@@ -654,7 +654,7 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 	return out, nil
 }
 
-// launcherLeftovers asks the region's launcher, when it is a failover.LeftoverCleaner (one whose
+// launcherLeftovers asks the region's launcher, when it is a fleet.LeftoverCleaner (one whose
 // candidates outlive their process elsewhere than in this host's process groups: pods), to remove
 // what its earlier boots left behind, by its own marks, never anything it did not create.
 func launcherLeftovers(ctx context.Context, f *fleet.Fleet, region string) ([]string, error) {
@@ -693,7 +693,7 @@ func cleanupFleet(f *fleet.Fleet, rec *DrillRecord) *fleet.Fleet {
 }
 
 // LauncherLeftovers asks the launcher of every region that has one able to
-// (failover.LeftoverCleaner: kubernetes) to remove what its boots left behind when their process
+// (fleet.LeftoverCleaner: kubernetes) to remove what its boots left behind when their process
 // died — a drill's candidates or a `lifeboat boot` killed with -9 — by its own labels. Those
 // launchers keep no drill record: the cluster's labels are the record. It returns what was
 // removed; the error names the regions whose leftovers could not be removed.

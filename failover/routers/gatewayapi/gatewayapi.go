@@ -466,7 +466,7 @@ func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired r
 }
 
 // ApplyIf updates each class's route on the resourceVersion this run last saw (since): the API
-// server refuses with 409 a route changed since, which is failover.ErrRouterConflict — nothing
+// server refuses with 409 a route changed since, which is router.ErrRouterConflict — nothing
 // overwritten, never re-read and retried. fence runs immediately before each update.
 func (g *Router) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {

@@ -12,7 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/internal/base/shell"
 	"lifeboat/manifest"
 	"lifeboat/manifest/signature"
@@ -475,7 +475,7 @@ type trustSpec struct {
 }
 
 // fleetTrust is the fleet's trust: section as a trustSpec; nil when it has none.
-func fleetTrust(fl *failover.Fleet, fleetFile string) *trustSpec {
+func fleetTrust(fl *fleet.Fleet, fleetFile string) *trustSpec {
 	if fl == nil || fl.Trust == nil {
 		return nil
 	}
@@ -563,7 +563,7 @@ func (a *app) signEvidence(ctx context.Context, signer *signature.Signer, path s
 
 // checkTrust is check's signature step: nil when the fleet has no trust: or the manifest was
 // built from --model (nothing signed it yet).
-func (a *app) checkTrust(ctx context.Context, fl *failover.Fleet, in checkInput) (*sigCheck, error) {
+func (a *app) checkTrust(ctx context.Context, fl *fleet.Fleet, in checkInput) (*sigCheck, error) {
 	if fl.Trust == nil {
 		return nil, nil
 	}

@@ -20,7 +20,7 @@ import (
 	"lifeboat/internal/base/yamlnode"
 )
 
-// CaddyRouter drives Caddy (v2.11+) through its admin API: each tenant class is a route tagged
+// Router drives Caddy (v2.11+) through its admin API: each tenant class is a route tagged
 // "@id" (router.backends) whose reverse_proxy handler uses the weighted_round_robin selection
 // policy. Upstreams are the class's regions' endpoints (host:port). A region that must receive
 // nothing is not in the upstreams at all (maint); a drained region stays with weight 0, which
@@ -40,7 +40,7 @@ type Router struct {
 	AllowNoETag bool
 }
 
-// NewCaddyRouter builds the driver from a fleet.
+// New builds the driver from a fleet.
 func New(f *fleet.Fleet) (*Router, error) {
 	cfg, ok := f.Router.Config.(*Config)
 	if !ok {

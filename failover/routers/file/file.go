@@ -18,7 +18,7 @@ import (
 	"lifeboat/providers/localfile"
 )
 
-// FileRouter keeps the weights in a JSON document, replaced atomically (write a temporary file
+// Router keeps the weights in a JSON document, replaced atomically (write a temporary file
 // in the same directory, fsync, rename, fsync the directory) and versioned: each Apply
 // increments version. A custom L7 router can watch it; it is also the embedded default.
 //
@@ -28,14 +28,14 @@ type Router struct {
 	Path string
 }
 
-// FileRouterDoc is the document's schema.
+// Doc is the document's schema.
 type Doc struct {
 	Version int64                       `json:"version"`
 	Updated time.Time                   `json:"updated"`
 	Classes map[string]map[string]Entry `json:"classes"`
 }
 
-// FileRouterEntry is one region's weight and state in one class.
+// Entry is one region's weight and state in one class.
 type Entry struct {
 	Weight int          `json:"weight"`
 	State  router.State `json:"state"`

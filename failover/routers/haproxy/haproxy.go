@@ -19,7 +19,7 @@ import (
 	"lifeboat/internal/base/yamlnode"
 )
 
-// HAProxyRouter drives HAProxy through its Runtime API on the admin socket (stats socket ...
+// Router drives HAProxy through its Runtime API on the admin socket (stats socket ...
 // level admin): one backend per tenant class, its servers named by region. Weights are the
 // servers' user weights (set weight, 0..256); drain and maint are set with set server ... state;
 // show servers state reads everything back. Runtime changes are lost on reload: the journal is

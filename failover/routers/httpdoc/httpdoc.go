@@ -18,7 +18,7 @@ import (
 	"lifeboat/internal/base/yamlnode"
 )
 
-// HTTPRouter drives a custom router that serves one JSON document per tenant class at
+// Router drives a custom router that serves one JSON document per tenant class at
 // URL/BACKEND (router.url, router.backends):
 //
 //	{"weights": {"eu-west-1": 50, "eu-central-1": 50}, "states": {"eu-west-1": "drain"}}
@@ -38,7 +38,7 @@ type Router struct {
 	AllowNoETag bool
 }
 
-// HTTPRouterDoc is the per-class document.
+// Doc is the per-class document.
 type Doc struct {
 	Weights map[string]int          `json:"weights"`
 	States  map[string]router.State `json:"states,omitempty"`

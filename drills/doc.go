@@ -8,12 +8,12 @@
 // report.md, report.html and junit.xml; history.go keeps the history in the state store; and
 // leftovers.go records what teardown must undo, so that `lifeboat drill cleanup` can after a crash.
 //
-// A drill boots each candidate through the fleet's own launcher (failover.Fleet.BootOptions),
+// A drill boots each candidate through the fleet's own launcher (warm.FleetBootOptions),
 // whatever its registered kind, and drives the fleet's own router driver, wrapped for its faults
-// and for each orchestrator process it plays; the wrappers forward the driver's capabilities
-// (failover.ConditionalDriver, failover.ZeroDrainDriver) so the executor sees what it would see
-// without a drill. Fault kinds are one registration each (faultkinds.go): the keys a fault needs,
+// and for each orchestrator process it plays; both wrap it with router.Wrap, which keeps exactly
+// the driver's capabilities (router.ConditionalDriver, ZeroDrainDriver, NotingDriver) so the
+// executor sees what it would see without a drill. Fault kinds are one registration each (faultkinds.go): the keys a fault needs,
 // where it acts (a replica file, the candidate's boot, the router, the orchestrator), what it
-// needs of the fleet (a command line to alter: failover.CommandLauncher) and how it is injected;
+// needs of the fleet (a command line to alter: fleet.CommandLauncher) and how it is injected;
 // the runner asks a fault's kind, never its name.
 package drills

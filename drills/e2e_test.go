@@ -1,3 +1,5 @@
+//go:build integration
+
 package drills
 
 import (
@@ -13,7 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 	"lifeboat/providers"
@@ -27,7 +30,7 @@ type haproxyFront struct {
 	socket    string            // its Runtime API
 	frontends map[string]string // class → the frontend's URL
 	ports     map[string]int    // region → the port its server points at (its candidate's)
-	base      failover.RouterState
+	base      router.RouterState
 }
 
 // startHAProxy starts a real HAProxy in front of the regions' candidates — one backend per class
@@ -35,7 +38,7 @@ type haproxyFront struct {
 // at the port that region's candidate will listen on, one frontend per class, and X-Served-By
 // naming the server that answered. Without haproxy the test skips, or fails under
 // LIFEBOAT_REQUIRE_EMULATORS=1.
-func startHAProxy(t *testing.T, regions []regionSpec, base failover.RouterState) *haproxyFront {
+func startHAProxy(t *testing.T, regions []regionSpec, base router.RouterState) *haproxyFront {
 	t.Helper()
 	free := func() int {
 		p, err := emulators.FreePort()
@@ -56,7 +59,7 @@ func startHAProxy(t *testing.T, regions []regionSpec, base failover.RouterState)
 		fe := free()
 		h.frontends[class] = fmt.Sprintf("http://127.0.0.1:%d", fe)
 		fmt.Fprintf(&b, "frontend fe_%s\n  bind 127.0.0.1:%d\n  default_backend %s\n\n", class, fe, haproxyBackends[class])
-		fmt.Fprintf(&b, "backend %s\n  balance roundrobin\n  http-response set-header %s %%[srv_name]\n", haproxyBackends[class], failover.FrontendServedBy)
+		fmt.Fprintf(&b, "backend %s\n  balance roundrobin\n  http-response set-header %s %%[srv_name]\n", haproxyBackends[class], fleet.FrontendServedBy)
 		for _, region := range slices.Sorted(mapsKeys(base.Weights[class])) {
 			fmt.Fprintf(&b, "  server %s 127.0.0.1:%d weight %d\n", region, h.ports[region], base.Weights[class][region])
 		}
@@ -73,8 +76,8 @@ func (h *haproxyFront) options() rigOptions {
 	for _, class := range slices.Sorted(mapsKeys(h.frontends)) {
 		fe = append(fe, fmt.Sprintf("%s: %q", class, h.frontends[class]))
 	}
-	router := fmt.Sprintf("{driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}, frontends: {%s}}", h.socket, strings.Join(fe, ", "))
-	return rigOptions{router: router, ports: h.ports, baseline: h.base}
+	rtr := fmt.Sprintf("{driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}, frontends: {%s}}", h.socket, strings.Join(fe, ", "))
+	return rigOptions{router: rtr, ports: h.ports, baseline: h.base}
 }
 
 // TestDrillEmulators is the full drill on the S3, GCS and Azure emulators (versitygw,
@@ -108,7 +111,7 @@ func TestDrillEmulators(t *testing.T) {
 	}
 	// the global class is served from eu-central-1 too: after the evacuation of eu-west-1 it is
 	// split over two receivers, and the traffic shows HAProxy following the split
-	split := failover.RouterState{Weights: baseline.Weights.Clone(), States: failover.States{}}
+	split := router.RouterState{Weights: baseline.Weights.Clone(), States: router.States{}}
 	split.Weights["global"] = map[string]int{"us-east-1": 40, "us-west-2": 0, "eu-west-1": 40, "eu-central-1": 20, "ap-southeast-1": 0}
 	ro := startHAProxy(t, regions, split).options()
 	ro.state = s3b.S3.URL(testbed.Bucket, testbed.FreshPrefix("drill-state"))
@@ -141,13 +144,13 @@ func TestDrillEmulators(t *testing.T) {
 	}
 	checkThroughRouter(t, rep)
 	// the failback left HAProxy's runtime state at the baseline it was configured with
-	hr, err := failover.OpenRouter(rig.fleet)
+	hr, err := fleet.OpenRouter(rig.fleet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rs, err := hr.Read(drillCtx(t))
 	if err != nil || !rs.Weights.Equal(split.Weights) {
-		t.Fatalf("HAProxy after the drill: %v %v", err, failover.Diff(split, rs))
+		t.Fatalf("HAProxy after the drill: %v %v", err, router.Diff(split, rs))
 	}
 	checkNothingLeft(t, rig, rep)
 	checkReports(t, rep)
@@ -264,7 +267,7 @@ func TestDrillTrafficFromHostileFrontend(t *testing.T) {
 		if calls.Add(1) == 1 {
 			served = strings.Repeat("y", 200<<10)
 		}
-		w.Header().Set(failover.FrontendServedBy, served)
+		w.Header().Set(fleet.FrontendServedBy, served)
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n")
 	}))

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/manifest"
 	"lifeboat/providers"
 	"lifeboat/providers/localfile"
@@ -124,7 +124,7 @@ func (x *run) evidence() Evidence {
 	}
 	ev.FleetFile = r.FleetDigest
 	if ev.FleetFile.Digest == "" && ev.FleetFile.Error == "" {
-		ev.FleetFile = digestFile(r.Fleet.File, failover.MaxFleetBytes)
+		ev.FleetFile = digestFile(r.Fleet.File, fleet.MaxBytes)
 	}
 	ev.Manifest = r.ManifestDigest
 	if ev.Manifest.Digest == "" && ev.Manifest.Error == "" {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 )
 
 // A fault kind is one registration in faultKinds: its name, the keys a drill file must give it,
@@ -21,7 +21,7 @@ type faultKind struct {
 	// plant (effectReplica) returns the file's new content, or remove to delete it.
 	plant func(orig []byte) (bad []byte, remove bool, err error)
 	// command (effectCandidate) rewrites the region's candidate command line; such a fault
-	// needs the region's launcher to be a failover.CommandLauncher.
+	// needs the region's launcher to be a fleet.CommandLauncher.
 	command func(f Fault, cmd string) string
 	// bySignals (effectCandidate): the fault is also detected when the failover's signals judge
 	// the candidate not a receiver (a saturated one is warm yet refuses load).
@@ -102,7 +102,7 @@ func effectOf(f Fault) faultEffect {
 }
 
 // fleetProblem says what the fault needs of the fleet and it lacks; "" when nothing.
-func (k faultKind) fleetProblem(f Fault, fl *failover.Fleet) string {
+func (k faultKind) fleetProblem(f Fault, fl *fleet.Fleet) string {
 	r := fl.Regions[f.Region]
 	if k.effect == effectCandidate && r != nil && !commandLauncher(r) {
 		return fmt.Sprintf("%s has no launcher that runs a command line (such as exec): a %s fault alters its candidate's", f.Region, k.name)
@@ -111,10 +111,10 @@ func (k faultKind) fleetProblem(f Fault, fl *failover.Fleet) string {
 }
 
 // commandLauncher: the region's candidate runs a command line a fault can alter.
-func commandLauncher(r *failover.Region) bool {
+func commandLauncher(r *fleet.Region) bool {
 	if !r.Candidate() {
 		return false
 	}
-	_, ok := r.Launcher.Config.(failover.CommandLauncher)
+	_, ok := r.Launcher.Config.(fleet.CommandLauncher)
 	return ok
 }

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/providers"
 )
 
@@ -54,10 +54,10 @@ func (ff *fileFault) plant(ctx context.Context, keep func([]byte) error) error {
 	return nil
 }
 
-// faultRouter wraps the router: after afterStep successful changes it answers nothing for
-// duration (router-unreachable).
+// faultRouter is the router-unreachable fault: after afterStep successful changes the router
+// answers nothing for duration. driver is the fleet's driver with the fault applied.
 type faultRouter struct {
-	failover.Driver
+	Driver    router.Driver // the fleet's driver
 	afterStep int
 	duration  time.Duration
 	now       func() time.Time
@@ -75,59 +75,16 @@ func (fr *faultRouter) down() error {
 	defer fr.mu.Unlock()
 	if fr.now().Before(fr.downUntil) {
 		fr.refused++
-		return fmt.Errorf("%s: %w (drill fault router-unreachable)", fr.Driver, failover.ErrRouterUnreachable)
+		return fmt.Errorf("%s: %w (drill fault router-unreachable)", fr.Driver, router.ErrRouterUnreachable)
 	}
 	return nil
 }
 
-func (fr *faultRouter) Read(ctx context.Context) (failover.RouterState, error) {
-	if err := fr.down(); err != nil {
-		return failover.RouterState{}, err
-	}
-	return fr.Driver.Read(ctx)
+// driver is the fleet's driver with the fault applied (router.Wrap: it keeps exactly the
+// driver's capabilities, which the executor asks by type assertion).
+func (fr *faultRouter) driver() router.Driver {
+	return router.Wrap(fr.Driver, router.Overrides{Before: fr.down, After: fr.applied})
 }
-
-func (fr *faultRouter) Apply(ctx context.Context, desired failover.RouterState) error {
-	if err := fr.down(); err != nil {
-		return err
-	}
-	if err := fr.Driver.Apply(ctx, desired); err != nil {
-		return err
-	}
-	fr.applied()
-	return nil
-}
-
-// The wrapped driver's capabilities pass through (the executor asks them by type assertion):
-// conditional writes — the driver's own compare-and-swap, not a digest of a Read — and weight 0
-// as the drain.
-var (
-	_ failover.ConditionalDriver = (*faultRouter)(nil)
-	_ failover.ZeroDrainDriver   = (*faultRouter)(nil)
-)
-
-func (fr *faultRouter) ReadVersion(ctx context.Context) (failover.RouterState, failover.RouterVersion, error) {
-	if err := fr.down(); err != nil {
-		return failover.RouterState{}, nil, err
-	}
-	return failover.ReadVersion(ctx, fr.Driver)
-}
-
-func (fr *faultRouter) ApplyIf(ctx context.Context, desired failover.RouterState, since failover.RouterVersion, fence func() error) error {
-	if err := fr.down(); err != nil {
-		return err
-	}
-	if err := failover.ApplyIf(ctx, fr.Driver, desired, since, fence); err != nil {
-		return err
-	}
-	fr.applied()
-	return nil
-}
-
-func (fr *faultRouter) ZeroWeightIsDrain() bool { return failover.ZeroWeightIsDrain(fr.Driver) }
-
-// Unwrap is the wrapped driver.
-func (fr *faultRouter) Unwrap() failover.Driver { return fr.Driver }
 
 // applied counts a successful change; the afterStep-th starts the outage.
 func (fr *faultRouter) applied() {
@@ -206,46 +163,13 @@ func (s processStore) Delete(ctx context.Context, key string, o providers.Delete
 // Close does not close the shared store: the next process uses it.
 func (s processStore) Close() error { return nil }
 
-type processRouter struct {
-	failover.Driver
-	p *process
+// processRouter is d as process p sees it: dead once p is killed (router.Wrap keeps exactly d's
+// capabilities).
+func processRouter(d router.Driver, p *process) router.Driver {
+	return router.Wrap(d, router.Overrides{Before: func() error {
+		if p.dead.Load() {
+			return errKilled
+		}
+		return nil
+	}})
 }
-
-func (r processRouter) Read(ctx context.Context) (failover.RouterState, error) {
-	if r.p.dead.Load() {
-		return failover.RouterState{}, errKilled
-	}
-	return r.Driver.Read(ctx)
-}
-
-func (r processRouter) Apply(ctx context.Context, desired failover.RouterState) error {
-	if r.p.dead.Load() {
-		return errKilled
-	}
-	return r.Driver.Apply(ctx, desired)
-}
-
-// The wrapped driver's capabilities pass through: conditional writes and weight 0 as the drain.
-var (
-	_ failover.ConditionalDriver = processRouter{}
-	_ failover.ZeroDrainDriver   = processRouter{}
-)
-
-func (r processRouter) ReadVersion(ctx context.Context) (failover.RouterState, failover.RouterVersion, error) {
-	if r.p.dead.Load() {
-		return failover.RouterState{}, nil, errKilled
-	}
-	return failover.ReadVersion(ctx, r.Driver)
-}
-
-func (r processRouter) ApplyIf(ctx context.Context, desired failover.RouterState, since failover.RouterVersion, fence func() error) error {
-	if r.p.dead.Load() {
-		return errKilled
-	}
-	return failover.ApplyIf(ctx, r.Driver, desired, since, fence)
-}
-
-func (r processRouter) ZeroWeightIsDrain() bool { return failover.ZeroWeightIsDrain(r.Driver) }
-
-// Unwrap is the wrapped driver.
-func (r processRouter) Unwrap() failover.Driver { return r.Driver }

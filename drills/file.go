@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers/localfile"
 )
@@ -187,8 +187,8 @@ func Parse(data []byte, name string) (*Drill, error) {
 		"failback_timeout": func(n *yaml.Node, at string) { d.Failback = c.Duration(n, at) },
 		"lock_ttl": func(n *yaml.Node, at string) {
 			// bounded as the fleet's failover.lock_ttl: the lease is renewed every TTL/5
-			if v := c.Duration(n, at); v != 0 && (v < failover.MinLockTTL || v > failover.MaxLockTTL) {
-				c.Errf(n.Line, at, "%s is outside %s–%s, as the fleet's failover.lock_ttl (the lease is renewed every fifth of it)", n.Value, failover.MinLockTTL, failover.MaxLockTTL)
+			if v := c.Duration(n, at); v != 0 && (v < fleet.MinLockTTL || v > fleet.MaxLockTTL) {
+				c.Errf(n.Line, at, "%s is outside %s–%s, as the fleet's failover.lock_ttl (the lease is renewed every fifth of it)", n.Value, fleet.MinLockTTL, fleet.MaxLockTTL)
 			} else if v != 0 {
 				d.LockTTL = v
 			}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package drills
 
 import (
@@ -13,33 +15,40 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover"
+	_ "lifeboat/failover/routers/caddy" // the kinds the tests' fleet files use
+	_ "lifeboat/failover/routers/file"
+	_ "lifeboat/failover/routers/haproxy"
+	_ "lifeboat/failover/routers/httpdoc"
+	"lifeboat/fleet"
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
+	_ "lifeboat/verify/warm/endpoint"
+	_ "lifeboat/verify/warm/execlauncher"
 )
 
 // simConfig is a launcher kind registered by this test, as a kind in its own package is: it
 // boots the engine simulator of a given binary, and runs no command line a fault could alter
-// (it is not a failover.CommandLauncher).
+// (it is not a fleet.CommandLauncher).
 type simConfig struct{ Binary string }
 
-var _ failover.LauncherConfig = (*simConfig)(nil)
+var _ fleet.LauncherConfig = (*simConfig)(nil)
 
 func init() {
-	failover.RegisterLauncher(failover.LauncherKind{Name: "engine-sim", Config: func() failover.LauncherConfig { return &simConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: "engine-sim", Config: func() fleet.LauncherConfig { return &simConfig{} }})
 }
 
-func (c *simConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+func (c *simConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{"binary": func(n *yaml.Node, at string) { c.Binary = d.Path(n, at) }}
 }
 
-func (c *simConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *failover.Region) {
+func (c *simConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 	if c.Binary == "" {
 		d.Errf(d.Line("regions."+r.Name+".launcher"), "regions."+r.Name+".launcher.binary", "required with kind engine-sim")
 	}
 }
 
-func (c *simConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+func (c *simConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	return &warm.ExecLauncher{Command: c.Binary + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}"}, nil
 }
 
@@ -92,26 +101,26 @@ expect:
 
 // leftoverConfig is a launcher kind whose candidates leave something behind outside this host's
 // process groups (here: a file per boot in a directory, as a pod is in a namespace), which its
-// launcher finds and removes again (failover.LeftoverCleaner).
+// launcher finds and removes again (fleet.LeftoverCleaner).
 type leftoverConfig struct{ Dir string }
 
 func init() {
-	failover.RegisterLauncher(failover.LauncherKind{Name: "leaves-files", Config: func() failover.LauncherConfig { return &leftoverConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: "leaves-files", Config: func() fleet.LauncherConfig { return &leftoverConfig{} }})
 }
 
-var _ failover.LeftoverCleaner = (*leftoverLauncher)(nil)
+var _ fleet.LeftoverCleaner = (*leftoverLauncher)(nil)
 
-func (c *leftoverConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+func (c *leftoverConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	return yamlnode.Fields{"dir": func(n *yaml.Node, at string) { c.Dir = d.Path(n, at) }}
 }
-func (c *leftoverConfig) Check(*failover.FleetDecoder, *failover.Fleet, *failover.Region) {}
-func (c *leftoverConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+func (c *leftoverConfig) Check(*fleet.Decoder, *fleet.Fleet, *fleet.Region) {}
+func (c *leftoverConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	return &leftoverLauncher{dir: c.Dir, region: r.Name}, nil
 }
 
 type leftoverLauncher struct{ dir, region string }
 
-func (l *leftoverLauncher) Launch(context.Context, warm.Spec) (warm.Instance, error) {
+func (l *leftoverLauncher) Launch(context.Context, launch.Spec) (launch.Instance, error) {
 	return nil, errors.New("not used here")
 }
 

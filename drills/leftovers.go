@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/base/wait"
 	"lifeboat/manifest"
 	"lifeboat/providers"
@@ -49,19 +52,19 @@ type DrillRecord struct {
 	FleetDigest string `json:"fleet_digest"` // the fleet file's digest: a record is for one fleet
 	// Runs are the failover runs the drill's executors started (and Tokens their fencing
 	// tokens), each written here before the run's first router write: cleanup undoes only these.
-	Runs        []string             `json:"runs"`
-	Tokens      []int64              `json:"tokens"`
-	LockTTL     float64              `json:"lock_ttl_s"`
-	Started     time.Time            `json:"started"`
-	FromCurrent bool                 `json:"from_current,omitempty"`
-	Baseline    failover.RouterState `json:"baseline"` // the router as the drill found it
-	TempDir     string               `json:"temp_dir"`
-	Models      []string             `json:"models,omitempty"`
-	Faults      []FaultUndo          `json:"faults"`
-	Candidates  []CandidateRecord    `json:"candidates"`
-	Closed      *time.Time           `json:"closed,omitempty"`
-	Outcome     string               `json:"outcome,omitempty"` // "torn down", "cleaned up", "interrupted"...
-	Left        []string             `json:"left"`
+	Runs        []string           `json:"runs"`
+	Tokens      []int64            `json:"tokens"`
+	LockTTL     float64            `json:"lock_ttl_s"`
+	Started     time.Time          `json:"started"`
+	FromCurrent bool               `json:"from_current,omitempty"`
+	Baseline    router.RouterState `json:"baseline"` // the router as the drill found it
+	TempDir     string             `json:"temp_dir"`
+	Models      []string           `json:"models,omitempty"`
+	Faults      []FaultUndo        `json:"faults"`
+	Candidates  []CandidateRecord  `json:"candidates"`
+	Closed      *time.Time         `json:"closed,omitempty"`
+	Outcome     string             `json:"outcome,omitempty"` // "torn down", "cleaned up", "interrupted"...
+	Left        []string           `json:"left"`
 
 	Key string `json:"-"` // where it was read from
 }
@@ -152,13 +155,13 @@ func thisHost() (host, boot string) {
 // drillProcess judges the drill process a record names with failover's rules (JudgeProcess):
 // Gone only when proven; a process whose start time cannot be read (/proc mounted hidepid, an
 // unreadable entry) or a record or host that does not identify it is CannotTell, never gone.
-func drillProcess(procs *failover.OwnerChecker, rec *DrillRecord, boot string) (failover.Liveness, string) {
+func drillProcess(procs *lockowner.Checker, rec *DrillRecord, boot string) (lockowner.Liveness, string) {
 	if boot == "" {
-		return failover.CannotTell, "this host's boot id cannot be read"
+		return lockowner.CannotTell, "this host's boot id cannot be read"
 	}
 	start, _ := strconv.ParseUint(rec.PIDStart, 10, 64) // 0 when unreadable: gone only by ESRCH
 	if procs == nil {
-		procs = &failover.OwnerChecker{}
+		procs = &lockowner.Checker{}
 	}
 	return procs.JudgeProcess(rec.PID, start)
 }
@@ -275,10 +278,10 @@ func OpenFailover(ctx context.Context, s providers.Store) (run string, start *fa
 // removed. The drill's own teardown and `drill cleanup` share it.
 type restorer struct {
 	rec      *DrillRecord
-	fleet    *failover.Fleet // as the executor sees it: the candidates' endpoints
+	fleet    *fleet.Fleet // as the executor sees it: the candidates' endpoints
 	manifest *manifest.Manifest
 	state    providers.Store
-	router   failover.Driver
+	router   router.Driver
 	signals  failover.SignalSource
 	replica  func(region string) (providers.Store, error)
 	log      *slog.Logger
@@ -313,7 +316,7 @@ func (r *restorer) routerBack(ctx context.Context) string {
 		r.td.RouterAtBaseline = true
 		return "the router is at the baseline"
 	}
-	diff := strings.Join(failover.Diff(base, rs), ", ")
+	diff := strings.Join(router.Diff(base, rs), ", ")
 	run, start, err := OpenFailover(ctx, r.state)
 	switch {
 	case err != nil:
@@ -327,7 +330,7 @@ func (r *restorer) routerBack(ctx context.Context) string {
 			diff, run, describeStart(start), orNoneText(r.rec.Runs))
 		return ""
 	case !start.Baseline.Equal(base.Weights):
-		r.left("router not at the baseline the drill found (%s); the open failover run %s goes back to other weights (%s), so the drill does not abort it: `lifeboat failover abort` when that is what you want", diff, run, strings.Join(failover.Diff(failover.RouterState{Weights: start.Baseline}, failover.RouterState{Weights: base.Weights}), ", "))
+		r.left("router not at the baseline the drill found (%s); the open failover run %s goes back to other weights (%s), so the drill does not abort it: `lifeboat failover abort` when that is what you want", diff, run, strings.Join(router.Diff(router.RouterState{Weights: start.Baseline}, router.RouterState{Weights: base.Weights}), ", "))
 		return ""
 	}
 	ttl := time.Duration(r.rec.LockTTL * float64(time.Second))
@@ -381,7 +384,7 @@ func (r *restorer) routerBack(ctx context.Context) string {
 		return ""
 	}
 	if !rs.Weights.Equal(base.Weights) {
-		r.left("router not at the baseline after the abort run %s: %s", r.abortRun, strings.Join(failover.Diff(base, rs), ", "))
+		r.left("router not at the baseline after the abort run %s: %s", r.abortRun, strings.Join(router.Diff(base, rs), ", "))
 		return ""
 	}
 	r.td.RouterAtBaseline = true
@@ -481,7 +484,7 @@ func (r *restorer) close(ctx context.Context, outcome string) error {
 // Cleaner cleans up after drills whose process died: every open drill record in the fleet's state
 // store is undone as teardown would have.
 type Cleaner struct {
-	Fleet    *failover.Fleet
+	Fleet    *fleet.Fleet
 	Manifest *manifest.Manifest
 	// Drill is the drill file: only the replica faults it names are put back.
 	Drill *Drill
@@ -489,13 +492,13 @@ type Cleaner struct {
 	// bound to another is refused. "": the file is read again and digested.
 	FleetDigest string
 	Open        func(ctx context.Context, url string) (providers.Store, error)
-	Router      failover.Driver // nil: failover.OpenRouter(Fleet)
+	Router      router.Driver // nil: failover.OpenRouter(Fleet)
 	Log         *slog.Logger
 	Probe       warm.ProbeOptions
 	Now         func() time.Time
 	Grace       time.Duration // a candidate's SIGTERM grace; 0: 10s
 	// Procs judges whether a record's drill process still runs; nil: this host for real.
-	Procs *failover.OwnerChecker
+	Procs *lockowner.Checker
 }
 
 // CleanupResult is what one drill's clean-up did. JSON field names are stable.
@@ -530,9 +533,9 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	router := c.Router
-	if router == nil {
-		if router, err = failover.OpenRouter(c.Fleet); err != nil {
+	rtr := c.Router
+	if rtr == nil {
+		if rtr, err = fleet.OpenRouter(c.Fleet); err != nil {
 			return nil, err
 		}
 	}
@@ -559,7 +562,7 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 	}
 	fleetDigest := c.FleetDigest
 	if fleetDigest == "" {
-		fleetDigest = digestFile(c.Fleet.File, failover.MaxFleetBytes).Digest
+		fleetDigest = digestFile(c.Fleet.File, fleet.MaxBytes).Digest
 	}
 	host, boot := thisHost()
 	grace := c.Grace
@@ -582,10 +585,10 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 			res.Skipped = fmt.Sprintf("the drill ran on %s (boot %s): its candidates and temp dir are there; run the clean-up on that host", rec.Host, rec.Boot)
 		default:
 			switch l, why := drillProcess(c.Procs, rec, boot); l {
-			case failover.Alive:
+			case lockowner.Alive:
 				res.Skipped = fmt.Sprintf("the drill still runs (pid %d): it tears down itself; stop it with Ctrl-C", rec.PID)
 				live++
-			case failover.CannotTell:
+			case lockowner.CannotTell:
 				res.Skipped = fmt.Sprintf("cannot tell whether the drill still runs (%s): treated as running, nothing in its record was touched; run the clean-up as the drill's user, or once the process is provably gone", why)
 			}
 		}
@@ -594,7 +597,7 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 			out = append(out, res)
 			continue
 		}
-		r := &restorer{rec: rec, fleet: cleanupFleet(c.Fleet, rec), manifest: c.Manifest, state: state, router: router,
+		r := &restorer{rec: rec, fleet: cleanupFleet(c.Fleet, rec), manifest: c.Manifest, state: state, router: rtr,
 			replica: replica, log: log, now: c.Now, holder: fmt.Sprintf("lifeboat drill cleanup %s (pid %d)", rec.Drill, os.Getpid()), td: &res.Teardown,
 			drill: c.Drill,
 			own: func(run string, token int64) error {
@@ -668,18 +671,18 @@ func (c *Cleaner) Cleanup(ctx context.Context) ([]CleanupResult, error) {
 	return out, nil
 }
 
-// launcherLeftovers asks the region's launcher, when it is a failover.LeftoverCleaner (one whose
+// launcherLeftovers asks the region's launcher, when it is a fleet.LeftoverCleaner (one whose
 // candidates outlive their process elsewhere than in this host's process groups: pods), to remove
 // what its earlier boots left behind, by its own marks, never anything it did not create.
-func launcherLeftovers(ctx context.Context, f *failover.Fleet, region string) ([]string, error) {
+func launcherLeftovers(ctx context.Context, f *fleet.Fleet, region string) ([]string, error) {
 	if !f.Regions[region].Candidate() {
 		return nil, nil
 	}
-	o, err := f.BootOptions(region, failover.LaunchOptions{})
+	o, err := warm.FleetBootOptions(f, region, fleet.LaunchOptions{})
 	if err != nil {
 		return nil, err
 	}
-	lc, ok := o.Launcher.(failover.LeftoverCleaner)
+	lc, ok := o.Launcher.(fleet.LeftoverCleaner)
 	if !ok {
 		return nil, nil
 	}
@@ -689,17 +692,17 @@ func launcherLeftovers(ctx context.Context, f *failover.Fleet, region string) ([
 // bootGone checks that nothing of a candidate recorded by namespace and run label (a cluster
 // launcher's) is left, asking the launcher the fleet configures for its region — the record
 // only names what is looked up, in the namespace the fleet allows.
-func bootGone(ctx context.Context, f *failover.Fleet, c CandidateRecord) error {
+func bootGone(ctx context.Context, f *fleet.Fleet, c CandidateRecord) error {
 	what := fmt.Sprintf("boot %s in namespace %s", providers.Sanitize(c.Run, 40), providers.Sanitize(c.Namespace, 80))
 	r, ok := f.Regions[c.Region]
 	if !ok || !r.Candidate() {
 		return fmt.Errorf("%s: the fleet has no candidate region %q: not checked", what, providers.Sanitize(c.Region, 80))
 	}
-	o, err := f.BootOptions(c.Region, failover.LaunchOptions{})
+	o, err := warm.FleetBootOptions(f, c.Region, fleet.LaunchOptions{})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	bc, ok := o.Launcher.(failover.BootChecker)
+	bc, ok := o.Launcher.(fleet.BootChecker)
 	if !ok {
 		return fmt.Errorf("%s: the region's launcher cannot look for it: not checked", what)
 	}
@@ -715,9 +718,9 @@ func bootGone(ctx context.Context, f *failover.Fleet, c CandidateRecord) error {
 
 // cleanupFleet is the fleet with each candidate's endpoint set to where the dead drill booted it
 // (none for a candidate it did not record: it takes no traffic).
-func cleanupFleet(f *failover.Fleet, rec *DrillRecord) *failover.Fleet {
+func cleanupFleet(f *fleet.Fleet, rec *DrillRecord) *fleet.Fleet {
 	fc := *f
-	fc.Regions = map[string]*failover.Region{}
+	fc.Regions = map[string]*fleet.Region{}
 	for n, r := range f.Regions {
 		rc := *r
 		if r.Candidate() {
@@ -734,22 +737,22 @@ func cleanupFleet(f *failover.Fleet, rec *DrillRecord) *failover.Fleet {
 }
 
 // LauncherLeftovers asks the launcher of every region that has one able to
-// (failover.LeftoverCleaner: kubernetes) to remove what its boots left behind when their process
+// (fleet.LeftoverCleaner: kubernetes) to remove what its boots left behind when their process
 // died — a drill's candidates or a `lifeboat boot` killed with -9 — by its own labels. Those
 // launchers keep no drill record: the cluster's labels are the record. It returns what was
 // removed; the error names the regions whose leftovers could not be removed.
-func LauncherLeftovers(ctx context.Context, f *failover.Fleet) ([]string, error) {
+func LauncherLeftovers(ctx context.Context, f *fleet.Fleet) ([]string, error) {
 	var out, problems []string
 	for _, name := range f.RegionNames() {
 		if !f.Regions[name].Candidate() {
 			continue
 		}
-		o, err := f.BootOptions(name, failover.LaunchOptions{})
+		o, err := warm.FleetBootOptions(f, name, fleet.LaunchOptions{})
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("region %s: %v", name, err))
 			continue
 		}
-		lc, ok := o.Launcher.(failover.LeftoverCleaner)
+		lc, ok := o.Launcher.(fleet.LeftoverCleaner)
 		if !ok {
 			continue
 		}

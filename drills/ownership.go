@@ -17,7 +17,7 @@ import (
 	"strings"
 	"syscall"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/manifest"
 )
 
@@ -182,7 +182,7 @@ func recordProof(rec *DrillRecord, fleetDigest string) error {
 // key prefix, the drill file names a replica fault of that kind, region and path, and the
 // manifest lists the path. It returns the manifest's entry for the path (the restored bytes are
 // checked against it).
-func faultProof(rec *DrillRecord, f FaultUndo, d *Drill, fl *failover.Fleet, m *manifest.Manifest) (*manifest.File, error) {
+func faultProof(rec *DrillRecord, f FaultUndo, d *Drill, fl *fleet.Fleet, m *manifest.Manifest) (*manifest.File, error) {
 	prefix := activeDir + "/" + rec.ID + "/faults/"
 	n := strings.TrimSuffix(strings.TrimPrefix(f.Copy, prefix), ".orig")
 	if !strings.HasPrefix(f.Copy, prefix) || !strings.HasSuffix(f.Copy, ".orig") || n == "" || strings.Trim(n, "0123456789") != "" {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package drills
 
 import (
@@ -11,7 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/failover"
+	filerouter "lifeboat/failover/routers/file"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 	"lifeboat/manifest"
 	"lifeboat/providers"
@@ -34,17 +38,17 @@ type regionSpec struct {
 // unless rigOptions say otherwise) and a state store.
 type drillRig struct {
 	dir   string
-	fleet *failover.Fleet
+	fleet *fleet.Fleet
 	m     *manifest.Manifest
 	open  func(ctx context.Context, url string) (providers.Store, error)
 }
 
 // baseline: eu-only on the two EU regions, global on us-east-1 and eu-west-1; us-west-2 and
 // ap-southeast-1 are standby receivers.
-var baseline = failover.RouterState{Weights: failover.Weights{
+var baseline = router.RouterState{Weights: router.Weights{
 	"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 	"global":  {"us-east-1": 50, "us-west-2": 0, "eu-west-1": 50, "ap-southeast-1": 0},
-}, States: failover.States{}}
+}, States: router.States{}}
 
 // rigOptions change the test fleet: its state store, its router, and the ports its candidates
 // listen on (where a router's servers point).
@@ -57,7 +61,7 @@ type rigOptions struct {
 	launcher func(bin string, port int) string
 	// baseline is the router's state before the drill (its classes are the fleet's tenants,
 	// each eligible where it has a weight); zero: baseline.
-	baseline failover.RouterState
+	baseline router.RouterState
 }
 
 // newDrillRig seeds each region's replica from the sample and writes fleet.yaml.
@@ -81,9 +85,9 @@ func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Conte
 	if o.state != "" {
 		stateURL = o.state
 	}
-	router := "{driver: file, path: weights.json}"
+	rtr := "{driver: file, path: weights.json}"
 	if o.router != "" {
-		router = o.router
+		rtr = o.router
 	}
 	if o.baseline.Weights == nil {
 		o.baseline = baseline
@@ -114,7 +118,7 @@ func newDrillRig(t *testing.T, regions []regionSpec, open func(ctx context.Conte
 failover: {step_percent: 25, step_interval: 100ms, spill_cap_percent: 60, drain_timeout: 2s, failback_dwell: 300ms, max_transitions_per_hour: 1000, assumed_utilization_percent: 20}
 state: %s
 sla: {rto: 5m}
-`, router, stateURL)
+`, rtr, stateURL)
 	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -122,13 +126,13 @@ sla: {rto: 5m}
 	if err := os.WriteFile(fleetPath, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fl, err := failover.ReadFleet(fleetPath)
+	fl, err := fleet.Read(fleetPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rig := &drillRig{dir: dir, fleet: fl, m: fx.M, open: open}
-	if fl.Router.Driver == failover.DriverFile {
-		if err := (&failover.FileRouter{Path: fl.Router.Config.(*failover.FileConfig).Path}).Apply(context.Background(), o.baseline); err != nil {
+	if fl.Router.Driver == fleet.DriverFile {
+		if err := (&filerouter.Router{Path: fl.Router.Config.(*filerouter.Config).Path}).Apply(context.Background(), o.baseline); err != nil {
 			t.Fatal(err)
 		}
 	}

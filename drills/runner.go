@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/launch"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/manifest"
 	"lifeboat/manifest/signature"
@@ -31,12 +34,12 @@ type Runner struct {
 	// Earlier are the problems already found in the drill file (a DrillError's, Drill its
 	// Partial): Check reports them with its own, leaving out those about the same fields.
 	Earlier  []string
-	Fleet    *failover.Fleet
+	Fleet    *fleet.Fleet
 	Manifest *manifest.Manifest
 	// Open opens a store URL (replicas, the state store) with the caller's options.
 	Open func(ctx context.Context, url string) (providers.Store, error)
 	// Router is the fleet's router; nil: failover.OpenRouter(Fleet).
-	Router failover.Driver
+	Router router.Driver
 	Log    *slog.Logger
 	// Approve is asked before each step the drill file lists under approve; nil refuses.
 	Approve func(ctx context.Context, step string) (bool, error)
@@ -92,17 +95,17 @@ type run struct {
 	state  providers.Store
 	stores map[string]providers.Store // replica URL → store
 	router *faultRouter
-	base   failover.Driver
+	base   router.Driver
 	signal *failover.LiveSignals
-	exFl   *failover.Fleet // the fleet as the executor sees it (endpoints of the booted candidates)
+	exFl   *fleet.Fleet // the fleet as the executor sees it (endpoints of the booted candidates)
 
 	files     []*fileFault
 	drec      *DrillRecord   // what teardown (or a clean-up after a crash) must undo, in the state store
 	faultIdx  map[string]int // fault name → index in rep.Faults
 	boots     map[string]*warm.BootResult
-	insts     map[string]warm.Instance
+	insts     map[string]launch.Instance
 	models    []string
-	baseline  failover.Weights
+	baseline  router.Weights
 	evacRun   string
 	failed    bool      // a step failed: later steps that need it are skipped
 	stepStart time.Time // when the current step started
@@ -177,7 +180,7 @@ func (r *Runner) Check() error {
 	}
 	p := c.Problems
 	if len(r.Earlier) > 0 {
-		p = append(slices.Clone(r.Earlier), failover.UnrelatedProblems(d.File, r.Earlier, p)...)
+		p = append(slices.Clone(r.Earlier), fleet.UnrelatedProblems(d.File, r.Earlier, p)...)
 	}
 	if len(p) > 0 {
 		return &DrillError{Problems: p}
@@ -201,17 +204,17 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	if err := r.EnforceTrust(ctx); err != nil {
 		return nil, err
 	}
-	router := r.Router
-	if router == nil {
+	rtr := r.Router
+	if rtr == nil {
 		var err error
-		if router, err = failover.OpenRouter(r.Fleet); err != nil {
+		if rtr, err = fleet.OpenRouter(r.Fleet); err != nil {
 			return nil, err
 		}
 	}
-	x := &run{Runner: r, ctx: ctx, start: r.now(), stores: map[string]providers.Store{}, base: router,
-		faultIdx: map[string]int{}, boots: map[string]*warm.BootResult{}, insts: map[string]warm.Instance{}}
+	x := &run{Runner: r, ctx: ctx, start: r.now(), stores: map[string]providers.Store{}, base: rtr,
+		faultIdx: map[string]int{}, boots: map[string]*warm.BootResult{}, insts: map[string]launch.Instance{}}
 	x.rep = &Report{Schema: SchemaID, Drill: r.Drill.Name, File: r.Drill.File, Fleet: r.Fleet.File, Model: r.Fleet.Model.Name,
-		Lost: r.Drill.Lose, Router: providers.Redact(router.String()), Started: x.start.UTC(),
+		Lost: r.Drill.Lose, Router: providers.Redact(rtr.String()), Started: x.start.UTC(),
 		Steps: []StepResult{}, Faults: []FaultResult{}, Expect: []ExpectResult{}, Verify: []VerifyRun{}, Repairs: []Repair{},
 		Boots: []BootSummary{}, Runs: []string{}, Weights: []WeightPoint{}, Requests: []Request{}, Classes: []ClassTraffic{},
 		Teardown: Teardown{Stopped: []string{}, FaultsUndone: []string{}, Left: []string{}}}
@@ -227,7 +230,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		}
 		x.Runner = &rc
 	}
-	x.router = &faultRouter{Driver: router, now: r.now}
+	x.router = &faultRouter{Driver: rtr, now: r.now}
 	for i, f := range r.Drill.Faults {
 		x.rep.Faults = append(x.rep.Faults, FaultResult{Fault: f})
 		x.faultIdx[f.Name] = i

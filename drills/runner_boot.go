@@ -12,7 +12,8 @@ import (
 	"strings"
 	"sync"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/launch"
 	"lifeboat/providers"
 	"lifeboat/verify/replicate"
 	"lifeboat/verify/warm"
@@ -140,12 +141,12 @@ func (x *run) detectBoot(region string, bs BootSummary) {
 	}
 }
 
-// bootOne boots the region's candidate through the fleet's own launcher (Fleet.BootOptions),
+// bootOne boots the region's candidate through the fleet's own launcher (warm.FleetBootOptions),
 // whatever its kind; a fault that alters the command line (boot-fails, saturate) rewrites it
 // through LaunchOptions.Command, which Check made sure the region's launcher takes.
 func (x *run) bootOne(region string) (*warm.BootResult, error) {
 	r := x.Fleet.Regions[region]
-	lo := failover.LaunchOptions{Command: func(cmd string) string {
+	lo := fleet.LaunchOptions{Command: func(cmd string) string {
 		if x.Command != nil {
 			cmd = x.Command(cmd)
 		}
@@ -156,14 +157,14 @@ func (x *run) bootOne(region string) (*warm.BootResult, error) {
 		}
 		return cmd
 	}}
-	o, err := x.Fleet.BootOptions(region, lo)
+	o, err := warm.FleetBootOptions(x.Fleet, region, lo)
 	if err != nil {
 		return nil, err
 	}
 	o.Manifest, o.From, o.Workdir = x.Manifest, x.stores[r.Replica], filepath.Join(x.tmp, "boot", region)
 	o.Trusted, o.OpenSigned, o.Warn = x.trusted, x.OpenSigned, x.Warn // the drill's check, of these bytes
 	o.Probe, o.Keep, o.Restore = x.Probe, true, replicate.Options{Log: x.log()}
-	o.Starting = func(st warm.Started) error { return x.ownCandidate(region, st) }
+	o.Starting = func(st launch.Started) error { return x.ownCandidate(region, st) }
 	o.Probe.Auth = x.Fleet.ProbeAuth(region) // the bearer token's source, never the token
 	if err := os.MkdirAll(filepath.Join(x.tmp, "boot"), 0o700); err != nil {
 		return nil, err

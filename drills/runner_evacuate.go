@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 )
 
@@ -25,9 +27,9 @@ func (x *run) ensureExecutorFleet() {
 	}
 }
 
-func (x *run) executorFleet() *failover.Fleet {
+func (x *run) executorFleet() *fleet.Fleet {
 	fc := *x.Fleet
-	fc.Regions = map[string]*failover.Region{}
+	fc.Regions = map[string]*fleet.Region{}
 	for n, r := range x.Fleet.Regions {
 		rc := *r
 		if r.Candidate() {
@@ -51,7 +53,7 @@ func (x *run) liveSignals() *failover.LiveSignals {
 }
 
 func (x *run) executor(p *process) *failover.Executor {
-	ex := &failover.Executor{Fleet: x.exFl, Store: processStore{Store: x.state, p: p}, Router: processRouter{Driver: x.router, p: p},
+	ex := &failover.Executor{Fleet: x.exFl, Store: processStore{Store: x.state, p: p}, Router: processRouter(x.router.driver(), p),
 		Signals: x.liveSignals(), Log: x.log(), Holder: x.holder(), LockTTL: x.Drill.LockTTL, Now: x.Now, BeforeChange: x.ownRun,
 		OpenSigned: x.OpenSigned, Warn: x.Warn, Trusted: x.trusted}
 	return ex
@@ -158,7 +160,7 @@ func (ev *evacuation) run() error {
 		}
 		var held *failover.LockHeldError
 		isHeld := errors.As(err, &held)
-		if (!killedHere && !isHeld && !errors.Is(err, failover.ErrRouterUnreachable)) || (isHeld && !ev.killFired) {
+		if (!killedHere && !isHeld && !errors.Is(err, router.ErrRouterUnreachable)) || (isHeld && !ev.killFired) {
 			return fmt.Errorf("evacuate %s: %w", x.Drill.Lose, err) // not a drill fault: a real failure, or someone else's failover
 		}
 		if !x.now().Before(deadline) {

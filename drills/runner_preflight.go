@@ -16,9 +16,10 @@ import (
 	"strings"
 	"time"
 
-	"lifeboat/failover"
+	"lifeboat/fleet/launch"
+	"lifeboat/fleet/router"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/providers"
-	"lifeboat/verify/warm"
 )
 
 // preflight refuses to start over a previous drill's leftovers or while the router is not at
@@ -35,9 +36,9 @@ func (x *run) preflight() error {
 		how := fmt.Sprintf("run `lifeboat drill cleanup %s` to put it back", x.Drill.File)
 		if host, boot := thisHost(); rec.Host == host && rec.Boot == boot {
 			switch l, why := drillProcess(nil, &rec, boot); l {
-			case failover.Alive:
+			case lockowner.Alive:
 				how = "it is still running"
-			case failover.CannotTell:
+			case lockowner.CannotTell:
 				how = "it may still be running (" + why + ")"
 			}
 		}
@@ -56,7 +57,7 @@ func (x *run) preflight() error {
 			ev = start.Event.String() + " "
 		}
 		return fmt.Errorf("%w: failover run %s (%sby %s at %s, reason %q) moved it and is still open: %s; put it back (`lifeboat failover abort`, or `lifeboat drill cleanup` after a drill) or start from the current state with --from-current",
-			ErrNotAtBaseline, run, ev, start.Holder, start.Time.Format(time.RFC3339), start.Reason, strings.Join(failover.Diff(failover.RouterState{Weights: start.Baseline}, rs), ", "))
+			ErrNotAtBaseline, run, ev, start.Holder, start.Time.Format(time.RFC3339), start.Reason, strings.Join(router.Diff(router.RouterState{Weights: start.Baseline}, rs), ", "))
 	}
 	host, boot := thisHost()
 	me, _ := readProc(os.Getpid())
@@ -87,7 +88,7 @@ func (x *run) ownTokens() []int64 {
 
 // ownCandidate records a candidate's process group before its command runs
 // (warm.Spec.Starting): a clean-up after the drill died stops it.
-func (x *run) ownCandidate(region string, st warm.Started) error {
+func (x *run) ownCandidate(region string, st launch.Started) error {
 	x.recMu.Lock()
 	defer x.recMu.Unlock()
 	x.drec.Candidates = append(x.drec.Candidates, CandidateRecord{Region: region, URL: st.BaseURL, PGID: st.PGID, Start: st.Start, Namespace: st.Namespace, Run: st.Run})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 )
 
 // recovery computes recovery time from the journal: from the run's start record (the failover
@@ -49,7 +50,7 @@ func (x *run) recovery(recs []failover.Record) {
 
 // blockers name each class, region and weight that keeps rs from having every class on warm
 // receivers (at most three, then how many more).
-func (x *run) blockers(rs failover.RouterState) []string {
+func (x *run) blockers(rs router.RouterState) []string {
 	var out []string
 	for _, c := range slices.Sorted(mapsKeys(x.Fleet.Tenants)) {
 		total := 0
@@ -94,7 +95,7 @@ func (x *run) whyNotReceiver(region string) string {
 	return "no endpoint"
 }
 
-func (x *run) onWarmReceivers(rs failover.RouterState) bool {
+func (x *run) onWarmReceivers(rs router.RouterState) bool {
 	for c := range x.Fleet.Tenants {
 		total := 0
 		for region, w := range rs.Weights[c] {
@@ -131,7 +132,7 @@ func (x *run) journalWeights(recs []failover.Record) {
 	}
 }
 
-func (x *run) weightPoint(t time.Time, rs failover.RouterState) {
+func (x *run) weightPoint(t time.Time, rs router.RouterState) {
 	off := t.Sub(x.start).Seconds()
 	for _, c := range slices.Sorted(mapsKeys(rs.Weights)) {
 		for _, region := range slices.Sorted(mapsKeys(rs.Weights[c])) {

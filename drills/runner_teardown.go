@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 	"lifeboat/providers"
 	"lifeboat/verify/warm"
@@ -27,7 +28,7 @@ func (x *run) failback() (string, error) {
 	deadline := x.now().Add(x.Drill.Failback)
 	for {
 		out, err = x.executor(&process{}).Run(x.ctx, opts)
-		if err == nil || !errors.Is(err, failover.ErrRouterUnreachable) || !x.now().Before(deadline) {
+		if err == nil || !errors.Is(err, router.ErrRouterUnreachable) || !x.now().Before(deadline) {
 			break
 		}
 		if err := wait.Sleep(x.ctx, 250*time.Millisecond); err != nil {
@@ -48,7 +49,7 @@ func (x *run) failback() (string, error) {
 		return "", err
 	}
 	if !rs.Weights.Equal(x.baseline) {
-		return "", fmt.Errorf("after the failback the router is not at the baseline: %v", failover.Diff(failover.RouterState{Weights: x.baseline}, rs))
+		return "", fmt.Errorf("after the failback the router is not at the baseline: %v", router.Diff(router.RouterState{Weights: x.baseline}, rs))
 	}
 	return fmt.Sprintf("run %s: %d step(s); the router is back at the baseline", out.Run, out.Steps), nil
 }

@@ -16,7 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/providers"
 )
 
@@ -42,7 +43,7 @@ type picker struct {
 	current map[string]map[string]int
 }
 
-func (p *picker) pick(class string, rs failover.RouterState) string {
+func (p *picker) pick(class string, rs router.RouterState) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.current == nil {
@@ -55,7 +56,7 @@ func (p *picker) pick(class string, rs failover.RouterState) string {
 	total, best := 0, ""
 	for _, region := range slices.Sorted(mapsKeys(rs.Weights[class])) {
 		w := rs.Weights[class][region]
-		if w <= 0 || rs.States.Get(class, region) != failover.Ready {
+		if w <= 0 || rs.States.Get(class, region) != router.Ready {
 			continue
 		}
 		cur[region] += w
@@ -85,7 +86,7 @@ func (x *run) send(ctx context.Context, p *picker, class, phase string) Request 
 		case err != nil:
 			req.Error = err.Error()
 		case req.Region == "":
-			req.Error = fmt.Sprintf("the router's %s header %q names no region of the fleet (want a region, or a candidate's host:port)", failover.FrontendServedBy, providers.Sanitize(servedBy, 200))
+			req.Error = fmt.Sprintf("the router's %s header %q names no region of the fleet (want a region, or a candidate's host:port)", fleet.FrontendServedBy, providers.Sanitize(servedBy, 200))
 		default:
 			req.OK, req.TTFTMS = true, float64(ttft.Microseconds())/1000
 		}
@@ -160,7 +161,7 @@ func (x *run) complete(ctx context.Context, endpoint string) (time.Duration, str
 		return 0, "", err
 	}
 	defer resp.Body.Close()
-	servedBy := strings.TrimSpace(resp.Header.Get(failover.FrontendServedBy))
+	servedBy := strings.TrimSpace(resp.Header.Get(fleet.FrontendServedBy))
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return 0, servedBy, fmt.Errorf("HTTP %d: %s", resp.StatusCode, providers.Sanitize(string(b), 200))
@@ -288,7 +289,7 @@ func (x *run) traffic() (string, error) {
 			if r.Region != "" && !r.Eligible {
 				out++
 			}
-			if r.Region != "" && (rs.Weights[c][r.Region] == 0 || rs.States.Get(c, r.Region) != failover.Ready) {
+			if r.Region != "" && (rs.Weights[c][r.Region] == 0 || rs.States.Get(c, r.Region) != router.Ready) {
 				unweighted[r.Region]++
 			}
 			where[r.Region]++

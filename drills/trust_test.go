@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/failover"
+	_ "lifeboat/failover/routers/file" // the kinds its fleet file uses
+	"lifeboat/fleet"
 	"lifeboat/manifest/signature"
+	_ "lifeboat/verify/warm/execlauncher"
 )
 
 // TestRunRefusesAnUnsignedManifest: a library caller that never calls EnforceTrust still gets
@@ -49,7 +51,7 @@ trust: {keys: [release.pub], require: true}
 			t.Fatal(err)
 		}
 	}
-	fl, err := failover.ReadFleet(filepath.Join(dir, "fleet.yaml"))
+	fl, err := fleet.Read(filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

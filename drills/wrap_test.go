@@ -1,3 +1,5 @@
+//go:build integration
+
 package drills
 
 import (
@@ -9,7 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/failover"
+	filerouter "lifeboat/failover/routers/file"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 )
 
@@ -41,28 +45,28 @@ func TestWrappedDriverKeepsCapabilities(t *testing.T) {
 		}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := failover.ParseFleet([]byte(head+c.router(t)), filepath.Join(t.TempDir(), "fleet.yaml"))
+			f, err := fleet.Parse([]byte(head+c.router(t)), filepath.Join(t.TempDir(), "fleet.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			inner, err := failover.OpenRouter(f)
+			inner, err := fleet.OpenRouter(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var d failover.Driver = processRouter{Driver: &faultRouter{Driver: inner, now: time.Now, afterStep: 1, duration: time.Hour}, p: &process{}}
-			if _, ok := d.(failover.ConditionalDriver); !ok {
+			var d router.Driver = processRouter((&faultRouter{Driver: inner, now: time.Now, afterStep: 1, duration: time.Hour}).driver(), &process{})
+			if _, ok := d.(router.ConditionalDriver); !ok {
 				t.Fatal("the wrapped driver is not a ConditionalDriver")
 			}
-			if got := failover.ZeroWeightIsDrain(d); got != c.zeroDrain {
+			if got := router.ZeroWeightIsDrain(d); got != c.zeroDrain {
 				t.Errorf("wrapped: weight 0 is the drain %v, want %v (as the driver says)", got, c.zeroDrain)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			_, own, err := inner.(failover.ConditionalDriver).ReadVersion(ctx)
+			_, own, err := inner.(router.ConditionalDriver).ReadVersion(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs, v, err := failover.ReadVersion(ctx, d)
+			rs, v, err := router.ReadVersion(ctx, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,16 +75,16 @@ func TestWrappedDriverKeepsCapabilities(t *testing.T) {
 			}
 			desired := rs.Clone()
 			desired.Weights["g"]["a"], desired.Weights["g"]["b"] = 30, 70
-			if err := failover.ApplyIf(ctx, d, desired, failover.RouterVersion{"g": "stale"}, nil); !errors.Is(err, failover.ErrRouterConflict) {
+			if err := router.ApplyIf(ctx, d, desired, router.RouterVersion{"g": "stale"}, nil); !errors.Is(err, router.ErrRouterConflict) {
 				t.Errorf("a write since a stale version: %v, want ErrRouterConflict", err)
 			}
-			if err := failover.ApplyIf(ctx, d, desired, v, nil); err != nil {
+			if err := router.ApplyIf(ctx, d, desired, v, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got, err := inner.Read(ctx); err != nil || got.Weights["g"]["a"] != 30 || got.Weights["g"]["b"] != 70 {
 				t.Errorf("after the conditional write the router holds %v (%v)", got.Weights, err)
 			}
-			if _, err := d.Read(ctx); !errors.Is(err, failover.ErrRouterUnreachable) {
+			if _, err := d.Read(ctx); !errors.Is(err, router.ErrRouterUnreachable) {
 				t.Errorf("the router-unreachable fault after one step did not start: %v", err)
 			}
 		})
@@ -94,4 +98,29 @@ func freePort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// notingDriver is a driver that reports notes (as gateway-api does of its HTTPRoutes).
+type notingDriver struct{ router.Driver }
+
+func (notingDriver) Notes() []string {
+	return []string{"HTTPRoute g: Accepted=False (NotAllowedByListeners)"}
+}
+
+// A drill wraps the fleet's driver twice; a driver with notes must still give them through both,
+// or the executor of a drill would never log what the gateway says of its routes. The wrappers
+// add no capability the driver lacks either.
+func TestWrappedDriverKeepsNotes(t *testing.T) {
+	inner := notingDriver{&filerouter.Router{Path: filepath.Join(t.TempDir(), "weights.json")}}
+	d := processRouter((&faultRouter{Driver: inner, now: time.Now}).driver(), &process{})
+	n, ok := d.(router.NotingDriver)
+	if !ok {
+		t.Fatal("the wrapped driver is not a NotingDriver: the drill's executor would log no notes")
+	}
+	if got := n.Notes(); len(got) != 1 || got[0] != inner.Notes()[0] {
+		t.Errorf("notes through the wrappers %q, want the driver's %q", got, inner.Notes())
+	}
+	if _, ok := d.(router.ConditionalDriver); ok {
+		t.Error("the wrapped file driver claims compare-and-swap it does not have")
+	}
 }

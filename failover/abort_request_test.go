@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -17,6 +19,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"lifeboat/failover/routers/httpdoc"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 	"lifeboat/providers"
@@ -151,7 +155,7 @@ func writeWeights(t *testing.T, entry string) (class string, w map[string]int, o
 	t.Helper()
 	class, body, _ := strings.Cut(entry, " ")
 	_, body, _ = strings.Cut(body, ": ")
-	var doc HTTPRouterDoc
+	var doc httpdoc.Doc
 	if err := json.Unmarshal([]byte(body), &doc); err != nil {
 		return class, nil, false
 	}
@@ -172,7 +176,7 @@ func TestAbortRequestedOfStoppedHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		stopped := d.log()
-		atStop := map[string]HTTPRouterDoc{"eu-only": d.doc("eu-only"), "global": d.doc("global")}
+		atStop := map[string]httpdoc.Doc{"eu-only": d.doc("eu-only"), "global": d.doc("global")}
 		ab := startLB(t, dir, st.env, append(abortArgs, "--wait", "90s")...)
 		req := waitAbortRequest(t, ab, st.store)
 		if lk := storeLock(t, st.store); req.Token != lk.Token || req.LockID != lk.ID {
@@ -204,7 +208,7 @@ func TestAbortRequestedOfStoppedHolder(t *testing.T) {
 			}
 		}
 		for class, want := range binStart.Weights {
-			if got := d.doc(class).Weights; !(Weights{class: got}).Equal(Weights{class: want}) {
+			if got := d.doc(class).Weights; !(router.Weights{class: got}).Equal(router.Weights{class: want}) {
 				t.Fatalf("%s after the abort: %v, want the baseline %v", class, got, want)
 			}
 		}

@@ -4,6 +4,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 )
 
 // The rule a blocked plan names is the rule that blocked it: for random plans that stop short
@@ -54,9 +57,9 @@ func TestRestoreBlockedByDonorTransitions(t *testing.T) {
 		Event:    Event{Kind: Restore, Region: "eu-west-1"},
 		Classes:  map[string][]string{"eu-only": {"eu-west-1", "eu-central-1"}},
 		Capacity: map[string]float64{"eu-west-1": 8000, "eu-central-1": 8000},
-		Policy:   DefaultPolicy(),
-		Weights:  Weights{"eu-only": {"eu-west-1": 0, "eu-central-1": 100}},
-		Baseline: Weights{"eu-only": {"eu-west-1": 50, "eu-central-1": 50}},
+		Policy:   fleet.DefaultPolicy(),
+		Weights:  router.Weights{"eu-only": {"eu-west-1": 0, "eu-central-1": 100}},
+		Baseline: router.Weights{"eu-only": {"eu-west-1": 50, "eu-central-1": 50}},
 		Signals: map[string]RegionSignal{
 			"eu-west-1":    {Warm: true, Healthy: true, QueueWaitMS: fptr(10), CalmSeconds: fptr(3600), PrefillTokensPerS: fptr(0), Running: iptr(0)},
 			"eu-central-1": {Warm: true, Healthy: true, QueueWaitMS: fptr(10), PrefillTokensPerS: fptr(3000), Running: iptr(1)},

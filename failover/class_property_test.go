@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 )
 
@@ -149,7 +152,7 @@ func TestSkipBlockedRunHTTPRouterWritesCoveredClassesOnly(t *testing.T) {
 		t.Fatalf("the other operator's edit of eu-only was overwritten: %+v", got)
 	}
 	// the http driver cuts a region off by leaving it out of the document
-	if got := d.doc("global"); got.Weights["us-east-1"] != 100 || got.Weights["eu-west-1"] != 0 || got.States["eu-west-1"] == Ready {
+	if got := d.doc("global"); got.Weights["us-east-1"] != 100 || got.Weights["eu-west-1"] != 0 || got.States["eu-west-1"] == router.Ready {
 		t.Fatalf("global after the partial run: %+v\n%s", got, strings.Join(d.log(), "\n"))
 	}
 }
@@ -194,7 +197,7 @@ func TestResumeOfAPartialRunTouchesItsClassesOnly(t *testing.T) {
 	if w := got.Weights["eu-only"]; w["eu-west-1"] != 70 || w["eu-central-1"] != 30 {
 		t.Fatalf("resume wrote the class the run did not cover: eu-only %v", w)
 	}
-	if got.Weights["global"]["eu-west-1"] != 0 || got.States.Get("global", "eu-west-1") != Maint {
+	if got.Weights["global"]["eu-west-1"] != 0 || got.States.Get("global", "eu-west-1") != router.Maint {
 		t.Fatalf("resume did not finish global: %v %v", got.Weights["global"], got.States["global"])
 	}
 	checkJournal(t, r.store, out.Plan)

@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/base/shell"
 	"lifeboat/manifest/signature"
 	"lifeboat/providers"
@@ -19,8 +22,9 @@ import (
 
 // Errors the CLI maps to exit codes.
 var (
-	// ErrRefused: the plan was refused for safety (a refusal); nothing changed.
-	ErrRefused = errors.New("refused for safety")
+	// ErrRefused: the plan was refused for safety (a refusal); nothing changed. It is
+	// fleet.ErrRefused, which a launcher kind's refusals match too.
+	ErrRefused = fleet.ErrRefused
 	// ErrHeld: a check failed between steps and the run holds (a problem found).
 	ErrHeld = errors.New("failover held")
 	// ErrDrift: the router does not route as the journal says (a problem found).
@@ -53,16 +57,16 @@ var (
 //	executor_status.go    the view of a run's journal and status
 //	executor_runs.go      the recent runs as status lists them: outcome, who, steps
 type Executor struct {
-	Fleet   *Fleet
+	Fleet   *fleet.Fleet
 	Store   providers.Store // the fleet's state store: lock and journal
-	Router  Driver
+	Router  router.Driver
 	Signals SignalSource
 	Log     *slog.Logger // progress; nil: discard
 	Holder  string       // who runs this (user@host pid N); empty: derived
 	LockTTL time.Duration
 	Now     func() time.Time
 	// Owners judges whether a lock holder's process still runs (nil: this host, for real).
-	Owners *OwnerChecker
+	Owners *lockowner.Checker
 	// OnRecord is called, on the run's goroutine, after each journal record is durably written:
 	// the fleet's notifications hang here (RunNotifier.Record, hooked by the CLI), and tests use
 	// it to watch or crash a run between records. It must not block: a step waits for it.
@@ -129,11 +133,11 @@ type RunOptions struct {
 
 // Outcome is how a run ended.
 type Outcome struct {
-	Run   string      `json:"run"`
-	Plan  *Plan       `json:"plan"`
-	Steps int         `json:"steps_applied"`
-	Held  string      `json:"held,omitempty"`
-	Final RouterState `json:"final"`
+	Run   string             `json:"run"`
+	Plan  *Plan              `json:"plan"`
+	Steps int                `json:"steps_applied"`
+	Held  string             `json:"held,omitempty"`
+	Final router.RouterState `json:"final"`
 	// Complete: the run reached its plan's target (false when it holds, or its plan could not
 	// complete: see Plan.Shed and Plan.Reason).
 	Complete bool `json:"complete"`
@@ -188,7 +192,7 @@ func (e *Executor) holder() string {
 func (e *Executor) fleetID() string { return FleetDigest(e.Fleet) }
 
 // Input builds a planner input from the live router and signals.
-func (e *Executor) Input(ctx context.Context, rs RouterState, sig map[string]RegionSignal, h failoverState, o RunOptions) PlanInput {
+func (e *Executor) Input(ctx context.Context, rs router.RouterState, sig map[string]RegionSignal, h failoverState, o RunOptions) PlanInput {
 	in := InputFromFleet(e.Fleet)
 	in.Weights, in.States, in.Signals = rs.Weights, rs.States, sig
 	in.Baseline, in.Transitions, in.Out = h.baseline, h.transitions, h.out
@@ -199,7 +203,7 @@ func (e *Executor) Input(ctx context.Context, rs RouterState, sig map[string]Reg
 }
 
 // readRouter reads the router and checks that its topology keeps every class in its regions.
-func (e *Executor) readRouter(ctx context.Context) (RouterState, error) {
+func (e *Executor) readRouter(ctx context.Context) (router.RouterState, error) {
 	rs, _, err := e.readVersioned(ctx)
 	return rs, err
 }
@@ -207,7 +211,7 @@ func (e *Executor) readRouter(ctx context.Context) (RouterState, error) {
 // logNotes logs what the router reports beyond weights and states (NotingDriver), whenever it
 // differs from what was last logged.
 func (e *Executor) logNotes() {
-	n, ok := e.Router.(NotingDriver)
+	n, ok := e.Router.(router.NotingDriver)
 	if !ok {
 		return
 	}
@@ -223,16 +227,16 @@ func (e *Executor) logNotes() {
 }
 
 // readVersioned is readRouter with the router's version of each class.
-func (e *Executor) readVersioned(ctx context.Context) (RouterState, RouterVersion, error) {
-	rs, v, err := ReadVersion(ctx, e.Router)
+func (e *Executor) readVersioned(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
+	rs, v, err := router.ReadVersion(ctx, e.Router)
 	e.logNotes()
 	if err != nil {
 		return rs, nil, fmt.Errorf("read %s: %w", e.Router, err)
 	}
 	if rs.States == nil {
-		rs.States = States{}
+		rs.States = router.States{}
 	}
-	if err := checkTopology(e.Fleet.Tenants, rs); err != nil {
+	if err := router.CheckTopology(e.Fleet.Tenants, rs); err != nil {
 		return rs, nil, fmt.Errorf("%s: %w", e.Router, err)
 	}
 	// Only the fleet's classes are planned; the router may hold others.
@@ -253,9 +257,9 @@ func (e *Executor) readVersioned(ctx context.Context) (RouterState, RouterVersio
 
 // diff compares as the driver routes: where weight 0 is the drain (Caddy), a ready region with
 // weight 0 and a drained one are the same.
-func (e *Executor) diff(want, got RouterState) []string {
-	if ZeroWeightIsDrain(e.Router) {
-		return Diff(normalizeZeroDrain(want), normalizeZeroDrain(got))
+func (e *Executor) diff(want, got router.RouterState) []string {
+	if router.ZeroWeightIsDrain(e.Router) {
+		return router.Diff(router.NormalizeZeroDrain(want), router.NormalizeZeroDrain(got))
 	}
-	return Diff(want, got)
+	return router.Diff(want, got)
 }

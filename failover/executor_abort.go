@@ -121,7 +121,7 @@ func (e *Executor) AwaitAbort(ctx context.Context, req AbortRequest, within time
 			return w, err
 		}
 		w.Lock = lk
-		switch dead, why := e.owners().gone(lk.Owner); {
+		switch dead, why := e.owners().IsGone(lk.Owner); {
 		case !ok || lk.Released || lk.Token != req.Token || lk.ID != req.LockID:
 			w.Gone = true
 		case dead:

@@ -6,10 +6,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 )
 
 // apply journals the intent, changes the router, reads it back and journals the result.
-func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) error {
+func (e *Executor) apply(s *session, plan *Plan, k int, before router.RouterState) error {
 	return e.applyStep(s, plan, k, before, false)
 }
 
@@ -18,7 +21,7 @@ func (e *Executor) apply(s *session, plan *Plan, k int, before RouterState) erro
 // changed, every class now reading either as the step's intent (that write, landed) or as this
 // run read it (before), is that holder's own write, not someone else's edit; the step is
 // finished from there (written again conditionally on what the router reads now).
-func (e *Executor) applyStep(s *session, plan *Plan, k int, before RouterState, inherited bool) error {
+func (e *Executor) applyStep(s *session, plan *Plan, k int, before router.RouterState, inherited bool) error {
 	ctx := s.ctx
 	target := plan.Scope(plan.After(k)) // never a class the plan does not cover
 	if err := s.checkLock(ctx); err != nil {
@@ -31,7 +34,7 @@ func (e *Executor) applyStep(s *session, plan *Plan, k int, before RouterState, 
 	e.log().Info("applying", "step", fmt.Sprintf("%d/%d", k+1, len(plan.Steps)), "weights", plan.Steps[k].Weights.Text(), "drain", strings.Join(plan.Steps[k].Drain, ","), "withdraw", strings.Join(plan.Steps[k].Withdraw, ","))
 	after, err := e.applyAndReadBack(s, target)
 	detail := ""
-	if err != nil && inherited && errors.Is(err, ErrRouterConflict) {
+	if err != nil && inherited && errors.Is(err, router.ErrRouterConflict) {
 		if now, v, rerr := e.readVersioned(ctx); rerr == nil && e.onlyTowards(before, target, now) {
 			detail = "the previous holder's write landed while this one took the step over: finished from there"
 			e.log().Info("the router changed to the interrupted step's intent while resume took over: the previous holder's write landed; finishing the step", "step", k+1)
@@ -53,7 +56,7 @@ func (e *Executor) applyStep(s *session, plan *Plan, k int, before RouterState, 
 
 // onlyTowards says whether every class of target reads in now either as in target or as in
 // before: nothing but a write of target (whole classes at a time) happened since before.
-func (e *Executor) onlyTowards(before, target, now RouterState) bool {
+func (e *Executor) onlyTowards(before, target, now router.RouterState) bool {
 	for c := range target.Weights {
 		only := []string{c}
 		if len(e.diff(restrictTo(target, only), restrictTo(now, only))) > 0 && len(e.diff(restrictTo(before, only), restrictTo(now, only))) > 0 {
@@ -65,21 +68,21 @@ func (e *Executor) onlyTowards(before, target, now RouterState) bool {
 
 // applyAndReadBack writes target conditionally on the router's version this run last saw, the
 // lease checked immediately before every router call, then reads back (the next write's version).
-func (e *Executor) applyAndReadBack(s *session, target RouterState) (RouterState, error) {
+func (e *Executor) applyAndReadBack(s *session, target router.RouterState) (router.RouterState, error) {
 	ctx := s.ctx
 	if s.seen == nil {
 		if err := s.fence(); err != nil {
-			return RouterState{}, err
+			return router.RouterState{}, err
 		}
 		if _, err := s.observe(ctx); err != nil {
-			return RouterState{}, err
+			return router.RouterState{}, err
 		}
 	}
-	if err := ApplyIf(ctx, e.Router, target, s.seen, s.fence); err != nil {
-		return RouterState{}, fmt.Errorf("apply to %s: %w", e.Router, err)
+	if err := router.ApplyIf(ctx, e.Router, target, s.seen, s.fence); err != nil {
+		return router.RouterState{}, fmt.Errorf("apply to %s: %w", e.Router, err)
 	}
 	if err := s.fence(); err != nil {
-		return RouterState{}, err
+		return router.RouterState{}, err
 	}
 	after, err := s.observe(ctx)
 	if err != nil {
@@ -95,7 +98,7 @@ func (e *Executor) applyAndReadBack(s *session, target RouterState) (RouterState
 // result) that the router no longer holds: checked first as one immediate step from the router
 // as it is now (residency, totals, warm, headroom... — step_percent and the drain wait do not
 // apply: the run already ramped there), then under the lock, intent first, applied and read back.
-func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int, cur, target RouterState) (RouterState, error) {
+func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int, cur, target router.RouterState) (router.RouterState, error) {
 	target = restrictTo(target, o.Classes)
 	ctx := s.ctx
 	sig, err := e.Signals.Signals(ctx, false)
@@ -130,14 +133,14 @@ func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int,
 }
 
 // restrictTo is rs restricted to classes (all of rs when empty).
-func restrictTo(rs RouterState, classes []string) RouterState {
+func restrictTo(rs router.RouterState, classes []string) router.RouterState {
 	return (&Plan{Classes: classes}).Scope(rs)
 }
 
 // stepTo is the step that sets every class of the fleet to target (complete vectors and states);
 // a target restricted to some classes (Plan.Scope) sets only those.
-func stepTo(f *Fleet, target RouterState, classes []string) *Step {
-	st := &Step{Weights: Weights{}, States: States{}}
+func stepTo(f *fleet.Fleet, target router.RouterState, classes []string) *Step {
+	st := &Step{Weights: router.Weights{}, States: router.States{}}
 	for c, elig := range f.Tenants {
 		if len(classes) > 0 && !slices.Contains(classes, c) {
 			continue

@@ -6,12 +6,13 @@ import (
 	"slices"
 	"time"
 
+	"lifeboat/fleet/router"
 	"lifeboat/providers"
 )
 
 // failoverState is what the journal says about the open failover.
 type failoverState struct {
-	baseline    Weights
+	baseline    router.Weights
 	transitions map[string]int
 	// out are the regions the open failover evacuated and has not restored.
 	out []string
@@ -142,7 +143,7 @@ func latestStartedOf(ctx context.Context, s providers.Store, fleet string) (stri
 	return "", nil, nil
 }
 
-func changedRegions(a, b RouterState) map[string]bool {
+func changedRegions(a, b router.RouterState) map[string]bool {
 	out := map[string]bool{}
 	for c := range b.Weights {
 		for _, r := range unionStrings(a.Weights[c], b.Weights[c]) {

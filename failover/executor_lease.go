@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
+	"lifeboat/internal/base/lockowner"
 )
 
 // lockTTL is the executor's LockTTL, else the fleet's failover.lock_ttl.
@@ -16,18 +20,18 @@ func (e *Executor) lockTTL() time.Duration {
 	if e.Fleet != nil && e.Fleet.Failover.LockTTL > 0 {
 		return e.Fleet.Failover.LockTTL
 	}
-	return DefaultLockTTL
+	return fleet.DefaultLockTTL
 }
 
 func (e *Executor) locker() *Locker {
 	return &Locker{Store: e.Store, TTL: e.lockTTL(), Now: e.Now, Owners: e.Owners}
 }
 
-func (e *Executor) owners() *OwnerChecker {
+func (e *Executor) owners() *lockowner.Checker {
 	if e.Owners != nil {
 		return e.Owners
 	}
-	return &OwnerChecker{}
+	return &lockowner.Checker{}
 }
 
 // session is one process's hold on the lock, renewed in the background.
@@ -45,10 +49,10 @@ type session struct {
 	lease   time.Time
 	// seen is the router's version as this run last read it back (or read it to plan): every
 	// router write is conditional on it. Only the run's goroutine touches it.
-	seen RouterVersion
+	seen router.RouterVersion
 	// lastRead is what this run last read back from the router (after its last write, or when
 	// it took over the run); a router that reads otherwise later has drifted.
-	lastRead *RouterState
+	lastRead *router.RouterState
 	// expire ends ctx when the lease runs out (reset by every successful renewal).
 	expire *time.Timer
 	j      *Journal
@@ -169,7 +173,7 @@ func (s *session) checkLock(ctx context.Context) error {
 }
 
 // observe reads the router and remembers its version: the next write is conditional on it.
-func (s *session) observe(ctx context.Context) (RouterState, error) {
+func (s *session) observe(ctx context.Context) (router.RouterState, error) {
 	rs, v, err := s.e.readVersioned(ctx)
 	if err == nil {
 		s.seen = v

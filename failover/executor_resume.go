@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"lifeboat/fleet/router"
 )
 
 // Resume continues this fleet's latest run from its journal, read under the lock (never a view
@@ -126,7 +128,7 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 //     router as it reads, with every rule of a new plan (step_percent from here, residency,
 //     headroom...), journaled (replan) and carried out. A replan is returned (non-nil) when the
 //     run went on with it: out then says how it ended.
-func (e *Executor) resumeInFlight(s *session, o RunOptions, h failoverState, plan *Plan, v RunView, cur RouterState, sig map[string]RegionSignal, out *Outcome) (*Plan, error) {
+func (e *Executor) resumeInFlight(s *session, o RunOptions, h failoverState, plan *Plan, v RunView, cur router.RouterState, sig map[string]RegionSignal, out *Outcome) (*Plan, error) {
 	ctx := s.ctx
 	k := v.InFlight
 	target := plan.Scope(plan.After(k))
@@ -155,7 +157,7 @@ func (e *Executor) resumeInFlight(s *session, o RunOptions, h failoverState, pla
 
 // settleLanded journals the result of step k, which the router already reads as (now): the
 // previous holder's write, made under its token, landed before or while this one took over.
-func (e *Executor) settleLanded(s *session, plan *Plan, k int, now RouterState, out *Outcome) error {
+func (e *Executor) settleLanded(s *session, plan *Plan, k int, now router.RouterState, out *Outcome) error {
 	step := k
 	before := plan.Scope(plan.After(k - 1))
 	e.log().Info("the router already reads as the interrupted step's intent: the previous holder's write landed; recording its result", "step", fmt.Sprintf("%d/%d", k+1, len(plan.Steps)))
@@ -176,7 +178,7 @@ func (e *Executor) settleLanded(s *session, plan *Plan, k int, now RouterState, 
 // the planner with every rule, journaled (RecReplan) before its first change, and carried out. A
 // plan from here that is refused is journaled as a hold on the step in flight (the run's own plan
 // stays in force) and refused.
-func (e *Executor) replan(s *session, o RunOptions, h failoverState, old *Plan, k int, cur RouterState, sig map[string]RegionSignal, v Violation, out *Outcome) (*Plan, error) {
+func (e *Executor) replan(s *session, o RunOptions, h failoverState, old *Plan, k int, cur router.RouterState, sig map[string]RegionSignal, v Violation, out *Outcome) (*Plan, error) {
 	ctx := s.ctx
 	ro := o
 	ro.Event, ro.Classes, ro.Overrides, ro.Immediate = old.Event, old.Classes, old.Overrides, old.Immediate
@@ -211,7 +213,7 @@ func (e *Executor) replan(s *session, o RunOptions, h failoverState, old *Plan, 
 // could not have made — a class or region the fleet does not have, weight outside a class's
 // eligible regions, a total that changes, a weight out of the driver's range — is refused
 // (ErrRefused, a refusal) and nothing is applied.
-func (e *Executor) validateJournaled(run string, plan *Plan, baseline Weights) error {
+func (e *Executor) validateJournaled(run string, plan *Plan, baseline router.Weights) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: the journal of run %s %s; nothing applied (this fleet's planner never makes such a plan: check who can write the state store, then `lifeboat failover abort` or fix the router by hand)", ErrRefused, run, fmt.Sprintf(format, args...))
 	}
@@ -231,7 +233,7 @@ func (e *Executor) validateJournaled(run string, plan *Plan, baseline Weights) e
 		return bad("names event %q", plan.Event.Kind)
 	}
 	maxW := e.Router.MaxWeight()
-	check := func(label string, w Weights, st States, totals bool) error {
+	check := func(label string, w router.Weights, st router.States, totals bool) error {
 		for _, c := range slices.Sorted(maps.Keys(w)) {
 			elig, ok := e.Fleet.Tenants[c]
 			if !ok {
@@ -257,9 +259,9 @@ func (e *Executor) validateJournaled(run string, plan *Plan, baseline Weights) e
 			}
 			for _, r := range slices.Sorted(maps.Keys(st[c])) {
 				switch v := st[c][r]; {
-				case v != Ready && v != Drain && v != Maint:
+				case v != router.Ready && v != router.Drain && v != router.Maint:
 					return bad("%s: class %s region %s has state %q", label, c, r, v)
-				case v != Maint && !slices.Contains(elig, r):
+				case v != router.Maint && !slices.Contains(elig, r):
 					return bad("%s: class %s region %s is %s, outside its eligible regions %v (%s)", label, c, r, v, elig, RuleResidency)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 )
 
@@ -237,7 +238,7 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 
 // checkDrift compares the router as read now with what this run last read back; a difference
 // is journaled as a hold naming the drift and returned as ErrHeld and ErrDrift.
-func (e *Executor) checkDrift(s *session, plan *Plan, k int, cur RouterState) error {
+func (e *Executor) checkDrift(s *session, plan *Plan, k int, cur router.RouterState) error {
 	if s.lastRead == nil {
 		return nil
 	}
@@ -261,7 +262,7 @@ func (e *Executor) checkDrift(s *session, plan *Plan, k int, cur RouterState) er
 
 // checkBefore re-reads signals and checks step k from the router's current state; it returns
 // the hold reason ("" to go on), re-trying for o.HoldTimeout.
-func (e *Executor) checkBefore(s *session, o RunOptions, plan *Plan, k int, h failoverState, cur *RouterState) (string, error) {
+func (e *Executor) checkBefore(s *session, o RunOptions, plan *Plan, k int, h failoverState, cur *router.RouterState) (string, error) {
 	ctx := s.ctx
 	deadline := e.now().Add(o.HoldTimeout)
 	for {

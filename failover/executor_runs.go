@@ -64,7 +64,7 @@ func (e *Executor) RecentRuns(ctx context.Context, n int) ([]RunSummary, error) 
 	held = held && !lk.Released
 	dead := ""
 	if held && lk.Owner != nil {
-		if d, why := e.owners().gone(lk.Owner); d {
+		if d, why := e.owners().IsGone(lk.Owner); d {
 			dead = why
 		}
 	}

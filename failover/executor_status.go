@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"lifeboat/fleet/router"
 )
 
 // RunView is what a run's journal says.
@@ -91,9 +93,9 @@ func ViewRun(run string, recs []Record, now time.Time) RunView {
 
 // Expected is the router state the journal says should be in place, and whether a change
 // was in flight (an intent without its result).
-func (v RunView) Expected() (RouterState, bool) {
+func (v RunView) Expected() (router.RouterState, bool) {
 	if v.Plan == nil {
-		return RouterState{}, false
+		return router.RouterState{}, false
 	}
 	if v.InFlight >= 0 {
 		return v.Plan.Scope(v.Plan.After(v.InFlight)), true
@@ -105,16 +107,16 @@ func (v RunView) Expected() (RouterState, bool) {
 // journal says.
 type Status struct {
 	RunView
-	Event    *Event      `json:"event,omitempty"`
-	Holder   string      `json:"holder,omitempty"`
-	Reason   string      `json:"reason,omitempty"`
-	Started  *time.Time  `json:"started,omitempty"`
-	Expires  *time.Time  `json:"expires,omitempty"`
-	Lock     *Lock       `json:"lock,omitempty"`
-	Router   RouterState `json:"router"`
-	Expected RouterState `json:"expected"`
-	Drift    []string    `json:"drift"`
-	Journal  []Record    `json:"journal"`
+	Event    *Event             `json:"event,omitempty"`
+	Holder   string             `json:"holder,omitempty"`
+	Reason   string             `json:"reason,omitempty"`
+	Started  *time.Time         `json:"started,omitempty"`
+	Expires  *time.Time         `json:"expires,omitempty"`
+	Lock     *Lock              `json:"lock,omitempty"`
+	Router   router.RouterState `json:"router"`
+	Expected router.RouterState `json:"expected"`
+	Drift    []string           `json:"drift"`
+	Journal  []Record           `json:"journal"`
 	// JournalErrors name the journal objects that are not valid records (read up to them);
 	// LockError says the lock object is corrupt and how to break it.
 	JournalErrors []string `json:"journal_errors"`
@@ -153,7 +155,7 @@ func (e *Executor) Status(ctx context.Context) (*Status, error) {
 	} else if ok && !lk.Released { // held until released or taken over: its expiry is another clock's
 		st.Lock = &lk
 		if lk.Owner != nil {
-			if dead, why := e.owners().gone(lk.Owner); dead {
+			if dead, why := e.owners().IsGone(lk.Owner); dead {
 				st.HolderDead = why
 			}
 		}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -13,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	filerouter "lifeboat/failover/routers/file"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 	"lifeboat/providers"
 )
@@ -46,12 +51,12 @@ state: %q
 `, routerPath, state)
 }
 
-var startWeights = RouterState{Weights: Weights{
+var startWeights = router.RouterState{Weights: router.Weights{
 	"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 	"global":  {"us-east-1": 40, "us-west-2": 10, "eu-west-1": 30, "ap-southeast-1": 20},
-}, States: States{}}
+}, States: router.States{}}
 
-func calmSignals(f *Fleet) map[string]RegionSignal {
+func calmSignals(f *fleet.Fleet) map[string]RegionSignal {
 	out := map[string]RegionSignal{}
 	for name, r := range f.Regions {
 		out[name] = RegionSignal{Warm: true, Healthy: true, QueueWaitMS: fptr(10), Running: iptr(0), PrefillTokensPerS: fptr(r.PrefillCapacity() / 5)}
@@ -61,8 +66,8 @@ func calmSignals(f *Fleet) map[string]RegionSignal {
 
 type rig struct {
 	dir    string
-	fleet  *Fleet
-	router *FileRouter
+	fleet  *fleet.Fleet
+	router *filerouter.Router
 	store  providers.Store
 	sig    *StaticSignals
 }
@@ -77,11 +82,11 @@ func newRig(t testing.TB, state string, store providers.Store) *rig {
 	path := filepath.Join(dir, "fleet.yaml")
 	os.WriteFile(path, []byte(testFleetYAML(filepath.Join(dir, "weights.json"), state)), 0o644)
 	data, _ := os.ReadFile(path)
-	f, err := ParseFleet(data, path)
+	f, err := fleet.Parse(data, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{dir: dir, fleet: f, router: &FileRouter{Path: f.Router.Config.(*FileConfig).Path}}
+	r := &rig{dir: dir, fleet: f, router: &filerouter.Router{Path: f.Router.Config.(*filerouter.Config).Path}}
 	if err := r.router.Apply(context.Background(), startWeights); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +114,7 @@ func TestRunEvacuateFileRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := r.router.Read(ctx)
-	if len(Diff(out.Plan.Final, got)) > 0 || got.Weights["eu-only"]["eu-central-1"] != 100 || got.States.Get("global", "eu-west-1") != Maint {
+	if len(router.Diff(out.Plan.Final, got)) > 0 || got.Weights["eu-only"]["eu-central-1"] != 100 || got.States.Get("global", "eu-west-1") != router.Maint {
 		t.Fatalf("router %+v, plan final %+v", got, out.Plan.Final)
 	}
 	checkJournal(t, r.store, out.Plan)
@@ -273,7 +278,7 @@ func TestLockAndJournalOnEveryStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := r.router.Read(ctx)
-			if d := Diff(out.Plan.Final, got); len(d) > 0 {
+			if d := router.Diff(out.Plan.Final, got); len(d) > 0 {
 				t.Fatalf("resume did not converge: %v", d)
 			}
 			checkJournal(t, store2, out.Plan)
@@ -288,7 +293,7 @@ func childRun() int {
 	if err != nil {
 		return 2
 	}
-	f, err := ParseFleet(data, fleetPath)
+	f, err := fleet.Parse(data, fleetPath)
 	if err != nil {
 		return 2
 	}
@@ -297,7 +302,7 @@ func childRun() int {
 	if err != nil {
 		return 4
 	}
-	e := &Executor{Fleet: f, Store: store, Router: &FileRouter{Path: f.Router.Config.(*FileConfig).Path}, Signals: &StaticSignals{Regions: calmSignals(f)}, LockTTL: 2 * time.Second}
+	e := &Executor{Fleet: f, Store: store, Router: &filerouter.Router{Path: f.Router.Config.(*filerouter.Config).Path}, Signals: &StaticSignals{Regions: calmSignals(f)}, LockTTL: 2 * time.Second}
 	if n, err := strconv.Atoi(os.Getenv("LIFEBOAT_FAILOVER_CRASH_AT")); err == nil {
 		marker := os.Getenv("LIFEBOAT_FAILOVER_MARKER")
 		e.OnRecord = func(rec Record) {
@@ -411,7 +416,7 @@ func TestCrashAtEveryJournalPoint(t *testing.T) {
 				time.Sleep(200 * time.Millisecond)
 			}
 			got, _ := r.router.Read(testbed.Ctx(t))
-			if d := Diff(plan.Plan.Final, got); len(d) > 0 {
+			if d := router.Diff(plan.Plan.Final, got); len(d) > 0 {
 				t.Fatalf("killed at %s (%s): resume did not converge: %v", point, kind, d)
 			}
 			checkJournal(t, r.store, plan.Plan)
@@ -500,7 +505,7 @@ func TestRestoreAndAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := r.router.Read(ctx)
-	if !got.Weights.Equal(startWeights.Weights) || got.States.Get("eu-only", "eu-west-1") != Ready {
+	if !got.Weights.Equal(startWeights.Weights) || got.States.Get("eu-only", "eu-west-1") != router.Ready {
 		t.Fatalf("restore did not return to the baseline: %+v", got)
 	}
 	for k, st := range out.Plan.Steps {

@@ -10,12 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"lifeboat/fleet"
 	"lifeboat/manifest/signature"
 	"lifeboat/verify/warm"
 )
 
 // trustFleet writes a fleet whose trust: requires a signature on its unsigned manifest.
-func trustFleet(t *testing.T) *Fleet {
+func trustFleet(t *testing.T) *fleet.Fleet {
 	t.Helper()
 	dir := t.TempDir()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
@@ -46,7 +47,7 @@ trust: {keys: [release.pub]}
 			t.Fatal(err)
 		}
 	}
-	fl, err := ReadFleet(filepath.Join(dir, "fleet.yaml"))
+	fl, err := fleet.Read(filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ trust: {keys: [release.pub]}
 // restored or launched.
 func TestBootRefusesAnUnsignedManifest(t *testing.T) {
 	fl := trustFleet(t)
-	o, err := fl.BootOptions("eu-west-1", LaunchOptions{})
+	o, err := warm.FleetBootOptions(fl, "eu-west-1", fleet.LaunchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -15,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/failover/routers/httpdoc"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 )
 
@@ -23,7 +27,7 @@ import (
 
 // binFleet is a three-region fleet; router is the fleet's router line, state its store URL and
 // extra more failover settings.
-func binFleet(router, state, failover string) string {
+func binFleet(rtr, state, failover string) string {
 	return fmt.Sprintf(`model: {name: llama-demo, manifest: m.json}
 regions:
   us-east-1: {replica: ./r, endpoint: 'http://127.0.0.1:1', capacity: {replicas: 6, prefill_tokens_per_s: 8000}}
@@ -35,7 +39,7 @@ tenants:
 %s
 failover: {step_percent: 25, spill_cap_percent: 60, drain_timeout: 1s, %s}
 state: %q
-`, router, failover, state)
+`, rtr, failover, state)
 }
 
 // binSignals: every region warm and calm.
@@ -45,24 +49,24 @@ const binSignals = `{"weights": {"eu-only": {"eu-west-1": 50, "eu-central-1": 50
  "eu-west-1": {"warm": true, "healthy": true, "queue_wait_ms": 30, "running": 0, "prefill_tokens_per_s": 6400},
  "eu-central-1": {"warm": true, "healthy": true, "queue_wait_ms": 10, "running": 0, "prefill_tokens_per_s": 6400}}}`
 
-var binStart = RouterState{Weights: Weights{
+var binStart = router.RouterState{Weights: router.Weights{
 	"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 	"global":  {"us-east-1": 60, "eu-west-1": 40},
-}, States: States{}}
+}, States: router.States{}}
 
 // binDir writes fleet.yaml and signals.json into a fresh directory with a file state store.
-func binDir(t *testing.T, router, failover string) (dir, state string) {
+func binDir(t *testing.T, rtr, failover string) (dir, state string) {
 	t.Helper()
 	dir = t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "state"), 0o700)
 	state = "file://" + filepath.Join(dir, "state")
-	writeBinFleet(t, dir, router, state, failover)
+	writeBinFleet(t, dir, rtr, state, failover)
 	return dir, state
 }
 
-func writeBinFleet(t *testing.T, dir, router, state, failover string) {
+func writeBinFleet(t *testing.T, dir, rtr, state, failover string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(binFleet(router, state, failover)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(binFleet(rtr, state, failover)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "signals.json"), []byte(binSignals), 0o644); err != nil {
@@ -178,17 +182,17 @@ func waitJournal(t *testing.T, p *lb, stateDir, kind string, step int, within ti
 // every accepted write; hook, when set, runs before each request is served (outside the lock).
 type httpDocRouter struct {
 	mu      sync.Mutex
-	docs    map[string]HTTPRouterDoc
+	docs    map[string]httpdoc.Doc
 	version map[string]int
 	writes  []string // "BACKEND v<N>: body" of every accepted PUT
 	hook    func(r *http.Request)
 	srv     *httptest.Server
 }
 
-func newHTTPDocRouter(t *testing.T, start RouterState) *httpDocRouter {
-	d := &httpDocRouter{docs: map[string]HTTPRouterDoc{}, version: map[string]int{}}
+func newHTTPDocRouter(t *testing.T, start router.RouterState) *httpDocRouter {
+	d := &httpDocRouter{docs: map[string]httpdoc.Doc{}, version: map[string]int{}}
 	for class, w := range start.Weights {
-		doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]State{}}
+		doc := httpdoc.Doc{Weights: map[string]int{}, States: map[string]router.State{}}
 		for r, v := range w {
 			doc.Weights[r] = v
 		}
@@ -233,7 +237,7 @@ func (d *httpDocRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var nd HTTPRouterDoc
+		var nd httpdoc.Doc
 		if err := json.Unmarshal(b, &nd); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -249,7 +253,7 @@ func (d *httpDocRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (d *httpDocRouter) edit(class string, w map[string]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.docs[class] = HTTPRouterDoc{Weights: w, States: map[string]State{}}
+	d.docs[class] = httpdoc.Doc{Weights: w, States: map[string]router.State{}}
 	d.version[class]++
 	d.writes = append(d.writes, fmt.Sprintf("%s v%d: edit by another operator %v", class, d.version[class], w))
 }
@@ -260,7 +264,7 @@ func (d *httpDocRouter) log() []string {
 	return append([]string(nil), d.writes...)
 }
 
-func (d *httpDocRouter) doc(class string) HTTPRouterDoc {
+func (d *httpDocRouter) doc(class string) httpdoc.Doc {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.docs[class]
@@ -272,11 +276,11 @@ func (d *httpDocRouter) fleetLine() string {
 
 // restart puts every document back to start, as a router reloaded from its configuration does
 // (a new version: a write conditional on an older one answers 412).
-func (d *httpDocRouter) restart(start RouterState) {
+func (d *httpDocRouter) restart(start router.RouterState) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for class, w := range start.Weights {
-		doc := HTTPRouterDoc{Weights: map[string]int{}, States: map[string]State{}}
+		doc := httpdoc.Doc{Weights: map[string]int{}, States: map[string]router.State{}}
 		for r, v := range w {
 			doc.Weights[r] = v
 		}

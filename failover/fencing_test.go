@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -14,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/failover/routers/haproxy"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/faultproxy"
 	"lifeboat/internal/testbed"
@@ -157,16 +161,16 @@ func TestHAProxyEditBetweenStepsStops(t *testing.T) {
 	a := startLB(t, dir, nil, runArgs...)
 	waitJournal(t, a, strings.TrimPrefix(state, "file://"), RecResult, 0, time.Minute)
 	time.Sleep(400 * time.Millisecond) // inside the step interval, after the run's own read
-	hr := &HAProxyRouter{Socket: h.Socket}
-	if err := hr.set(testbed.Ctx(t), "set weight be_eu/eu-central-1 7"); err != nil {
+	hr := &haproxy.Router{Socket: h.Socket}
+	if err := hr.Set(testbed.Ctx(t), "set weight be_eu/eu-central-1 7"); err != nil {
 		t.Fatal(err)
 	}
 	code := a.wait(t, time.Minute)
 	if !(code == 3 && strings.Contains(a.stderr.String(), "changed since")) && !(code == 1 && strings.Contains(a.stderr.String(), "drift")) {
 		t.Fatalf("run after a concurrent HAProxy edit: exit %d, want 3 or a drift hold\n%s", code, a.stderr)
 	}
-	srv, err := hr.servers(testbed.Ctx(t), "be_eu")
-	if err != nil || srv["eu-central-1"].weight != 7 {
+	srv, err := hr.Servers(testbed.Ctx(t), "be_eu")
+	if err != nil || srv["eu-central-1"].Weight != 7 {
 		t.Fatalf("the edit was overwritten: %v %+v", err, srv)
 	}
 }
@@ -213,7 +217,7 @@ func TestSkewedLockRecord(t *testing.T) {
 	skewed := func(off time.Duration, renewal int64) {
 		lk := Lock{ID: "feedface0001", Holder: "bob@skewed pid 7", Operation: "failover evacuate eu-central-1", Reason: "skew",
 			Since: time.Now().Add(off - time.Minute), Expires: time.Now().Add(off + 2*time.Second), TTLMS: 2000, Renewal: renewal, Token: 41,
-			Owner: &LockOwner{Machine: "another-host", Boot: "b", PIDNS: "pid:[1]", PID: 7, Start: 9}}
+			Owner: &lockowner.Owner{Machine: "another-host", Boot: "b", PIDNS: "pid:[1]", PID: 7, Start: 9}}
 		b, _ := json.Marshal(lk)
 		testbed.Put(t, store, LockKey, b, providers.Checksums{})
 	}
@@ -330,15 +334,15 @@ func TestHAProxyRestartBetweenStepsHolds(t *testing.T) {
 	if code != 1 || !strings.Contains(a.stderr.String(), "drift") {
 		t.Fatalf("run over a restarted HAProxy: exit %d, want 1 with the drift named\n%s", code, a.stderr)
 	}
-	hr := &HAProxyRouter{Socket: h.Socket}
+	hr := &haproxy.Router{Socket: h.Socket}
 	for class, be := range map[string]string{"eu-only": "be_eu", "global": "be_global"} {
-		srv, err := hr.servers(testbed.Ctx(t), be)
+		srv, err := hr.Servers(testbed.Ctx(t), be)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for r, w := range binStart.Weights[class] {
-			if srv[r].weight != w {
-				t.Fatalf("%s/%s: weight %d after the hold, the restarted router had %d: the run wrote over it", be, r, srv[r].weight, w)
+			if srv[r].Weight != w {
+				t.Fatalf("%s/%s: weight %d after the hold, the restarted router had %d: the run wrote over it", be, r, srv[r].Weight, w)
 			}
 		}
 	}

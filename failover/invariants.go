@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"lifeboat/fleet/router"
 )
 
 // checkDense checks the step s against every rule, from the planner's current state.
@@ -48,10 +50,10 @@ func (p *planner) checkDense(s *step) []Violation {
 				}
 			}
 			st := s.st[ci][k]
-			if st != Ready && v > 0 {
+			if st != router.Ready && v > 0 {
 				add(RuleDrain, ci, i, "is %s with weight %d", st, v)
 			}
-			if st == Maint && p.st[ci][k] == Ready && !in.Immediate && !in.overridden(RuleDrain) {
+			if st == router.Maint && p.st[ci][k] == router.Ready && !in.Immediate && !in.overridden(RuleDrain) {
 				add(RuleDrain, ci, i, "cut off without a drain first")
 			}
 		}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/providers"
 )
 
@@ -49,25 +51,25 @@ const (
 // Record is one journal entry. Records are append-only objects, each created with a
 // conditional create under failover/runs/RUN/SEQ.json, and carry the fencing token.
 type Record struct {
-	Seq        int          `json:"seq"`
-	Run        string       `json:"run"`
-	Kind       string       `json:"kind"`
-	Time       time.Time    `json:"time"`
-	Holder     string       `json:"holder"`
-	Token      int64        `json:"token"`
-	Step       *int         `json:"step,omitempty"`
-	Event      *Event       `json:"event,omitempty"`
-	Reason     string       `json:"reason,omitempty"`
-	Detail     string       `json:"detail,omitempty"`
-	Plan       *Plan        `json:"plan,omitempty"`
-	Baseline   Weights      `json:"baseline,omitempty"`
-	Expires    *time.Time   `json:"expires,omitempty"`
-	Target     *RouterState `json:"target,omitempty"` // intent: what is applied
-	After      *RouterState `json:"after,omitempty"`  // result: what was read back
-	Before     *RouterState `json:"before,omitempty"`
-	Overrides  []Rule       `json:"overrides,omitempty"`
-	Violations []Violation  `json:"violations,omitempty"`
-	Closed     bool         `json:"closed,omitempty"` // done: the failover is over (back at the baseline)
+	Seq        int                 `json:"seq"`
+	Run        string              `json:"run"`
+	Kind       string              `json:"kind"`
+	Time       time.Time           `json:"time"`
+	Holder     string              `json:"holder"`
+	Token      int64               `json:"token"`
+	Step       *int                `json:"step,omitempty"`
+	Event      *Event              `json:"event,omitempty"`
+	Reason     string              `json:"reason,omitempty"`
+	Detail     string              `json:"detail,omitempty"`
+	Plan       *Plan               `json:"plan,omitempty"`
+	Baseline   router.Weights      `json:"baseline,omitempty"`
+	Expires    *time.Time          `json:"expires,omitempty"`
+	Target     *router.RouterState `json:"target,omitempty"` // intent: what is applied
+	After      *router.RouterState `json:"after,omitempty"`  // result: what was read back
+	Before     *router.RouterState `json:"before,omitempty"`
+	Overrides  []Rule              `json:"overrides,omitempty"`
+	Violations []Violation         `json:"violations,omitempty"`
+	Closed     bool                `json:"closed,omitempty"` // done: the failover is over (back at the baseline)
 	// Fleet is the digest of the fleet that wrote the record (FleetDigest): a run is only ever
 	// resumed, aborted, re-asserted or reported by the fleet that started it.
 	Fleet string `json:"fleet,omitempty"`
@@ -154,7 +156,7 @@ func (j *Journal) landed(ctx context.Context, key string, want []byte) bool {
 // FleetDigest identifies a fleet in the journal: a SHA-256 over its model, its regions, its
 // tenant classes with their eligible regions, and its router (driver, address, backends). Two
 // fleets that share a state store never act on or report each other's runs.
-func FleetDigest(f *Fleet) string {
+func FleetDigest(f *fleet.Fleet) string {
 	h := sha256.New()
 	field := func(parts ...string) {
 		for _, p := range parts {
@@ -167,13 +169,13 @@ func FleetDigest(f *Fleet) string {
 	for _, c := range slices.Sorted(maps.Keys(f.Tenants)) {
 		field(append([]string{"class", c}, f.Tenants[c]...)...)
 	}
-	router := []string{"router", f.Router.Driver}
+	rtr := []string{"router", f.Router.Driver}
 	if f.Router.Config != nil {
-		router = append(router, f.Router.Config.Identity()...)
+		rtr = append(rtr, f.Router.Config.Identity()...)
 	} else {
-		router = append(router, "", "", "")
+		rtr = append(rtr, "", "", "")
 	}
-	field(router...)
+	field(rtr...)
 	for _, c := range slices.Sorted(maps.Keys(f.Router.Backends)) {
 		field("backend", c, f.Router.Backends[c])
 	}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -16,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/failover/routers/caddy"
+	"lifeboat/failover/routers/haproxy"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 )
@@ -104,8 +108,8 @@ func TestHAProxyRestartDuringStepReplans(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("resume after HAProxy restarted during a step: exit %d, want 0\n%s\n%s", code, out, errOut)
 	}
-	srv, err := (&HAProxyRouter{Socket: h.Socket}).servers(testbed.Ctx(t), "be_eu")
-	if err != nil || srv["eu-west-1"].weight != 0 {
+	srv, err := (&haproxy.Router{Socket: h.Socket}).Servers(testbed.Ctx(t), "be_eu")
+	if err != nil || srv["eu-west-1"].Weight != 0 {
 		t.Fatalf("the run did not finish: %v %+v", err, srv)
 	}
 	checkReplanned(t, state, errOut)
@@ -230,7 +234,7 @@ func TestCaddyInFlightWriteLandingLateIsFinished(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("resume after kill -9 with a Caddy write in flight: exit %d, want 0\n%s\n%s", code, out, errOut)
 	}
-	rs, err := (&CaddyRouter{Admin: c.Admin, Routes: map[string]string{"eu-only": "route-eu"}, Dials: binDials}).Read(testbed.Ctx(t))
+	rs, err := (&caddy.Router{Admin: c.Admin, Routes: map[string]string{"eu-only": "route-eu"}, Dials: binDials}).Read(testbed.Ctx(t))
 	if err != nil || rs.Weights["eu-only"]["eu-west-1"] != 0 {
 		t.Fatalf("the run did not finish: %v %+v", err, rs)
 	}

@@ -12,15 +12,14 @@ import (
 	"math"
 	"time"
 
+	"lifeboat/fleet"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/base/wait"
 	"lifeboat/providers"
 )
 
 // LockKey is the lock object in the state store.
 const LockKey = "failover/lock.json"
-
-// DefaultLockTTL is failover.lock_ttl when the fleet file does not set it.
-const DefaultLockTTL = 60 * time.Second
 
 // Lock is the single-owner lock of failover runs. It is never deleted: a release marks it
 // released, so that the fencing token keeps growing across owners.
@@ -42,7 +41,7 @@ type Lock struct {
 	Renewal int64 `json:"renewal"`
 	// Owner is the holder's process, so that a lock whose holder provably died on this host
 	// (JudgeOwner: Gone) is taken over at once; any other is waited out.
-	Owner *LockOwner `json:"owner,omitempty"`
+	Owner *lockowner.Owner `json:"owner,omitempty"`
 	// Token is the fencing token: it grows by one with every new owner and is written into
 	// every journal record.
 	Token    int64  `json:"token"`
@@ -90,7 +89,7 @@ var ErrLockLost = errors.New("failover lock lost")
 // Locker takes and keeps the lock in a store.
 type Locker struct {
 	Store providers.Store
-	TTL   time.Duration // expiry of one renewal; 0 means DefaultLockTTL
+	TTL   time.Duration // expiry of one renewal; 0 means fleet.DefaultLockTTL
 	Now   func() time.Time
 	// Wait: a lock held by a holder that is not known dead is watched until its record has stayed
 	// unchanged for its TTL on this process's monotonic clock, then taken over (a record that
@@ -103,21 +102,21 @@ type Locker struct {
 	// Watching, when set, is told when Wait starts watching a held lock, and for how long.
 	Watching func(held Lock, d time.Duration)
 	// Owners judges whether a holder's process still runs (nil: this host, for real).
-	Owners *OwnerChecker
+	Owners *lockowner.Checker
 }
 
-func (l *Locker) owners() *OwnerChecker {
+func (l *Locker) owners() *lockowner.Checker {
 	if l.Owners != nil {
 		return l.Owners
 	}
-	return &OwnerChecker{}
+	return &lockowner.Checker{}
 }
 
 func (l *Locker) ttl() time.Duration {
 	if l.TTL > 0 {
 		return l.TTL
 	}
-	return DefaultLockTTL
+	return fleet.DefaultLockTTL
 }
 
 // margin is how long before TTL the holder's own lease ends: the slack for clock-rate drift
@@ -274,12 +273,12 @@ func (l *Locker) Acquire(ctx context.Context, holder, operation, reason string) 
 		}
 		now := l.now()
 		lk := &Lock{ID: newID(), Holder: holder, Reason: reason, Operation: operation, Since: now, Expires: now.Add(l.ttl()),
-			TTLMS: l.ttl().Milliseconds(), Owner: thisOwner(), Token: 1}
+			TTLMS: l.ttl().Milliseconds(), Owner: lockowner.ThisOwner(), Token: 1}
 		if exists {
 			if cur.Token < 0 || cur.Token == math.MaxInt64 {
 				return nil, fmt.Errorf("%w: %s has fencing token %d: the next owner's would wrap; nothing taken (a new lock needs a new state store or a fresh %s)", ErrTokenExhausted, LockKey, cur.Token, LockKey)
 			}
-			switch dead, why := l.owners().gone(cur.Owner); {
+			switch dead, why := l.owners().IsGone(cur.Owner); {
 			case cur.Released:
 			case dead && (l.Wait || l.TakeDead):
 				lk.tookOver, lk.why = &cur, why

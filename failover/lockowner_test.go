@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -9,20 +11,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lifeboat/internal/base/lockowner"
 )
 
 // ownerOf records a running process as its holder would (this host's identity, its pid and start).
-func ownerOf(t *testing.T, pid int) *LockOwner {
+func ownerOf(t *testing.T, pid int) *lockowner.Owner {
 	t.Helper()
-	b, err := readProcStat(pid)
+	b, err := lockowner.ReadProcStat(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, _, ok := parseProcStat(b)
+	start, _, ok := lockowner.ParseProcStat(b)
 	if !ok {
 		t.Fatalf("pid %d: no start time in %q", pid, b)
 	}
-	o := *thisOwner()
+	o := *lockowner.ThisOwner()
 	o.PID, o.Start = pid, start
 	return &o
 }
@@ -40,30 +44,30 @@ func TestOwnerCheckerJudgesRealProcesses(t *testing.T) {
 	}
 	t.Cleanup(func() { sleep.Process.Kill(); sleep.Wait() })
 	o := ownerOf(t, sleep.Process.Pid)
-	real := &OwnerChecker{}
-	if l, why := real.Judge(o); l != Alive {
+	real := &lockowner.Checker{}
+	if l, why := real.Judge(o); l != lockowner.Alive {
 		t.Fatalf("a running process: %s (%s), want alive", l, why)
 	}
-	hidden := &OwnerChecker{ReadStat: func(int) ([]byte, error) { return nil, os.ErrNotExist }}
-	if l, why := hidden.Judge(o); l != CannotTell {
+	hidden := &lockowner.Checker{ReadStat: func(int) ([]byte, error) { return nil, os.ErrNotExist }}
+	if l, why := hidden.Judge(o); l != lockowner.CannotTell {
 		t.Fatalf("a running process under hidepid: %s (%s), want cannot tell", l, why)
 	}
 	other := *o
 	other.Boot = "another-boot"
-	if l, why := real.Judge(&other); l != CannotTell || !strings.Contains(why, "another host") {
+	if l, why := real.Judge(&other); l != lockowner.CannotTell || !strings.Contains(why, "another host") {
 		t.Fatalf("another boot id (a cloned VM or an earlier boot): %s (%s), want cannot tell", l, why)
 	}
 	reused := *o
 	reused.Start--
-	if l, why := real.Judge(&reused); l != Gone {
+	if l, why := real.Judge(&reused); l != lockowner.Gone {
 		t.Fatalf("a pid now another process: %s (%s), want gone", l, why)
 	}
 	sleep.Process.Kill()
 	sleep.Wait()
-	if l, why := real.Judge(o); l != Gone {
+	if l, why := real.Judge(o); l != lockowner.Gone {
 		t.Fatalf("a reaped process: %s (%s), want gone", l, why)
 	}
-	if l, _ := JudgeOwner(nil); l != CannotTell {
+	if l, _ := lockowner.Judge(nil); l != lockowner.CannotTell {
 		t.Fatalf("no owner recorded: %s, want cannot tell", l)
 	}
 }
@@ -73,11 +77,11 @@ func TestOwnerCheckerJudgesRealProcesses(t *testing.T) {
 // exits. The judgement runs in this test binary re-executed as the other user.
 func TestOwnerCheckerOtherUser(t *testing.T) {
 	if os.Getenv("LIFEBOAT_JUDGE_OWNER") != "" {
-		var o LockOwner
+		var o lockowner.Owner
 		if err := json.Unmarshal([]byte(os.Getenv("LIFEBOAT_JUDGE_OWNER")), &o); err != nil {
 			t.Fatal(err)
 		}
-		l, why := JudgeOwner(&o)
+		l, why := lockowner.Judge(&o)
 		fmt.Printf("JUDGED %s: %s\n", l, why)
 		return
 	}
@@ -154,17 +158,17 @@ func TestJudgeProcess(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
 	o := ownerOf(t, sleep.Process.Pid)
-	hidden := &OwnerChecker{ReadStat: func(int) ([]byte, error) { return nil, os.ErrNotExist }}
+	hidden := &lockowner.Checker{ReadStat: func(int) ([]byte, error) { return nil, os.ErrNotExist }}
 	for _, c := range []struct {
 		name  string
-		c     *OwnerChecker
+		c     *lockowner.Checker
 		start uint64
-		want  Liveness
+		want  lockowner.Liveness
 	}{
-		{"running", &OwnerChecker{}, o.Start, Alive},
-		{"hidepid", hidden, o.Start, CannotTell},
-		{"no start time", &OwnerChecker{}, 0, CannotTell},
-		{"pid reused", &OwnerChecker{}, o.Start + 1, Gone},
+		{"running", &lockowner.Checker{}, o.Start, lockowner.Alive},
+		{"hidepid", hidden, o.Start, lockowner.CannotTell},
+		{"no start time", &lockowner.Checker{}, 0, lockowner.CannotTell},
+		{"pid reused", &lockowner.Checker{}, o.Start + 1, lockowner.Gone},
 	} {
 		if got, why := c.c.JudgeProcess(o.PID, c.start); got != c.want {
 			t.Errorf("%s: %v (%s), want %v", c.name, got, why, c.want)
@@ -172,7 +176,7 @@ func TestJudgeProcess(t *testing.T) {
 	}
 	_ = sleep.Process.Kill()
 	_ = sleep.Wait()
-	if got, why := hidden.JudgeProcess(o.PID, o.Start); got != Gone {
+	if got, why := hidden.JudgeProcess(o.PID, o.Start); got != lockowner.Gone {
 		t.Errorf("a reaped process, even with /proc hidden: %v (%s), want gone (kill(0) answers ESRCH)", got, why)
 	}
 }

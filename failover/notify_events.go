@@ -4,7 +4,8 @@ import (
 	"slices"
 	"strconv"
 
-	"lifeboat/failover/notify"
+	"lifeboat/fleet"
+	"lifeboat/fleet/notify"
 )
 
 // RunNotifier turns a run's journal records into notifications (fleet `notify:`): start, hold,
@@ -12,7 +13,7 @@ import (
 // it touches, and the command to run next. Hook Record to Executor.OnRecord: it only queues
 // (notify.Notifier.Send never blocks), so a dead receiver never delays a step.
 type RunNotifier struct {
-	Fleet *Fleet
+	Fleet *fleet.Fleet
 	// FleetArg is the fleet file as the operator gave it, for the next command.
 	FleetArg string
 	Send     func(notify.Event)

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/shell"
 )
 
@@ -52,8 +54,8 @@ func (e Event) Flags() string {
 // CommandLine is a pasteable failover command for a fleet, `lifeboat failover SUB --fleet F
 // ARGS...` with the fleet argument shell-quoted and args as given: the one spelling of the
 // CLI's hints and the notifications' next command.
-func CommandLine(fleet, sub string, args ...string) string {
-	parts := append([]string{"lifeboat", "failover", sub, "--fleet", shell.Quote(fleet)}, args...)
+func CommandLine(flt, sub string, args ...string) string {
+	parts := append([]string{"lifeboat", "failover", sub, "--fleet", shell.Quote(flt)}, args...)
 	return strings.Join(parts, " ")
 }
 
@@ -111,7 +113,7 @@ func ParseRule(s string) (Rule, error) {
 				names = append(names, string(x))
 			}
 		}
-		return "", fmt.Errorf("unknown rule %q (overridable: %s)%s", s, strings.Join(names, ", "), didYouMean(s, names))
+		return "", fmt.Errorf("unknown rule %q (overridable: %s)%s", s, strings.Join(names, ", "), fleet.DidYouMean(s, names))
 	}
 	if !r.Overridable() {
 		return "", fmt.Errorf("rule %s can never be overridden", s)
@@ -127,14 +129,14 @@ type PlanInput struct {
 	// Capacity: region → prefill rate in tokens/s (replicas × prefill_tokens_per_s); 0 or absent
 	// means unknown, and the region can take no load.
 	Capacity map[string]float64
-	Policy   Policy
-	Weights  Weights // current router weights
-	States   States  // current router states; nil means all Ready
+	Policy   fleet.Policy
+	Weights  router.Weights // current router weights
+	States   router.States  // current router states; nil means all Ready
 	Signals  map[string]RegionSignal
 	Event    Event
 	// Baseline are the weights before the failover began: the target of restore and abort and
 	// the reference of the spill cap. Nil means Weights.
-	Baseline Weights
+	Baseline router.Weights
 	// Transitions are each region's weight changes in the last hour (from the journal).
 	Transitions map[string]int
 	// Immediate moves everything in one step and cuts the region off without waiting for a
@@ -162,7 +164,7 @@ type PlanInput struct {
 }
 
 // InputFromFleet starts a PlanInput from a fleet: classes, capacities, policy.
-func InputFromFleet(f *Fleet) PlanInput {
+func InputFromFleet(f *fleet.Fleet) PlanInput {
 	in := PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: f.Failover}
 	for c, rs := range f.Tenants {
 		in.Classes[c] = slices.Clone(rs)
@@ -197,8 +199,8 @@ type Plan struct {
 	// Shed is, per class, the percentage of its traffic the plan cannot place: it stays on the
 	// evacuated region (and fails if that region is dead).
 	Shed        map[string]float64 `json:"shed"`
-	Start       RouterState        `json:"start"`
-	Final       RouterState        `json:"final"`
+	Start       router.RouterState `json:"start"`
+	Final       router.RouterState `json:"final"`
 	Overrides   []Rule             `json:"overrides,omitempty"`
 	Immediate   bool               `json:"immediate,omitempty"`
 	Assumptions []string           `json:"assumptions,omitempty"`
@@ -240,11 +242,11 @@ func (p *Plan) Covers(class string) bool {
 
 // Scope is rs restricted to the classes the plan covers: what the executor writes, reads back
 // and compares. A plan that covers every class gets rs itself.
-func (p *Plan) Scope(rs RouterState) RouterState {
+func (p *Plan) Scope(rs router.RouterState) router.RouterState {
 	if len(p.Classes) == 0 {
 		return rs
 	}
-	out := RouterState{Weights: Weights{}, States: States{}}
+	out := router.RouterState{Weights: router.Weights{}, States: router.States{}}
 	for c, vec := range rs.Weights {
 		if p.Covers(c) {
 			out.Weights[c] = maps.Clone(vec)
@@ -312,9 +314,9 @@ func (p *Plan) Verdict() string {
 // Step is one change of the router.
 type Step struct {
 	// Weights are the complete new vectors of the classes this step changes.
-	Weights Weights `json:"weights"`
+	Weights router.Weights `json:"weights"`
 	// States are the server states this step changes.
-	States States `json:"states,omitempty"`
+	States router.States `json:"states,omitempty"`
 	// PredictedQueueWaitMS is each receiver's predicted queue wait after the step.
 	PredictedQueueWaitMS map[string]float64 `json:"predicted_queue_wait_ms"`
 	// Drain lists the regions this step drains (no new sessions) in some class.
@@ -327,10 +329,10 @@ type Step struct {
 }
 
 // After returns the router state after steps [0, k] of the plan (k = -1: the start).
-func (p *Plan) After(k int) RouterState {
+func (p *Plan) After(k int) router.RouterState {
 	s := p.Start.Clone()
 	if s.States == nil {
-		s.States = States{}
+		s.States = router.States{}
 	}
 	for i := 0; i <= k && i < len(p.Steps); i++ {
 		s.Weights.Apply(p.Steps[i].Weights)

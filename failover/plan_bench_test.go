@@ -5,13 +5,16 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 )
 
 func largeInput(nRegions, nClasses int) PlanInput {
 	rng := rand.New(rand.NewPCG(7, 7))
-	pol := DefaultPolicy()
+	pol := fleet.DefaultPolicy()
 	pol.SpillCapPercent = 100
-	in := PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: pol, Weights: Weights{}, Signals: map[string]RegionSignal{}}
+	in := PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: pol, Weights: router.Weights{}, Signals: map[string]RegionSignal{}}
 	regions := make([]string, nRegions)
 	for i := range regions {
 		regions[i] = fmt.Sprintf("region-%04d", i)

@@ -9,6 +9,9 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 )
 
 // propertyCases is how many random plans every `go test` run checks.
@@ -21,7 +24,7 @@ func randomInput(rng *rand.Rand) PlanInput {
 	for i := range regions {
 		regions[i] = fmt.Sprintf("r%d", i)
 	}
-	pol := DefaultPolicy()
+	pol := fleet.DefaultPolicy()
 	pol.StepPercent = []int{1, 5, 10, 10, 25, 25, 50, 100}[rng.IntN(8)]
 	if pol.StepPercent == 1 && rng.IntN(4) > 0 {
 		pol.StepPercent = 20 // 1 % steps (100+ steps a plan) in a few cases only: they cost the most
@@ -33,7 +36,7 @@ func randomInput(rng *rand.Rand) PlanInput {
 	pol.AssumedUtilizationPercent = 1 + rng.IntN(99)
 	pol.FailbackDwell = time.Duration(rng.IntN(600)) * time.Second
 	in := PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: pol,
-		Weights: Weights{}, States: States{}, Signals: map[string]RegionSignal{}, Transitions: map[string]int{}}
+		Weights: router.Weights{}, States: router.States{}, Signals: map[string]RegionSignal{}, Transitions: map[string]int{}}
 	if rng.IntN(3) == 0 {
 		in.MaxWeight = 256
 	}
@@ -78,7 +81,7 @@ func randomInput(rng *rand.Rand) PlanInput {
 			}
 			vec[r] = v
 			if v == 0 && rng.IntN(3) == 0 {
-				in.States.Set(name, r, []State{Drain, Maint}[rng.IntN(2)])
+				in.States.Set(name, r, []router.State{router.Drain, router.Maint}[rng.IntN(2)])
 			}
 		}
 		in.Weights[name] = vec
@@ -90,7 +93,7 @@ func randomInput(rng *rand.Rand) PlanInput {
 	}
 	if in.Event.Kind != Evacuate && rng.IntN(2) == 0 {
 		// a baseline: the same totals, spread differently over each class's eligible regions
-		in.Baseline = Weights{}
+		in.Baseline = router.Weights{}
 		for c, vec := range in.Weights {
 			total := 0
 			for _, v := range vec {
@@ -141,9 +144,9 @@ func checkPlan(t testing.TB, in PlanInput, p *Plan) {
 		checkRefusal(t, in, p, covers, fail)
 		return
 	}
-	start := RouterState{Weights: in.Weights.Clone(), States: in.States.Clone()}
+	start := router.RouterState{Weights: in.Weights.Clone(), States: in.States.Clone()}
 	if start.States == nil {
-		start.States = States{}
+		start.States = router.States{}
 	}
 	cur := start.Clone()
 	base := in.Baseline
@@ -247,10 +250,10 @@ func checkPlan(t testing.TB, in PlanInput, p *Plan) {
 						fail("step %d: %s gains with predicted wait %.1f ≥ spill_start %d", k, r, q, in.Policy.SpillStartMS)
 					}
 				}
-				if s := next.States.Get(c, r); s != Ready && b > 0 {
+				if s := next.States.Get(c, r); s != router.Ready && b > 0 {
 					fail("step %d: %s/%s is %s with weight %d", k, c, r, s, b)
 				}
-				if cur.States.Get(c, r) == Ready && next.States.Get(c, r) == Maint && !in.Immediate && !over(RuleDrain) {
+				if cur.States.Get(c, r) == router.Ready && next.States.Get(c, r) == router.Maint && !in.Immediate && !over(RuleDrain) {
 					fail("step %d: %s/%s cut off without a drain", k, c, r)
 				}
 			}
@@ -292,7 +295,7 @@ func checkPlan(t testing.TB, in PlanInput, p *Plan) {
 		}
 		if left == 0 && p.Hold == "" {
 			for c, elig := range in.Classes {
-				if covers(c) && slices.Contains(elig, R) && cur.States.Get(c, R) != Maint {
+				if covers(c) && slices.Contains(elig, R) && cur.States.Get(c, R) != router.Maint {
 					fail("evacuation finished but %s/%s is %s, not maint", c, R, cur.States.Get(c, R))
 				}
 			}
@@ -323,7 +326,7 @@ func checkRefusal(t testing.TB, in PlanInput, p *Plan, covers func(string) bool,
 			ok := false
 			for _, r := range elig {
 				s, has := in.Signals[r]
-				if r != R && has && in.States.Get(c, r) == Ready && s.Healthy && (s.Warm || slices.Contains(in.Overrides, RuleWarm)) && s.QueueWaitMS != nil && in.Capacity[r] > 0 {
+				if r != R && has && in.States.Get(c, r) == router.Ready && s.Healthy && (s.Warm || slices.Contains(in.Overrides, RuleWarm)) && s.QueueWaitMS != nil && in.Capacity[r] > 0 {
 					ok = true
 				}
 			}
@@ -362,8 +365,8 @@ func noSafeUnitMove(t testing.TB, in PlanInput, covers func(string) bool, fail f
 			}
 			vec[R]--
 			vec[r]++
-			st := &Step{Weights: Weights{c: vec}}
-			if in.States.Get(c, r) != Ready {
+			st := &Step{Weights: router.Weights{c: vec}}
+			if in.States.Get(c, r) != router.Ready {
 				continue // evacuations only move into ready receivers; restore and abort re-admit
 			}
 			if len(CheckStep(in, st)) == 0 {

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 )
 
 func fptr(v float64) *float64 { return &v }
@@ -11,7 +14,7 @@ func iptr(v int) *int         { return &v }
 
 // sampleInput is the DESIGN fleet: an EU-only class and a global one.
 func sampleInput() PlanInput {
-	pol := DefaultPolicy()
+	pol := fleet.DefaultPolicy()
 	pol.SpillCapPercent = 60
 	in := PlanInput{
 		Classes: map[string][]string{
@@ -20,7 +23,7 @@ func sampleInput() PlanInput {
 		},
 		Capacity: map[string]float64{"us-east-1": 60 * 8000, "us-west-2": 10 * 8000, "eu-west-1": 40 * 8000, "eu-central-1": 40 * 8000, "ap-southeast-1": 30 * 8000},
 		Policy:   pol,
-		Weights: Weights{
+		Weights: router.Weights{
 			"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 			"global":  {"us-east-1": 40, "us-west-2": 10, "eu-west-1": 30, "ap-southeast-1": 20},
 		},
@@ -50,7 +53,7 @@ func TestPlanEvacuateSample(t *testing.T) {
 	if fin.Weights["eu-only"]["eu-west-1"] != 0 || fin.Weights["global"]["eu-west-1"] != 0 || fin.Weights["eu-only"]["eu-central-1"] != 100 {
 		t.Fatalf("final %v\n%s", fin.Weights, b)
 	}
-	if fin.States.Get("eu-only", "eu-west-1") != Maint || fin.States.Get("global", "eu-west-1") != Maint {
+	if fin.States.Get("eu-only", "eu-west-1") != router.Maint || fin.States.Get("global", "eu-west-1") != router.Maint {
 		t.Errorf("final states %v", fin.States)
 	}
 	last := p.Steps[len(p.Steps)-1]

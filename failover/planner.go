@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"lifeboat/fleet/router"
 )
 
 // maxPlanSteps bounds a plan (a 1-unit step_percent over a large total is still finite).
@@ -16,10 +18,10 @@ const maxPlanSteps = 10000
 type planner struct {
 	m       *model
 	in      *PlanInput
-	w       [][]int   // weights, per class aligned with its elig
-	st      [][]State // states, the same shape
-	trans   []int     // transitions per region so far: history + steps
-	target  [][]int   // converge goal (restore, abort); nil otherwise
+	w       [][]int          // weights, per class aligned with its elig
+	st      [][]router.State // states, the same shape
+	trans   []int            // transitions per region so far: history + steps
+	target  [][]int          // converge goal (restore, abort); nil otherwise
 	plan    *Plan
 	gained  map[int]bool // regions that gained weight in some step
 	blocked map[Rule]bool
@@ -186,16 +188,16 @@ func newPlanner(in *PlanInput) *planner {
 	m, assumptions := newModel(in)
 	p := &planner{m: m, in: in, gained: map[int]bool{}, blocked: map[Rule]bool{}, sole: map[Rule]bool{}, stuck: map[int]bool{}}
 	p.plan = &Plan{Event: in.Event, Shed: map[string]float64{}, Overrides: in.Overrides, Immediate: in.Immediate, Assumptions: assumptions}
-	p.plan.Start = RouterState{Weights: in.Weights.Clone(), States: in.States.Clone()}
+	p.plan.Start = router.RouterState{Weights: in.Weights.Clone(), States: in.States.Clone()}
 	p.plan.Regions = m.views()
 	if p.plan.Start.States == nil {
-		p.plan.Start.States = States{}
+		p.plan.Start.States = router.States{}
 	}
 	p.w = make([][]int, len(m.classes))
-	p.st = make([][]State, len(m.classes))
+	p.st = make([][]router.State, len(m.classes))
 	for ci, mc := range m.classes {
 		p.w[ci] = slices.Clone(mc.w)
-		p.st[ci] = make([]State, len(mc.elig))
+		p.st[ci] = make([]router.State, len(mc.elig))
 		for k, i := range mc.elig {
 			p.st[ci][k] = in.States.Get(mc.name, m.regions[i])
 		}
@@ -281,7 +283,7 @@ func (p *planner) validate() string {
 // step is one step under construction.
 type step struct {
 	w        [][]int
-	st       [][]State
+	st       [][]router.State
 	d        []float64
 	spill    []int
 	spill0   []int
@@ -293,7 +295,7 @@ type step struct {
 }
 
 func (p *planner) newStep() *step {
-	s := &step{w: make([][]int, len(p.w)), st: make([][]State, len(p.st)), spill: make([]int, len(p.w)),
+	s := &step{w: make([][]int, len(p.w)), st: make([][]router.State, len(p.st)), spill: make([]int, len(p.w)),
 		changedC: make([]bool, len(p.w)), changedR: make([]bool, len(p.m.regions)), drain: map[int]bool{}, withdraw: map[int]bool{}}
 	for ci := range p.w {
 		s.w[ci] = slices.Clone(p.w[ci])
@@ -316,7 +318,7 @@ func (p *planner) spillOf(ci int, w []int) int {
 
 // canGainQ says whether region index k of class ci may take one more unit from index from in s,
 // and if not, which rule stops it; with the receiver's predicted queue wait after the unit.
-func (p *planner) canGainQ(s *step, ci, from, k int, stateOK func(State) bool) (bool, Rule, float64) {
+func (p *planner) canGainQ(s *step, ci, from, k int, stateOK func(router.State) bool) (bool, Rule, float64) {
 	mc := p.m.classes[ci]
 	i := mc.elig[k]
 	in := p.in
@@ -354,7 +356,7 @@ func (p *planner) canGainQ(s *step, ci, from, k int, stateOK func(State) bool) (
 
 // failing are every rule that stops region index k of class ci from taking one more unit from
 // index from in s (canGainQ stops at the first).
-func (p *planner) failing(s *step, ci, from, k int, stateOK func(State) bool) []Rule {
+func (p *planner) failing(s *step, ci, from, k int, stateOK func(router.State) bool) []Rule {
 	mc := p.m.classes[ci]
 	i := mc.elig[k]
 	in := p.in
@@ -409,7 +411,7 @@ func (p *planner) noteBlocked(rules []Rule, i int) {
 // donorStuck records the moves a donor (index from of class ci) would make but may not, as it
 // reached max_transitions_per_hour: each to a receiver the ok filter admits, blocked by that
 // rule and by whatever stops the receiver too.
-func (p *planner) donorStuck(s *step, ci, from int, ok func(k int) bool, stateOK func(State) bool) {
+func (p *planner) donorStuck(s *step, ci, from int, ok func(k int) bool, stateOK func(router.State) bool) {
 	mc := p.m.classes[ci]
 	for k := range mc.elig {
 		if k == from || !ok(k) {
@@ -447,7 +449,7 @@ func (p *planner) move(s *step, ci, from, to int) {
 
 // best picks, among the class's regions that pass canGainQ, the one whose predicted queue wait
 // after one more unit is lowest (ties: file order). -1 when none.
-func (p *planner) best(s *step, ci, from int, ok func(k int) bool, stateOK func(State) bool) int {
+func (p *planner) best(s *step, ci, from int, ok func(k int) bool, stateOK func(router.State) bool) int {
 	mc := p.m.classes[ci]
 	bestK, bestQ := -1, math.Inf(1)
 	var rejected []int
@@ -482,10 +484,10 @@ func (p *planner) resetBlocked() {
 	clear(p.stuck)
 }
 
-func readyOnly(st State) bool { return st == Ready }
+func readyOnly(st router.State) bool { return st == router.Ready }
 
 // setState changes a state in s and records the change.
-func (p *planner) setState(s *step, ci, k int, v State) {
+func (p *planner) setState(s *step, ci, k int, v router.State) {
 	if s.st[ci][k] == v {
 		return
 	}
@@ -493,9 +495,9 @@ func (p *planner) setState(s *step, ci, k int, v State) {
 	s.st[ci][k] = v
 	s.changedR[i] = true
 	switch v {
-	case Drain:
+	case router.Drain:
 		s.drain[i] = true
-	case Maint:
+	case router.Maint:
 		s.withdraw[i] = true
 	}
 }
@@ -518,7 +520,7 @@ func (p *planner) commit(s *step) bool {
 		p.refuse(vs[0].Rule, fmt.Sprintf("internal check: step %d breaks %s", len(p.plan.Steps)+1, strings.Join(msgs, "; ")))
 		return false
 	}
-	out := &Step{Weights: Weights{}, States: States{}, PredictedQueueWaitMS: map[string]float64{}, Drain: []string{}, WaitForDrain: s.waitFor}
+	out := &Step{Weights: router.Weights{}, States: router.States{}, PredictedQueueWaitMS: map[string]float64{}, Drain: []string{}, WaitForDrain: s.waitFor}
 	for ci, mc := range p.m.classes {
 		if !slices.Equal(s.w[ci], p.w[ci]) {
 			vec := map[string]int{}
@@ -655,7 +657,7 @@ func (p *planner) evacuate() {
 				continue
 			}
 			k := mc.pos[i]
-			if p.st[ci][k] != Ready {
+			if p.st[ci][k] != router.Ready {
 				why = append(why, fmt.Sprintf("%s is %s (drained or cut off)", p.m.regions[i], p.st[ci][k]))
 				continue
 			}
@@ -763,14 +765,14 @@ func (p *planner) evacuateStates(s *step, R int, moved bool) {
 			continue
 		}
 		if p.in.Immediate {
-			p.setState(s, ci, k, Maint)
+			p.setState(s, ci, k, router.Maint)
 			continue
 		}
 		switch s.st[ci][k] {
-		case Ready:
-			p.setState(s, ci, k, Drain)
+		case router.Ready:
+			p.setState(s, ci, k, router.Drain)
 			allDrained = false // withdraw in a later step, after the drain
-		case Drain:
+		case router.Drain:
 			if moved {
 				allDrained = false
 			}
@@ -781,8 +783,8 @@ func (p *planner) evacuateStates(s *step, R int, moved bool) {
 	}
 	any := false
 	for ci, mc := range p.m.classes {
-		if k, ok := mc.pos[R]; ok && !mc.frozen && s.st[ci][k] == Drain {
-			p.setState(s, ci, k, Maint)
+		if k, ok := mc.pos[R]; ok && !mc.frozen && s.st[ci][k] == router.Drain {
+			p.setState(s, ci, k, router.Maint)
 			any = true
 		}
 	}
@@ -1020,16 +1022,16 @@ func (p *planner) converge() {
 				}
 				if from < 0 {
 					for _, k := range stuck { // traffic to give back, and the donor may not change this hour
-						p.donorStuck(s, ci, k, func(k int) bool { return s.w[ci][k] < tgt[k] }, func(State) bool { return true })
+						p.donorStuck(s, ci, k, func(k int) bool { return s.w[ci][k] < tgt[k] }, func(router.State) bool { return true })
 					}
 					break
 				}
-				to := p.best(s, ci, from, func(k int) bool { return s.w[ci][k] < tgt[k] }, func(State) bool { return true })
+				to := p.best(s, ci, from, func(k int) bool { return s.w[ci][k] < tgt[k] }, func(router.State) bool { return true })
 				if to < 0 {
 					break
 				}
-				if s.st[ci][to] != Ready {
-					p.setState(s, ci, to, Ready)
+				if s.st[ci][to] != router.Ready {
+					p.setState(s, ci, to, router.Ready)
 				}
 				p.move(s, ci, from, to)
 				budget--
@@ -1070,11 +1072,11 @@ func (p *planner) convergeStates(s *step) {
 				continue
 			}
 			switch s.st[ci][k] {
-			case Ready:
-				p.setState(s, ci, k, Drain)
-			case Drain:
-				if !moved && p.st[ci][k] == Drain {
-					p.setState(s, ci, k, Maint)
+			case router.Ready:
+				p.setState(s, ci, k, router.Drain)
+			case router.Drain:
+				if !moved && p.st[ci][k] == router.Drain {
+					p.setState(s, ci, k, router.Maint)
 					s.waitFor = !p.in.overridden(RuleDrain)
 				}
 			}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -15,6 +17,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"lifeboat/failover/routers/caddy"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 )
@@ -59,7 +64,7 @@ func newCaddyRig(t *testing.T) *caddyRig {
 		fmt.Sprintf("router: {driver: caddy, url: %q, backends: {eu-only: route-eu, global: route-global}}", c.Admin), 1)
 	path := filepath.Join(dir, "fleet.yaml")
 	os.WriteFile(path, []byte(yaml), 0o644)
-	f, err := ParseFleet([]byte(yaml), path)
+	f, err := fleet.Parse([]byte(yaml), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +72,12 @@ func newCaddyRig(t *testing.T) *caddyRig {
 	return &caddyRig{rig: r, c: c, addrs: addrs, frontends: map[string]string{"eu-only": "http://" + fe["eu-only"] + "/", "global": "http://" + fe["global"] + "/"}}
 }
 
-func (r *caddyRig) router(t testing.TB) *CaddyRouter {
-	d, err := OpenRouter(r.fleet)
+func (r *caddyRig) router(t testing.TB) *caddy.Router {
+	d, err := fleet.OpenRouter(r.fleet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.(*CaddyRouter)
+	return d.(*caddy.Router)
 }
 
 // upstreamDials reads the raw route from Caddy's admin API.
@@ -109,7 +114,7 @@ func TestCaddyEvacuationTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := Diff(startWeights, start); len(d) > 0 {
+	if d := router.Diff(startWeights, start); len(d) > 0 {
 		t.Fatalf("read back of the config: %v", d)
 	}
 	checkTraffic(t, "before", r.frontends, start)
@@ -150,21 +155,21 @@ func TestCaddyIfMatchConflict(t *testing.T) {
 	r := newCaddyRig(t)
 	ctx := testbed.Ctx(t)
 	cr := r.router(t)
-	route, etag, err := cr.route(ctx, "eu-only")
+	route, etag, err := cr.Route(ctx, "eu-only")
 	if err != nil || etag == "" {
 		t.Fatalf("route %v etag %q", err, etag)
 	}
 	body, _ := json.Marshal(route)
-	if code, _, _, err := cr.do(ctx, http.MethodPatch, "/id/route-eu", etag, body); err != nil || code != 200 {
+	if code, _, _, err := cr.Do(ctx, http.MethodPatch, "/id/route-eu", etag, body); err != nil || code != 200 {
 		t.Fatalf("PATCH with the current ETag: %d %v", code, err)
 	}
 	// someone else changes the route: our etag is stale now
-	route2, etag2, _ := cr.route(ctx, "eu-only")
-	h, _ := proxyHandler(route2)
+	route2, etag2, _ := cr.Route(ctx, "eu-only")
+	h, _ := caddy.ProxyHandler(route2)
 	h["load_balancing"].(map[string]any)["selection_policy"].(map[string]any)["weights"] = []int{60, 40}
 	body2, _ := json.Marshal(route2)
-	cr.do(ctx, http.MethodPatch, "/id/route-eu", etag2, body2)
-	code, _, msg, _ := cr.do(ctx, http.MethodPatch, "/id/route-eu", etag2, body)
+	cr.Do(ctx, http.MethodPatch, "/id/route-eu", etag2, body2)
+	code, _, msg, _ := cr.Do(ctx, http.MethodPatch, "/id/route-eu", etag2, body)
 	if code != http.StatusPreconditionFailed {
 		t.Fatalf("PATCH with a stale ETag: HTTP %d %s, want 412", code, msg)
 	}
@@ -197,16 +202,16 @@ func TestCaddyReadSurvivesRetiredAdminConnection(t *testing.T) {
 		w.Write([]byte(`{"@id":"route-eu","handle":[]}`))
 	}))
 	t.Cleanup(srv.Close)
-	c := &CaddyRouter{Admin: srv.URL, Routes: map[string]string{"eu-only": "route-eu"}}
-	route, etag, err := c.route(testbed.Ctx(t), "eu-only")
+	c := &caddy.Router{Admin: srv.URL, Routes: map[string]string{"eu-only": "route-eu"}}
+	route, etag, err := c.Route(testbed.Ctx(t), "eu-only")
 	if err != nil {
 		t.Fatalf("a read after two reset connections: %v", err)
 	}
 	if etag != `"abc"` || route["@id"] != "route-eu" || gets.Load() != 3 {
 		t.Fatalf("route %v etag %q after %d GETs, want the route on the third", route, etag, gets.Load())
 	}
-	_, _, _, err = c.do(testbed.Ctx(t), http.MethodPatch, "/id/route-eu", `"abc"`, []byte(`{}`))
-	if !errors.Is(err, ErrRouterUnreachable) || patches.Load() != 1 {
+	_, _, _, err = c.Do(testbed.Ctx(t), http.MethodPatch, "/id/route-eu", `"abc"`, []byte(`{}`))
+	if !errors.Is(err, router.ErrRouterUnreachable) || patches.Load() != 1 {
 		t.Fatalf("a PATCH that met a reset: %v after %d PATCHes, want ErrRouterUnreachable after exactly 1", err, patches.Load())
 	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 )
 
@@ -127,7 +130,7 @@ func caddyGet(t *testing.T, admin, id string) string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := readBounded(resp.Body)
+	b, _ := router.ReadBounded(resp.Body)
 	return string(b)
 }
 

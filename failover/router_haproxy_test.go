@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -12,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/failover/routers/haproxy"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 )
@@ -78,13 +83,13 @@ func trafficTolerance(n int) float64 { return 3 + 0.05*float64(n) }
 
 // checkTraffic sends real requests through the router's frontends and checks, for the state the
 // router was just set to: zero EU-only requests outside the EU, and each region's share.
-func checkTraffic(t testing.TB, label string, frontends map[string]string, rs RouterState) {
+func checkTraffic(t testing.TB, label string, frontends map[string]string, rs router.RouterState) {
 	t.Helper()
 	for class, url := range frontends {
 		got := tally(t, url, trafficRequests)
 		total := 0
 		for r, v := range rs.Weights[class] {
-			if rs.States.Get(class, r) == Ready {
+			if rs.States.Get(class, r) == router.Ready {
 				total += v
 			}
 		}
@@ -94,7 +99,7 @@ func checkTraffic(t testing.TB, label string, frontends map[string]string, rs Ro
 			}
 		}
 		for r, v := range rs.Weights[class] {
-			if rs.States.Get(class, r) != Ready {
+			if rs.States.Get(class, r) != router.Ready {
 				v = 0
 			}
 			want := float64(trafficRequests) * float64(v) / float64(total)
@@ -141,7 +146,7 @@ func newHARig(t *testing.T, extra map[string][]string) *haRig {
 		fmt.Sprintf("router: {driver: haproxy, socket: %q, backends: {eu-only: be_eu, global: be_global}}", h.Socket), 1)
 	path := filepath.Join(dir, "fleet.yaml")
 	os.WriteFile(path, []byte(yaml), 0o644)
-	f, err := ParseFleet([]byte(yaml), path)
+	f, err := fleet.Parse([]byte(yaml), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,9 +154,9 @@ func newHARig(t *testing.T, extra map[string][]string) *haRig {
 	return &haRig{rig: r, h: h, frontends: map[string]string{"eu-only": "http://" + feEU + "/", "global": "http://" + feGlobal + "/"}}
 }
 
-func (r *haRig) router() *HAProxyRouter {
-	d, _ := OpenRouter(r.fleet)
-	return d.(*HAProxyRouter)
+func (r *haRig) router() *haproxy.Router {
+	d, _ := fleet.OpenRouter(r.fleet)
+	return d.(*haproxy.Router)
 }
 
 func (r *haRig) executor() *Executor {
@@ -169,7 +174,7 @@ func TestHAProxyEvacuationTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := Diff(startWeights, start); len(d) > 0 {
+	if d := router.Diff(startWeights, start); len(d) > 0 {
 		t.Fatalf("read back of the config: %v", d)
 	}
 	checkTraffic(t, "before", r.frontends, start)
@@ -189,14 +194,14 @@ func TestHAProxyEvacuationTraffic(t *testing.T) {
 		t.Fatalf("%d steps checked of %d", steps, len(out.Plan.Steps))
 	}
 	fin, _ := r.router().Read(ctx)
-	if fin.States.Get("eu-only", "eu-west-1") != Maint || fin.States.Get("global", "eu-west-1") != Maint {
+	if fin.States.Get("eu-only", "eu-west-1") != router.Maint || fin.States.Get("global", "eu-west-1") != router.Maint {
 		t.Fatalf("eu-west-1 not cut off: %+v", fin)
 	}
-	raw, _ := r.router().command(ctx, "show servers state be_eu")
+	raw, _ := r.router().Command(ctx, "show servers state be_eu")
 	t.Logf("be_eu after the evacuation:\n%s", raw)
 	// HAProxy forgets runtime state on reload; the journal does not: status sees the drift.
-	r.router().set(ctx, "set server be_eu/eu-west-1 state ready")
-	r.router().set(ctx, "set weight be_eu/eu-west-1 50")
+	r.router().Set(ctx, "set server be_eu/eu-west-1 state ready")
+	r.router().Set(ctx, "set weight be_eu/eu-west-1 50")
 	st, err := r.executor().Status(ctx)
 	if err != nil || len(st.Drift) == 0 {
 		t.Fatalf("drift after a reset not seen: %v %v", err, st.Drift)
@@ -207,7 +212,7 @@ func TestHAProxyEvacuationTraffic(t *testing.T) {
 func TestHAProxyRefusedPlanChangesNothing(t *testing.T) {
 	r := newHARig(t, nil)
 	ctx := testbed.Ctx(t)
-	before, _ := r.router().command(ctx, "show servers state")
+	before, _ := r.router().Command(ctx, "show servers state")
 	sig := calmSignals(r.fleet)
 	sig["eu-central-1"] = RegionSignal{Healthy: true, Why: "LOADING"}
 	r.sig.Regions = sig
@@ -215,7 +220,7 @@ func TestHAProxyRefusedPlanChangesNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "eu-only") {
 		t.Fatalf("want a refusal, got %v", err)
 	}
-	after, _ := r.router().command(ctx, "show servers state")
+	after, _ := r.router().Command(ctx, "show servers state")
 	if stripTimes(before) != stripTimes(after) {
 		t.Fatalf("HAProxy changed:\n%s\n---\n%s", before, after)
 	}
@@ -246,7 +251,7 @@ func TestHAProxyTopologyLeakRefused(t *testing.T) {
 }
 
 // HAProxyStepLatency applies one step and reads it back n times (bench and test).
-func HAProxyStepLatency(ctx context.Context, d Driver, a, b RouterState, n int) ([]time.Duration, error) {
+func HAProxyStepLatency(ctx context.Context, d router.Driver, a, b router.RouterState, n int) ([]time.Duration, error) {
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		want := a
@@ -261,7 +266,7 @@ func HAProxyStepLatency(ctx context.Context, d Driver, a, b RouterState, n int) 
 		if err != nil {
 			return out, err
 		}
-		if df := Diff(want, got); len(df) > 0 {
+		if df := router.Diff(want, got); len(df) > 0 {
 			return out, fmt.Errorf("read back: %v", df)
 		}
 		out = append(out, time.Since(t0))

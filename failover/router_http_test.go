@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -14,6 +16,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"lifeboat/failover/routers/httpdoc"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/testbed"
 )
 
@@ -59,7 +64,7 @@ func (d *docRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestHTTPRouterEvacuation(t *testing.T) {
 	d := &docRouter{docs: map[string][]byte{}, version: map[string]int{}}
 	for class, be := range map[string]string{"eu-only": "eu", "global": "global"} {
-		b, _ := json.Marshal(HTTPRouterDoc{Weights: startWeights.Weights[class]})
+		b, _ := json.Marshal(httpdoc.Doc{Weights: startWeights.Weights[class]})
 		d.docs[be] = b
 	}
 	srv := httptest.NewServer(d)
@@ -68,31 +73,31 @@ func TestHTTPRouterEvacuation(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
 	yaml := strings.Replace(testFleetYAML("", "file://"+filepath.Join(dir, "state")), `router: {driver: file, path: ""}`,
 		fmt.Sprintf("router: {driver: http, url: %q, backends: {eu-only: eu, global: global}}", srv.URL), 1)
-	f, err := ParseFleet([]byte(yaml), filepath.Join(dir, "fleet.yaml"))
+	f, err := fleet.Parse([]byte(yaml), filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, _ := OpenRouter(f)
-	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: router, Signals: &StaticSignals{Regions: calmSignals(f)}}
+	rtr, _ := fleet.OpenRouter(f)
+	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: rtr, Signals: &StaticSignals{Regions: calmSignals(f)}}
 	ctx := testbed.Ctx(t)
 	d.meddle.Store(1) // one concurrent edit after the run's read: 412, the run stops, nothing overwritten
-	if _, err := e.Run(ctx, evacuate("eu-west-1")); !errors.Is(err, ErrRouterConflict) {
+	if _, err := e.Run(ctx, evacuate("eu-west-1")); !errors.Is(err, router.ErrRouterConflict) {
 		t.Fatalf("a concurrent edit: %v, want ErrRouterConflict", err)
 	}
 	out, err := e.Run(ctx, evacuate("eu-west-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := router.Read(ctx)
-	if df := Diff(out.Plan.Final, got); len(df) > 0 {
+	got, _ := rtr.Read(ctx)
+	if df := router.Diff(out.Plan.Final, got); len(df) > 0 {
 		t.Fatal(df)
 	}
 	if strings.Contains(string(d.docs["eu"]), "eu-west-1") {
 		t.Fatalf("a withdrawn region is still in the document: %s", d.docs["eu"])
 	}
 	d.meddle.Store(100) // every read is stale by the time of the write
-	err = router.Apply(ctx, RouterState{Weights: Weights{"eu-only": {"eu-central-1": 100}}})
-	if !errors.Is(err, ErrRouterConflict) {
+	err = rtr.Apply(ctx, router.RouterState{Weights: router.Weights{"eu-only": {"eu-central-1": 100}}})
+	if !errors.Is(err, router.ErrRouterConflict) {
 		t.Fatalf("persistent concurrent edits: %v, want a conflict", err)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package failover
 
 import (
@@ -14,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	filerouter "lifeboat/failover/routers/file"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/enginesim"
 	"lifeboat/internal/sample"
 	"lifeboat/internal/testbed"
@@ -70,13 +75,13 @@ state: %q
 `, m.ServedNames[0], euw.URL, euc.URL, "file://"+filepath.Join(dir, "state"))
 	path := filepath.Join(dir, "fleet.yaml")
 	os.WriteFile(path, []byte(yaml), 0o644)
-	f, err := ParseFleet([]byte(yaml), path)
+	f, err := fleet.Parse([]byte(yaml), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	router := &FileRouter{Path: f.Router.Config.(*FileConfig).Path}
-	router.Apply(ctx, RouterState{Weights: Weights{"eu-only": {"eu-west-1": 50, "eu-central-1": 50}}})
-	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: router,
+	rtr := &filerouter.Router{Path: f.Router.Config.(*filerouter.Config).Path}
+	rtr.Apply(ctx, router.RouterState{Weights: router.Weights{"eu-only": {"eu-west-1": 50, "eu-central-1": 50}}})
+	e := &Executor{Fleet: f, Store: testbed.OpenStore(t, f.State, testbed.StoreOptions()), Router: rtr,
 		Signals: &LiveSignals{Fleet: f, Probe: warm.ProbeOptions{Timeout: 10 * time.Second, TTFTBudget: -1}}, LockTTL: 10 * time.Second}
 	e.OnRecord = func(rec Record) {
 		if rec.Kind == RecResult && *rec.Step == 0 {
@@ -92,8 +97,8 @@ state: %q
 	if len(out.Plan.Steps) < 2 || out.Steps != 1 {
 		t.Fatalf("applied %d of %d steps; want exactly the first", out.Steps, len(out.Plan.Steps))
 	}
-	got, _ := router.Read(ctx)
-	if d := Diff(out.Plan.After(0), got); len(d) > 0 {
+	got, _ := rtr.Read(ctx)
+	if d := router.Diff(out.Plan.After(0), got); len(d) > 0 {
 		t.Fatalf("router moved past the hold: %v", d)
 	}
 	_, recs, _ := latestStarted(ctx, e.Store)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"lifeboat/fleet"
 	"lifeboat/providers"
 	"lifeboat/providers/localfile"
 )
@@ -34,7 +35,7 @@ type SavedPlan struct {
 }
 
 // WriteSavedPlan writes the plan for fleet f to name (atomically).
-func WriteSavedPlan(name string, f *Fleet, p *Plan, now time.Time) error {
+func WriteSavedPlan(name string, f *fleet.Fleet, p *Plan, now time.Time) error {
 	sp := SavedPlan{Version: SavedPlanVersion, Fleet: FleetDigest(f), FleetFile: f.File, Created: now.UTC(), Plan: p}
 	return providers.WriteFileAtomic(name, 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
@@ -45,7 +46,7 @@ func WriteSavedPlan(name string, f *Fleet, p *Plan, now time.Time) error {
 
 // ReadSavedPlan reads a saved plan and checks it belongs to fleet f: a plan computed from
 // another fleet (or another version of this one: regions, classes, router) is refused.
-func ReadSavedPlan(name string, f *Fleet) (*SavedPlan, error) {
+func ReadSavedPlan(name string, f *fleet.Fleet) (*SavedPlan, error) {
 	data, err := localfile.ReadFile(name, maxSavedPlanBytes)
 	if err != nil {
 		return nil, fmt.Errorf("saved plan: %w", err)

@@ -10,6 +10,10 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
+	"lifeboat/providers/localfile"
 )
 
 // RegionSignal is what the failover knows about one region at one moment. Pointer fields are
@@ -35,12 +39,12 @@ type RegionSignal struct {
 // SignalsFile is the what-if input of `failover plan --signals FILE`: recorded weights and
 // per-region signals instead of reading the router and probing the regions.
 type SignalsFile struct {
-	Weights Weights                 `json:"weights"`
-	States  States                  `json:"states,omitempty"`
+	Weights router.Weights          `json:"weights"`
+	States  router.States           `json:"states,omitempty"`
 	Regions map[string]RegionSignal `json:"regions"`
 	// Baseline are the weights before the failover began (restore and abort go back to them);
 	// absent means the current weights.
-	Baseline Weights `json:"baseline,omitempty"`
+	Baseline router.Weights `json:"baseline,omitempty"`
 	// Transitions are the weight changes per region in the last hour.
 	Transitions map[string]int `json:"transitions,omitempty"`
 }
@@ -54,7 +58,7 @@ const maxSignalsBytes = 16 << 20
 // ParseSignals decodes and checks a signals file against the fleet: unknown fields, unknown
 // classes or regions, weights outside a class's eligible regions, negative or non-finite numbers
 // are errors naming the field.
-func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
+func ParseSignals(data []byte, name string, f *fleet.Fleet) (*SignalsFile, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %w", name, fmt.Sprintf(format, args...), ErrInvalidSignals)
 	}
@@ -86,7 +90,7 @@ func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
 	}
 	for _, pair := range []struct {
 		field string
-		w     Weights
+		w     router.Weights
 	}{{"weights", s.Weights}, {"baseline", s.Baseline}} {
 		for _, c := range slices.Sorted(maps.Keys(pair.w)) {
 			elig, ok := f.Tenants[c]
@@ -113,7 +117,7 @@ func ParseSignals(data []byte, name string, f *Fleet) (*SignalsFile, error) {
 		}
 		for _, r := range slices.Sorted(maps.Keys(s.States[c])) {
 			switch s.States[c][r] {
-			case Ready, Drain, Maint:
+			case router.Ready, router.Drain, router.Maint:
 			default:
 				return nil, bad("states.%s.%s: want ready, drain or maint, got %q", c, r, s.States[c][r])
 			}
@@ -158,4 +162,14 @@ func (s *StaticSignals) Signals(ctx context.Context, preflight bool) (map[string
 		out[k] = v
 	}
 	return out, ctx.Err()
+}
+
+// ReadSignals reads and checks a recorded signals file (--signals) against the fleet, through
+// the same bounded, regular-file-only reader as the fleet file.
+func ReadSignals(name string, f *fleet.Fleet) (*SignalsFile, error) {
+	data, err := localfile.ReadFile(name, maxSignalsBytes)
+	if err != nil {
+		return nil, fmt.Errorf("signals file: %w", err)
+	}
+	return ParseSignals(data, name, f)
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	pmodel "github.com/prometheus/common/model"
 
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/verify/warm"
 )
 
@@ -24,7 +26,7 @@ type SignalSource interface {
 
 // LiveSignals reads each region's endpoint: GET /health, GET /metrics, and the warm prober.
 type LiveSignals struct {
-	Fleet  *Fleet
+	Fleet  *fleet.Fleet
 	Client *http.Client      // nil: a client with per-request deadlines
 	Probe  warm.ProbeOptions // the warm prober's options (Models defaults to the fleet's model)
 	// RequestTimeout bounds each health or metrics exchange; 0 means 5s.
@@ -115,7 +117,7 @@ func (l *LiveSignals) Signals(ctx context.Context, preflight bool) (map[string]R
 	return out, ctx.Err()
 }
 
-func (l *LiveSignals) region(ctx context.Context, r *Region, preflight bool) RegionSignal {
+func (l *LiveSignals) region(ctx context.Context, r *fleet.Region, preflight bool) RegionSignal {
 	var sig RegionSignal
 	now := time.Now()
 	if r.Endpoint != "" {
@@ -201,7 +203,7 @@ func (l *LiveSignals) get(ctx context.Context, url string) (int, []byte, error) 
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	b, err := readBoundedN(resp.Body, maxMetricsBytes)
+	b, err := router.ReadBoundedN(resp.Body, maxMetricsBytes)
 	return resp.StatusCode, b, err
 }
 
@@ -209,7 +211,7 @@ func (l *LiveSignals) get(ctx context.Context, url string) (int, []byte, error) 
 // prefill rate (replicas × prefill_tokens_per_s). The mean prompt comes from the
 // vllm:request_prompt_tokens histogram, else vllm:prompt_tokens_total ÷ vllm:request_success_total,
 // else signals.mean_prompt_tokens; with none of them (and a non-empty queue) the wait is unknown.
-func (l *LiveSignals) metrics(ctx context.Context, r *Region, url string, now time.Time, sig *RegionSignal) {
+func (l *LiveSignals) metrics(ctx context.Context, r *fleet.Region, url string, now time.Time, sig *RegionSignal) {
 	code, body, err := l.get(ctx, url)
 	if err != nil || code != http.StatusOK {
 		sig.Why = joinWhy(sig.Why, "GET metrics: "+describe(code, err))

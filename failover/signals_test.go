@@ -7,15 +7,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"lifeboat/fleet"
 )
 
-func fullFleet(t testing.TB) *Fleet {
+func fullFleet(t testing.TB) *fleet.Fleet {
 	t.Helper()
-	data, err := os.ReadFile("testdata/fleet/full.yaml")
+	data, err := os.ReadFile("../fleet/testdata/fleet/full.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ParseFleet(data, "/etc/lifeboat/fleet.yaml")
+	f, err := fleet.Parse(data, "/etc/lifeboat/fleet.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/failover/routers/caddy"
+	"lifeboat/failover/routers/haproxy"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/childproc"
 )
 
@@ -53,7 +57,7 @@ func failoverSection(ctx context.Context, c config) error {
 		fmt.Printf("   haproxy: NOT AVAILABLE — %v\n", err)
 	} else {
 		defer h.stop()
-		r := &failover.HAProxyRouter{Socket: h.socket, Backends: map[string]string{"eu-only": "be_eu", "global": "be_global"}, Classes: benchClasses}
+		r := &haproxy.Router{Socket: h.socket, Backends: map[string]string{"eu-only": "be_eu", "global": "be_global"}, Classes: benchClasses}
 		if err := stepLatency(ctx, "haproxy 2.6 (Runtime API, admin socket)", r, a, b); err != nil {
 			return err
 		}
@@ -62,7 +66,7 @@ func failoverSection(ctx context.Context, c config) error {
 		fmt.Printf("   caddy: NOT AVAILABLE — %v\n", err)
 	} else {
 		defer cd.stop()
-		r := &failover.CaddyRouter{Admin: cd.admin, Routes: map[string]string{"eu-only": "route-eu", "global": "route-global"}, Classes: benchClasses, Dials: backends}
+		r := &caddy.Router{Admin: cd.admin, Routes: map[string]string{"eu-only": "route-eu", "global": "route-global"}, Classes: benchClasses, Dials: backends}
 		if err := stepLatency(ctx, "caddy v2.11 (admin API, If-Match)", r, a, b); err != nil {
 			return err
 		}
@@ -72,19 +76,19 @@ func failoverSection(ctx context.Context, c config) error {
 
 var benchClasses = map[string][]string{"eu-only": {"r0", "r1"}, "global": {"r0", "r1", "r2", "r3"}}
 
-func stepStates() (failover.RouterState, failover.RouterState) {
-	a := failover.RouterState{Weights: failover.Weights{"eu-only": {"r0": 50, "r1": 50}, "global": {"r0": 25, "r1": 25, "r2": 25, "r3": 25}}, States: failover.States{}}
-	b := failover.RouterState{Weights: failover.Weights{"eu-only": {"r0": 40, "r1": 60}, "global": {"r0": 15, "r1": 28, "r2": 28, "r3": 29}}, States: failover.States{}}
+func stepStates() (router.RouterState, router.RouterState) {
+	a := router.RouterState{Weights: router.Weights{"eu-only": {"r0": 50, "r1": 50}, "global": {"r0": 25, "r1": 25, "r2": 25, "r3": 25}}, States: router.States{}}
+	b := router.RouterState{Weights: router.Weights{"eu-only": {"r0": 40, "r1": 60}, "global": {"r0": 15, "r1": 28, "r2": 28, "r3": 29}}, States: router.States{}}
 	return a, b
 }
 
 // stepLatency applies a step (two classes change) and reads it back, 200 times.
-func stepLatency(ctx context.Context, label string, d failover.Driver, a, b failover.RouterState) error {
+func stepLatency(ctx context.Context, label string, d router.Driver, a, b router.RouterState) error {
 	return stepLatencyGoal(ctx, label, "goal p99 ≤ 20 ms", d, a, b)
 }
 
 // stepLatencyGoal is stepLatency with its own goal text.
-func stepLatencyGoal(ctx context.Context, label, goal string, d failover.Driver, a, b failover.RouterState) error {
+func stepLatencyGoal(ctx context.Context, label, goal string, d router.Driver, a, b router.RouterState) error {
 	var times []time.Duration
 	for i := 0; i < 201; i++ {
 		want := a
@@ -99,7 +103,7 @@ func stepLatencyGoal(ctx context.Context, label, goal string, d failover.Driver,
 		if err != nil {
 			return fmt.Errorf("%s: %v", label, err)
 		}
-		if df := failover.Diff(want, got); len(df) > 0 {
+		if df := router.Diff(want, got); len(df) > 0 {
 			return fmt.Errorf("%s: read back %v", label, df)
 		}
 		if i > 0 { // the first warms connections
@@ -114,9 +118,9 @@ func stepLatencyGoal(ctx context.Context, label, goal string, d failover.Driver,
 
 func bigPlanInput(nRegions, nClasses int) failover.PlanInput {
 	rng := rand.New(rand.NewPCG(7, 7))
-	pol := failover.DefaultPolicy()
+	pol := fleet.DefaultPolicy()
 	pol.SpillCapPercent = 100
-	in := failover.PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: pol, Weights: failover.Weights{}, Signals: map[string]failover.RegionSignal{}}
+	in := failover.PlanInput{Classes: map[string][]string{}, Capacity: map[string]float64{}, Policy: pol, Weights: router.Weights{}, Signals: map[string]failover.RegionSignal{}}
 	regions := make([]string, nRegions)
 	for i := range regions {
 		regions[i] = fmt.Sprintf("region-%04d", i)

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"lifeboat/failover"
-	"lifeboat/failover/gatewayapi"
+	"lifeboat/failover/routers/gatewayapi"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/kubeclient"
 	"lifeboat/internal/emulators"
 )
@@ -62,6 +62,6 @@ func gatewayAPIStep(ctx context.Context, dir string) error {
 		return err
 	}
 	// a step is, per class, a GET and a PUT (an etcd commit), then a GET of each route: 6 requests
-	var d failover.Driver = g
+	var d router.Driver = g
 	return stepLatencyGoal(ctx, "gateway-api (kube-apiserver v1.37.2 + etcd 3.4 on tmpfs, HTTPRoute GET + PUT on resourceVersion per class, then GET)", "no goal set: an etcd commit per class", d, a, b)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/internal/base/shell"
 	"lifeboat/verify/replicate"
 	"lifeboat/verify/warm"
@@ -70,13 +70,13 @@ unreachable.`,
 			if err := checkProbeOptions(po); err != nil {
 				return err
 			}
-			fl, err := failover.ReadFleet(fleetFile)
-			if errors.Is(err, failover.ErrInvalidFleet) {
+			fl, err := fleet.Read(fleetFile)
+			if errors.Is(err, fleet.ErrInvalidFleet) {
 				return usageErr("%v", err)
 			} else if err != nil {
 				return usageErr("--fleet: %v", err)
 			}
-			o, err := fl.BootOptions(region, failover.LaunchOptions{Command: selfCommand, Log: a.log})
+			o, err := warm.FleetBootOptions(fl, region, fleet.LaunchOptions{Command: selfCommand, Log: a.log})
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -109,7 +109,7 @@ unreachable.`,
 // prepareBootRestore reads the manifest and prepares the working directory for an exec launcher
 // and opens the replica's store unless an earlier boot's restore is still proven. The returned
 // func closes the store.
-func (a *app) prepareBootRestore(ctx context.Context, fl *failover.Fleet, region, workdir string, o *warm.BootOptions) (func(), error) {
+func (a *app) prepareBootRestore(ctx context.Context, fl *fleet.Fleet, region, workdir string, o *warm.BootOptions) (func(), error) {
 	noop := func() {}
 	// checked here, before the working directory is touched; warm.Boot does not check again
 	trusted, err := a.enforceTrust(ctx, fl.Model.Manifest, fleetTrust(fl, fl.File), "boot")
@@ -144,7 +144,7 @@ func (a *app) prepareBootRestore(ctx context.Context, fl *failover.Fleet, region
 }
 
 // runBoot runs warm.Boot with a progress bar over the restore.
-func (a *app) runBoot(ctx context.Context, fl *failover.Fleet, region string, o warm.BootOptions) (*warm.BootResult, error) {
+func (a *app) runBoot(ctx context.Context, fl *fleet.Fleet, region string, o warm.BootOptions) (*warm.BootResult, error) {
 	if o.From != nil {
 		bar := a.newProgress("restoring")
 		defer bar.Done()
@@ -162,7 +162,7 @@ func (a *app) runBoot(ctx context.Context, fl *failover.Fleet, region string, o 
 
 // finishBoot reports the result, keeps a warm replica running until Ctrl-C with --keep, and
 // says whether it was warm.
-func (a *app) finishBoot(ctx context.Context, fl *failover.Fleet, region string, res *warm.BootResult) error {
+func (a *app) finishBoot(ctx context.Context, fl *fleet.Fleet, region string, res *warm.BootResult) error {
 	if err := a.reportBoot(fl, region, res); err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func selfCommand(command string) string {
 	return shell.Quote(exe) + rest
 }
 
-func (a *app) reportBoot(fl *failover.Fleet, region string, res *warm.BootResult) error {
+func (a *app) reportBoot(fl *fleet.Fleet, region string, res *warm.BootResult) error {
 	if a.output == "json" {
 		v := struct {
 			Fleet  string `json:"fleet"`

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/internal/base/shell"
 	"lifeboat/manifest"
 	"lifeboat/manifest/lint"
@@ -102,7 +102,7 @@ func (a *app) check(ctx context.Context, in checkInput, sum *checkSummary) error
 	if in.fleetFile == "" {
 		return usageErr("check needs --fleet FILE")
 	}
-	fl, err := failover.ReadFleet(in.fleetFile)
+	fl, err := fleet.Read(in.fleetFile)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -226,7 +226,7 @@ func countReplicas(rep *verify.Report, s verify.ReplicaStatus) int {
 }
 
 // checkManifest builds the manifest from --model when given, else reads the fleet's.
-func (a *app) checkManifest(ctx context.Context, fl *failover.Fleet, in checkInput) (*manifest.Manifest, error) {
+func (a *app) checkManifest(ctx context.Context, fl *fleet.Fleet, in checkInput) (*manifest.Manifest, error) {
 	if in.model == "" {
 		return a.readManifest(ctx, fl.Model.Manifest)
 	}
@@ -271,7 +271,7 @@ const checkDeepMode = "quick+deep"
 
 // writeCheck reports the lint and the verification in the -o format: JUnit has the lint's suite,
 // then one per region.
-func (a *app) writeCheck(in checkInput, fl *failover.Fleet, lrep *lint.Report, vrep *verify.Report, sig *sigCheck, ok bool) error {
+func (a *app) writeCheck(in checkInput, fl *fleet.Fleet, lrep *lint.Report, vrep *verify.Report, sig *sigCheck, ok bool) error {
 	switch a.output {
 	case "json":
 		verdict := "FAIL"

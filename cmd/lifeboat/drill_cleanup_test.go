@@ -19,6 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"lifeboat/failover"
+	filerouter "lifeboat/failover/routers/file"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
 	"lifeboat/internal/testbed"
@@ -26,7 +29,7 @@ import (
 )
 
 // drillBaseline is the router's weights before every drill of these tests.
-var drillBaseline = failover.Weights{
+var drillBaseline = router.Weights{
 	"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 	"global":  {"us-east-1": 50, "eu-west-1": 30, "eu-central-1": 20},
 }
@@ -37,9 +40,9 @@ const tokenizer = "model/tokenizer.json"
 // at drillBaseline, and a state store (a directory unless state is set).
 type crashRig struct {
 	dir, fleet, drill, weights, state string
-	env                               []string        // the drill processes' environment (TMPDIR: the rig)
-	original                          []byte          // the archive's tokenizer before any drill
-	drv                               failover.Driver // the router, when not the file at weights
+	env                               []string      // the drill processes' environment (TMPDIR: the rig)
+	original                          []byte        // the archive's tokenizer before any drill
+	drv                               router.Driver // the router, when not the file at weights
 }
 
 func newCrashRig(t *testing.T, state string, env []string, stepInterval, drill string) *crashRig {
@@ -79,7 +82,7 @@ sla: {rto: 5m}
 	if err := os.WriteFile(rig.fleet, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&failover.FileRouter{Path: rig.weights}).Apply(context.Background(), failover.RouterState{Weights: drillBaseline.Clone()}); err != nil {
+	if err := (&filerouter.Router{Path: rig.weights}).Apply(context.Background(), router.RouterState{Weights: drillBaseline.Clone()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(rig.drill, []byte(drill), 0o644); err != nil {
@@ -97,11 +100,11 @@ func (r *crashRig) tokenizerPath() string {
 }
 
 // driver is the rig's router: the weights file, or what useHAProxy set.
-func (r *crashRig) driver() failover.Driver {
+func (r *crashRig) driver() router.Driver {
 	if r.drv != nil {
 		return r.drv
 	}
-	return &failover.FileRouter{Path: r.weights}
+	return &filerouter.Router{Path: r.weights}
 }
 
 // useHAProxy puts a real HAProxy (its Runtime API) in the file router's place, at drillBaseline:
@@ -130,11 +133,11 @@ func (r *crashRig) useHAProxy(t *testing.T) {
 	if err := os.WriteFile(r.fleet, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fl, err := failover.ReadFleet(r.fleet)
+	fl, err := fleet.Read(r.fleet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.drv, err = failover.OpenRouter(fl); err != nil {
+	if r.drv, err = fleet.OpenRouter(fl); err != nil {
 		t.Fatal(err)
 	}
 	if rs := r.router(t); !rs.Weights.Equal(drillBaseline) {
@@ -142,7 +145,7 @@ func (r *crashRig) useHAProxy(t *testing.T) {
 	}
 }
 
-func (r *crashRig) router(t *testing.T) failover.RouterState {
+func (r *crashRig) router(t *testing.T) router.RouterState {
 	t.Helper()
 	rs, err := r.driver().Read(context.Background())
 	if err != nil {
@@ -294,7 +297,7 @@ func TestDrillKilledMidRunCleanup(t *testing.T) {
 		t.Fatalf("cleanup output:\n%s", r.stdout)
 	}
 	if rs := rig.router(t); !rs.Weights.Equal(drillBaseline) {
-		t.Fatalf("the router after the cleanup: %v", failover.Diff(failover.RouterState{Weights: drillBaseline}, rs))
+		t.Fatalf("the router after the cleanup: %v", router.Diff(router.RouterState{Weights: drillBaseline}, rs))
 	}
 	if got, err := os.ReadFile(rig.tokenizerPath()); err != nil || !bytes.Equal(got, rig.original) {
 		t.Fatalf("the tokenizer after the cleanup: %v (%d bytes, want %d)", err, len(got), len(rig.original))
@@ -373,7 +376,7 @@ func TestDrillCleanupLeftBehind(t *testing.T) {
 		t.Fatalf("cleanup with an original that cannot be put back: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if rs := rig.router(t); !rs.Weights.Equal(drillBaseline) {
-		t.Fatalf("the router after the cleanup: %v", failover.Diff(failover.RouterState{Weights: drillBaseline}, rs))
+		t.Fatalf("the router after the cleanup: %v", router.Diff(router.RouterState{Weights: drillBaseline}, rs))
 	}
 	recs := rig.records(t, open)
 	if len(recs) != 1 || recs[0]["closed"] == nil || len(recs[0]["left"].([]any)) != 1 {
@@ -425,7 +428,7 @@ func TestDrillFailsHalfwayRestores(t *testing.T) {
 		t.Fatalf("teardown %+v, runs %v", rep.Teardown, rep.Runs)
 	}
 	if rs := rig.router(t); !rs.Weights.Equal(drillBaseline) {
-		t.Fatalf("the router after the drill: %v", failover.Diff(failover.RouterState{Weights: drillBaseline}, rs))
+		t.Fatalf("the router after the drill: %v", router.Diff(router.RouterState{Weights: drillBaseline}, rs))
 	}
 	if got, err := os.ReadFile(rig.tokenizerPath()); err != nil || !bytes.Equal(got, rig.original) {
 		t.Fatalf("the tokenizer after the drill: %v", err)
@@ -454,11 +457,11 @@ steps: [verify, teardown]
 	defer st.Close()
 	run := failover.NewRunID(1, time.Now())
 	j := &failover.Journal{Store: st, Run: run, Holder: "oncall@host pid 1", Token: 1}
-	moved := failover.Weights{"eu-only": {"eu-west-1": 30, "eu-central-1": 70}, "global": {"us-east-1": 60, "eu-west-1": 20, "eu-central-1": 20}}
+	moved := router.Weights{"eu-only": {"eu-west-1": 30, "eu-central-1": 70}, "global": {"us-east-1": 60, "eu-west-1": 20, "eu-central-1": 20}}
 	if _, err := j.Append(ctx, failover.Record{Kind: failover.RecStart, Event: &failover.Event{Kind: failover.Evacuate, Region: "eu-west-1"}, Reason: "real incident", Baseline: drillBaseline}); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&failover.FileRouter{Path: rig.weights}).Apply(ctx, failover.RouterState{Weights: moved}); err != nil {
+	if err := (&filerouter.Router{Path: rig.weights}).Apply(ctx, router.RouterState{Weights: moved}); err != nil {
 		t.Fatal(err)
 	}
 	r := rig.cli(t, "drill", "run", rig.drill)
@@ -473,7 +476,7 @@ steps: [verify, teardown]
 		t.Fatalf("--from-current: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if rs := rig.router(t); !rs.Weights.Equal(moved) {
-		t.Fatalf("the router after a --from-current drill: %v", failover.Diff(failover.RouterState{Weights: moved}, rs))
+		t.Fatalf("the router after a --from-current drill: %v", router.Diff(router.RouterState{Weights: moved}, rs))
 	}
 }
 
@@ -514,7 +517,7 @@ func TestDrillInterrupted(t *testing.T) {
 		t.Fatalf("exit %v, want 130\n%s", err, b)
 	}
 	if rs := rig.router(t); !rs.Weights.Equal(drillBaseline) {
-		t.Fatalf("the router after an interrupted drill: %v\n%s", failover.Diff(failover.RouterState{Weights: drillBaseline}, rs), b)
+		t.Fatalf("the router after an interrupted drill: %v\n%s", router.Diff(router.RouterState{Weights: drillBaseline}, rs), b)
 	}
 	if got, err := os.ReadFile(rig.tokenizerPath()); err != nil || !bytes.Equal(got, rig.original) {
 		t.Fatalf("the tokenizer after an interrupted drill: %v\n%s", err, b)

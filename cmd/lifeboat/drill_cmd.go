@@ -19,6 +19,7 @@ import (
 
 	"lifeboat/drills"
 	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/manifest"
 	"lifeboat/manifest/signature"
 	"lifeboat/providers"
@@ -194,7 +195,7 @@ func (a *app) drillRunner(ctx context.Context, file string) (*drills.Runner, err
 	var de *drills.DrillError
 	if errors.As(err, &de) && de.Partial != nil && de.Partial.Fleet != "" {
 		// Check what did decode against the fleet too, so that every mistake is reported at once.
-		if fl, ferr := failover.ReadFleet(de.Partial.Fleet); ferr == nil {
+		if fl, ferr := fleet.Read(de.Partial.Fleet); ferr == nil {
 			r := &drills.Runner{Drill: de.Partial, Fleet: fl, Earlier: de.Problems}
 			if cerr := r.Check(); cerr != nil {
 				return nil, usageErr("%v", cerr)
@@ -204,11 +205,11 @@ func (a *app) drillRunner(ctx context.Context, file string) (*drills.Runner, err
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	fleetBytes, err := localfile.ReadFile(d.Fleet, failover.MaxFleetBytes)
+	fleetBytes, err := localfile.ReadFile(d.Fleet, fleet.MaxBytes)
 	if err != nil {
 		return nil, usageErr("%s: fleet: %v", file, err)
 	}
-	fl, err := failover.ParseFleet(fleetBytes, d.Fleet)
+	fl, err := fleet.Parse(fleetBytes, d.Fleet)
 	if err != nil {
 		return nil, usageErr("%s: fleet: %v", file, err)
 	}
@@ -281,7 +282,7 @@ func (a *app) approver(all bool, r *drills.Runner) (func(context.Context, string
 // weights, assuming every other region with an endpoint or a launcher comes up warm and calm.
 func (a *app) drillDryRun(ctx context.Context, r *drills.Runner) error {
 	d, fl := r.Drill, r.Fleet
-	router, err := failover.OpenRouter(fl)
+	router, err := fleet.OpenRouter(fl)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -445,7 +446,7 @@ directory's SHA256SUMS is for sha256sum -c, and is not read).`,
 				return usageErr("drill history needs --fleet FILE or --state URL")
 			}
 			if fleetFile != "" {
-				fl, err := failover.ReadFleet(fleetFile)
+				fl, err := fleet.Read(fleetFile)
 				if err != nil {
 					return usageErr("%v", err)
 				}

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/failover"
+	filerouter "lifeboat/failover/routers/file"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
 	"lifeboat/providers"
@@ -47,8 +48,8 @@ sla: {rto: %s}
 	if err := os.WriteFile(fl, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	router := &failover.FileRouter{Path: filepath.Join(dir, "weights.json")}
-	if err := router.Apply(context.Background(), failover.RouterState{Weights: failover.Weights{
+	rtr := &filerouter.Router{Path: filepath.Join(dir, "weights.json")}
+	if err := rtr.Apply(context.Background(), router.RouterState{Weights: router.Weights{
 		"eu-only": {"eu-west-1": 50, "eu-central-1": 50},
 		"global":  {"us-east-1": 50, "eu-west-1": 30, "eu-central-1": 20},
 	}}); err != nil {

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"lifeboat/failover"
+	filerouter "lifeboat/failover/routers/file"
 )
 
 func sha256File(t *testing.T, path string) string {
@@ -277,7 +277,7 @@ func TestDrillMissedRecoveryNamesBlocker(t *testing.T) {
 	if err := os.WriteFile(fleet, []byte(fs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	router := &failover.FileRouter{Path: filepath.Join(dir, "weights.json")}
+	router := &filerouter.Router{Path: filepath.Join(dir, "weights.json")}
 	rs, err := router.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)

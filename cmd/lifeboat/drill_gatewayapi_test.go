@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"lifeboat/failover/gatewayapi"
+	"lifeboat/failover/routers/gatewayapi"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
 	"lifeboat/internal/testbed"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/testbed"
 	"lifeboat/providers"
@@ -140,7 +140,7 @@ func killedMidBoot(t *testing.T, state string, env []string, _ storeOpener) {
 		t.Fatalf("cleanup after an incident failover: exit %d, want 1 naming the on-call's run\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if rs := rig.router(t); !rs.Weights.Equal(incident.Weights) {
-		t.Fatalf("the cleanup undid the on-call's failover: %v", failover.Diff(incident, rs))
+		t.Fatalf("the cleanup undid the on-call's failover: %v", router.Diff(incident, rs))
 	}
 	if left := rig.engineSims(); len(left) > 0 {
 		t.Fatalf("the dead drill's candidates still run after the cleanup: %v", left)
@@ -186,7 +186,7 @@ func killedMidRamp(t *testing.T, rig *crashRig) {
 		t.Fatalf("cleanup after an incident failover: exit %d, want 1 naming the on-call's run\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if rs := rig.router(t); !rs.Weights.Equal(incident.Weights) || rs.Weights.Equal(drillBaseline) {
-		t.Fatalf("the cleanup undid the on-call's failover: %v", failover.Diff(incident, rs))
+		t.Fatalf("the cleanup undid the on-call's failover: %v", router.Diff(incident, rs))
 	}
 	if left := rig.engineSims(); len(left) > 0 {
 		t.Fatalf("the dead drill's candidates still run after the cleanup: %v", left)

@@ -6,6 +6,7 @@ import (
 
 	"lifeboat/drills"
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/manifest/signature"
 	"lifeboat/providers"
 	"lifeboat/verify"
@@ -55,8 +56,8 @@ var exitTable = []exitRule{
 		var held *failover.LockHeldError
 		return errors.As(err, &held)
 	}},
-	{"failover refused for safety", exitRefused, isAny(failover.ErrRefused, failover.ErrRouterTopology,
-		failover.ErrExpired, failover.ErrLockLost, failover.ErrRouterConflict, failover.ErrTokenExhausted,
+	{"failover refused for safety", exitRefused, isAny(failover.ErrRefused, router.ErrRouterTopology,
+		failover.ErrExpired, failover.ErrLockLost, router.ErrRouterConflict, failover.ErrTokenExhausted,
 		failover.ErrIncomplete, failover.ErrBadJournal, failover.ErrLockCorrupt)},
 	{"drill file invalid", exitUsage, isAny(drills.ErrInvalidDrill)},
 	{"drill refused (not at baseline, leftovers, another drill running)", exitRefused,
@@ -66,7 +67,7 @@ var exitTable = []exitRule{
 		return errors.Is(err, context.Canceled) || providers.KindOf(err) == providers.KindCanceled
 	}},
 	{"failover held, drifted or nothing to resume", exitProblem, isAny(failover.ErrHeld, failover.ErrDrift, failover.ErrNothingToResume)},
-	{"router unreachable", exitUnreachable, isAny(failover.ErrRouterUnreachable)},
+	{"router unreachable", exitUnreachable, isAny(router.ErrRouterUnreachable)},
 	{"bytes do not match", exitProblem, func(err error) bool { return providers.KindOf(err) == providers.KindContentMismatch }},
 	{"a dependency stayed unreachable or timed out", exitUnreachable, func(err error) bool {
 		k := providers.KindOf(err)

@@ -15,6 +15,7 @@ import (
 
 	"lifeboat/drills"
 	"lifeboat/failover"
+	"lifeboat/fleet/router"
 	"lifeboat/providers"
 	"lifeboat/verify"
 )
@@ -34,7 +35,7 @@ func TestExitTable(t *testing.T) {
 		{wrap(failover.ErrIncomplete), exitRefused},
 		{wrap(failover.ErrHeld), exitProblem},
 		{wrap(failover.ErrDrift), exitProblem},
-		{wrap(failover.ErrRouterUnreachable), exitUnreachable},
+		{wrap(router.ErrRouterUnreachable), exitUnreachable},
 		{wrap(drills.ErrInvalidDrill), exitUsage},
 		{wrap(drills.ErrLeftovers), exitRefused},
 		{wrap(drills.ErrDrillRunning), exitRefused},

@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 	"lifeboat/internal/base/editdistance"
 	"lifeboat/internal/base/shell"
 	"lifeboat/manifest"
@@ -97,7 +99,7 @@ func (f *failoverFlags) selection(c *cobra.Command) {
 }
 
 // checkClasses checks --class against the fleet's tenant classes ("did you mean", exit 2).
-func (f *failoverFlags) checkClasses(fl *failover.Fleet) error {
+func (f *failoverFlags) checkClasses(fl *fleet.Fleet) error {
 	for _, c := range f.classes {
 		if err := fl.UnknownClass(c); err != nil {
 			return usageErr("--class: %v", err)
@@ -124,18 +126,18 @@ func (f *failoverFlags) acting(c *cobra.Command) {
 	c.Flags().BoolVar(&f.allowPartial, "allow-partial", false, "apply a plan that cannot reach its target (traffic it cannot place, a failback that stops short); the outcome still exits 3")
 }
 
-func (a *app) loadFleet(name string) (*failover.Fleet, error) {
+func (a *app) loadFleet(name string) (*fleet.Fleet, error) {
 	if name == "" {
 		return nil, usageErr("--fleet FILE is required")
 	}
-	f, err := failover.ReadFleet(name)
+	f, err := fleet.Read(name)
 	if err != nil {
 		return nil, usageErr("--fleet: %v", err)
 	}
 	return f, nil
 }
 
-func (a *app) loadSignals(name string, f *failover.Fleet) (*failover.SignalsFile, error) {
+func (a *app) loadSignals(name string, f *fleet.Fleet) (*failover.SignalsFile, error) {
 	s, err := failover.ReadSignals(name, f)
 	if err != nil {
 		return nil, usageErr("--signals: %v", err)
@@ -236,11 +238,11 @@ func (a *app) progressLog() *slog.Logger {
 }
 
 // executor opens the fleet's router and state store.
-func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags) (*failover.Executor, func(), error) {
+func (a *app) executor(ctx context.Context, f *fleet.Fleet, ff *failoverFlags) (*failover.Executor, func(), error) {
 	if f.State == "" {
 		return nil, nil, usageErr("%s: state: required for failover (the store of the lock and the journal)", f.File)
 	}
-	router, err := failover.OpenRouter(f)
+	rtr, err := fleet.OpenRouter(f)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
@@ -257,7 +259,7 @@ func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags
 		}
 		src = &failover.StaticSignals{Regions: s.Regions}
 	}
-	e := &failover.Executor{Fleet: f, Store: store, Router: router, Signals: src, Log: a.progressLog(),
+	e := &failover.Executor{Fleet: f, Store: store, Router: rtr, Signals: src, Log: a.progressLog(),
 		OpenSigned: a.signedOpener(manifest.MaxManifestBytes), Warn: func(w string) { fmt.Fprintln(a.stderr, w) }, Trusted: ff.trusted}
 	flush := a.notifyRuns(e, ff.fleet) // fleet notify: start, hold, refused, done, failed
 	return e, func() { flush(); store.Close() }, nil
@@ -265,11 +267,11 @@ func (a *app) executor(ctx context.Context, f *failover.Fleet, ff *failoverFlags
 
 // pasteable makes every failover command err names pasteable for this fleet (--fleet added);
 // its exit code stays the exit table's (the wrapper unwraps).
-func pasteable(err error, fleet string) error {
-	if err == nil || fleet == "" {
+func pasteable(err error, flt string) error {
+	if err == nil || flt == "" {
 		return err
 	}
-	return &pasteableErr{err: err, fleet: fleet}
+	return &pasteableErr{err: err, fleet: flt}
 }
 
 // pasteableErr is a failover error whose hints name the fleet: the failover package says
@@ -359,12 +361,12 @@ func (e *pasteableErr) Unwrap() error { return e.err }
 var failoverHintRE = regexp.MustCompile(`lifeboat failover (plan|run|status|resume|abort|restore|unlock)\b( --fleet)?`)
 
 // withFleet adds --fleet FLEET to every failover command msg names without one.
-func withFleet(msg, fleet string) string {
+func withFleet(msg, flt string) string {
 	return failoverHintRE.ReplaceAllStringFunc(msg, func(m string) string {
 		if strings.HasSuffix(m, " --fleet") {
 			return m
 		}
-		return m + " --fleet " + shell.Quote(fleet)
+		return m + " --fleet " + shell.Quote(flt)
 	})
 }
 
@@ -429,7 +431,7 @@ unreachable.`,
 					return err
 				}
 				in.Weights, in.States, in.Signals, in.Baseline, in.Transitions = s.Weights, s.States, s.Regions, s.Baseline, s.Transitions
-				if r, err := failover.OpenRouter(f); err == nil {
+				if r, err := fleet.OpenRouter(f); err == nil {
 					in.MaxWeight = r.MaxWeight()
 				}
 			} else {
@@ -747,7 +749,7 @@ func verdictLine(out *failover.Outcome, err error) string {
 }
 
 // failoverFleet is the preamble of the failover subcommands that print: check -o, load --fleet.
-func (a *app) failoverFleet(ff *failoverFlags) (*failover.Fleet, error) {
+func (a *app) failoverFleet(ff *failoverFlags) (*fleet.Fleet, error) {
 	if err := a.checkOutput("text", "json"); err != nil {
 		return nil, err
 	}
@@ -1007,7 +1009,7 @@ func (a *app) failoverUnlockCmd() *cobra.Command {
 	return c
 }
 
-func renderWeights(w io.Writer, f *failover.Fleet, rs failover.RouterState) {
+func renderWeights(w io.Writer, f *fleet.Fleet, rs router.RouterState) {
 	regions := f.RegionNames()
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "CLASS\t%s\n", strings.Join(regions, "\t"))
@@ -1019,7 +1021,7 @@ func renderWeights(w io.Writer, f *failover.Fleet, rs failover.RouterState) {
 				continue
 			}
 			cells[j] = fmt.Sprint(rs.Weights[class][r])
-			if s := rs.States.Get(class, r); s != failover.Ready {
+			if s := rs.States.Get(class, r); s != router.Ready {
 				cells[j] += " " + string(s)
 			}
 		}
@@ -1028,7 +1030,7 @@ func renderWeights(w io.Writer, f *failover.Fleet, rs failover.RouterState) {
 	tw.Flush()
 }
 
-func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
+func renderStatus(w io.Writer, f *fleet.Fleet, st *failover.Status) error {
 	if st.Run == "" {
 		fmt.Fprintln(w, "No failover run in the journal.")
 	} else {
@@ -1115,7 +1117,7 @@ func renderStatus(w io.Writer, f *failover.Fleet, st *failover.Status) error {
 // renderWaysOn says what resume would do with an unfinished run (for an abort or a rollback:
 // go on back to the baseline, never the run it undid) and, when the way back is held, the
 // command that finishes the evacuation instead — each pasteable.
-func renderWaysOn(w io.Writer, f *failover.Fleet, st *failover.Status) {
+func renderWaysOn(w io.Writer, f *fleet.Fleet, st *failover.Status) {
 	if st.ResumeWill == "" || st.State == "running" {
 		return
 	}
@@ -1135,7 +1137,7 @@ func eventString(e *failover.Event) string {
 	return e.String()
 }
 
-func sortedClassNames(f *failover.Fleet) []string {
+func sortedClassNames(f *fleet.Fleet) []string {
 	out := make([]string, 0, len(f.Tenants))
 	for c := range f.Tenants {
 		out = append(out, c)

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/router"
 )
 
 // fleetLine names the fleet a command acts on, so that prod and staging cannot be confused: the
 // file as given, the model, the router and the state store.
-func fleetLine(f *failover.Fleet) string {
+func fleetLine(f *fleet.Fleet) string {
 	return fmt.Sprintf("fleet %s (model %s, router %s, state %s)", f.File, f.Model.Name, f.Router.Driver, f.State)
 }
 
@@ -28,7 +30,7 @@ type planEstimate struct {
 	d             time.Duration
 }
 
-func estimatePlan(f *failover.Fleet, p *failover.Plan) planEstimate {
+func estimatePlan(f *fleet.Fleet, p *failover.Plan) planEstimate {
 	pol := f.Failover
 	e := planEstimate{Steps: len(p.Steps), StepIntervalS: pol.StepInterval.Seconds(), DrainTimeoutS: pol.DrainTimeout.Seconds()}
 	if e.Steps == 0 {
@@ -45,7 +47,7 @@ func estimatePlan(f *failover.Fleet, p *failover.Plan) planEstimate {
 }
 
 // text is the estimate and how it was reached, for the plan's header line.
-func (e planEstimate) text(f *failover.Fleet) (time.Duration, string) {
+func (e planEstimate) text(f *fleet.Fleet) (time.Duration, string) {
 	if e.Steps == 0 {
 		return 0, "nothing to apply"
 	}
@@ -64,14 +66,14 @@ type planDoc struct {
 	Estimate   planEstimate `json:"estimate"`
 }
 
-func newPlanDoc(f *failover.Fleet, p *failover.Plan) planDoc {
+func newPlanDoc(f *fleet.Fleet, p *failover.Plan) planDoc {
 	e := estimatePlan(f, p)
 	return planDoc{Plan: p, EstimatedS: e.d.Seconds(), Estimate: e}
 }
 
 // renderPlan prints what a person decides on: the fleet, each region's signals, the estimated
 // duration, the steps (a cell a step changes is marked ~), and a verdict that cannot be missed.
-func renderPlan(w io.Writer, f *failover.Fleet, fleetArg string, p *failover.Plan) error {
+func renderPlan(w io.Writer, f *fleet.Fleet, fleetArg string, p *failover.Plan) error {
 	fmt.Fprintf(w, "Plan for %s\n", fleetLine(f))
 	d, how := estimatePlan(f, p).text(f)
 	fmt.Fprintf(w, "%s — %d step(s); estimated %s (%s); step_percent %d, spill_start_ms %d\n",
@@ -184,23 +186,23 @@ func banner(s string) string {
 }
 
 // renderSteps prints steps × class × region; a cell a step changes is marked ~ (weight or state).
-func renderSteps(w io.Writer, f *failover.Fleet, p *failover.Plan) error {
+func renderSteps(w io.Writer, f *fleet.Fleet, p *failover.Plan) error {
 	fmt.Fprintln(w, "Steps (~ marks a cell the step changes):")
 	regions := f.RegionNames()
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "STEP\tCLASS\t%s\tDRAIN\tWITHDRAW\tPREDICTED QUEUE WAIT\n", strings.Join(regions, "\t"))
 	state := p.Start.Clone()
 	if state.States == nil {
-		state.States = failover.States{}
+		state.States = router.States{}
 	}
-	cell := func(rs failover.RouterState, class, r string) string {
+	cell := func(rs router.RouterState, class, r string) string {
 		c := fmt.Sprint(rs.Weights[class][r])
-		if s := rs.States.Get(class, r); s != failover.Ready {
+		if s := rs.States.Get(class, r); s != router.Ready {
 			c += " " + string(s)
 		}
 		return c
 	}
-	row := func(label string, prev *failover.RouterState, st *failover.Step) {
+	row := func(label string, prev *router.RouterState, st *failover.Step) {
 		for i, class := range sortedClassNames(f) {
 			cells := make([]string, len(regions))
 			for j, r := range regions {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"lifeboat/failover"
+	"lifeboat/fleet"
 )
 
 // fleetEnv names the fleet file every command taking --fleet uses when the flag is not given.
@@ -46,7 +47,7 @@ func (a *app) defaultFleet(cmd *cobra.Command) error {
 // — read from the fleet given so far with --fleet (or LIFEBOAT_FLEET), and the rules --override
 // may bypass. A fleet that cannot be read completes nothing (never an error in the shell).
 func (a *app) registerCompletions(root *cobra.Command) {
-	fleetNames := func(pick func(*failover.Fleet) []string) cobra.CompletionFunc {
+	fleetNames := func(pick func(*fleet.Fleet) []string) cobra.CompletionFunc {
 		return func(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			name := ""
 			if fl := cmd.Flags().Lookup("fleet"); fl != nil {
@@ -58,7 +59,7 @@ func (a *app) registerCompletions(root *cobra.Command) {
 			if name == "" {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			f, err := failover.ReadFleet(name)
+			f, err := fleet.Read(name)
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
@@ -71,8 +72,8 @@ func (a *app) registerCompletions(root *cobra.Command) {
 			return out, cobra.ShellCompDirectiveNoFileComp
 		}
 	}
-	regions := fleetNames(func(f *failover.Fleet) []string { return f.RegionNames() })
-	classes := fleetNames(func(f *failover.Fleet) []string { return sortedKeys(f.Tenants) })
+	regions := fleetNames(func(f *fleet.Fleet) []string { return f.RegionNames() })
+	classes := fleetNames(func(f *fleet.Fleet) []string { return sortedKeys(f.Tenants) })
 	rules := func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		var out []cobra.Completion
 		for _, r := range failover.Rules {

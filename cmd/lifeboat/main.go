@@ -5,8 +5,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	_ "lifeboat/verify/warm/kube" // the kubernetes launcher kind
 )
 
 func main() {

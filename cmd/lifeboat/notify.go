@@ -5,13 +5,14 @@ import (
 
 	"lifeboat/drills"
 	"lifeboat/failover"
-	"lifeboat/failover/notify"
+	"lifeboat/fleet"
+	"lifeboat/fleet/notify"
 )
 
 // notifier starts the delivery of the fleet's notifications (fleet notify:), logging on stderr
 // — even with --quiet, a notification that was not delivered is a warning worth seeing. nil when
 // the fleet has no webhooks.
-func (a *app) notifier(f *failover.Fleet) *notify.Notifier {
+func (a *app) notifier(f *fleet.Fleet) *notify.Notifier {
 	if len(f.Notify) == 0 {
 		return nil
 	}
@@ -40,7 +41,7 @@ func (a *app) notifyRuns(e *failover.Executor, fleetArg string) (flush func()) {
 }
 
 // notifyDrill sends the drill's verdict to its fleet's webhooks and flushes.
-func (a *app) notifyDrill(fl *failover.Fleet, fleetArg string, rep *drills.Report) {
+func (a *app) notifyDrill(fl *fleet.Fleet, fleetArg string, rep *drills.Report) {
 	n := a.notifier(fl)
 	if n == nil {
 		return

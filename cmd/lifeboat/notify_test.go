@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"lifeboat/failover/notify"
+	"lifeboat/fleet/notify"
 	"lifeboat/internal/testbed"
 )
 

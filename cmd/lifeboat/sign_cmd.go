@@ -11,7 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/manifest"
 	"lifeboat/manifest/signature"
 	"lifeboat/providers"
@@ -448,7 +448,7 @@ func renderSigCheck(a *app, c *sigCheck) {
 type trustSpec = signature.Policy
 
 // fleetTrust is the fleet's trust: section as a trustSpec; nil when it has none.
-func fleetTrust(fl *failover.Fleet, fleetFile string) *trustSpec {
+func fleetTrust(fl *fleet.Fleet, fleetFile string) *trustSpec {
 	if fl == nil || fl.Trust == nil {
 		return nil
 	}
@@ -527,7 +527,7 @@ func (a *app) parseTrusted(ctx context.Context, ref string, e *signature.Enforce
 
 // checkTrust is check's signature step: nil when the fleet has no trust: or the manifest was
 // built from --model (nothing signed it yet).
-func (a *app) checkTrust(ctx context.Context, fl *failover.Fleet, in checkInput) (*sigCheck, error) {
+func (a *app) checkTrust(ctx context.Context, fl *fleet.Fleet, in checkInput) (*sigCheck, error) {
 	if fl.Trust == nil {
 		return nil, nil
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/opencontainers/go-digest"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
 	"lifeboat/manifest/signature"
@@ -173,7 +173,7 @@ func TestFleetTrustRefusals(t *testing.T) {
 	fleetFile := filepath.Join(dir, "fleet.yaml")
 	fb, _ := os.ReadFile(fleetFile)
 	os.WriteFile(fleetFile, append(fb, []byte("trust:\n  keys: ["+trusted.pub+"]\n")...), 0o644)
-	fl, err := failover.ReadFleet(fleetFile)
+	fl, err := fleet.Read(fleetFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,16 @@
 // Package base is the ground floor and the tests of the module's shape: its subpackages
-// (editdistance, kubeclient, redact, shell, wait, yamlnode) are leaf helpers importing nothing of
+// (editdistance, kubeclient, lockowner, redact, shell, wait, yamlnode) are leaf helpers importing nothing of
 // Lifeboat above them; layering_test.go holds the layer order, the doc.go rule and the one sleep.
 //
 // The layer order:
 //
-//	internal/base < providers < manifest < verify < failover < drills < cmd
+//	internal/base < providers < manifest < fleet < verify < failover < drills < cmd
 //
 // A package imports only its own layer and the layers below it; the ground floor imports only the
-// standard library, third-party modules and itself, so every layer can use it. Extension kinds sit
-// in the layer of the registry they register with, whatever folder holds them: verify/warm/kube is
-// a failover launcher kind (it calls failover.RegisterLauncher and decodes its fleet section with
-// failover.FleetDecoder), so it is in the failover layer; failover/gatewayapi is a router driver,
-// also in the failover layer. Product packages (everything above outside internal/) import from
+// standard library, third-party modules and itself, so every layer can use it. There are no
+// exceptions: an extension kind registers with package fleet, which is below every layer that
+// holds one (the launcher kinds under verify/warm, the router drivers under failover/routers).
+// Product packages (everything above outside internal/) import from
 // internal/ only internal/base, except that cmd/lifeboat ships the demo's `demo init` and
 // `engine-sim` commands, which use internal/sample and internal/enginesim. The tools beside the CLI
 // under cmd/ (bench, democlouds, release) ship nothing: they may use the test servers the bench and

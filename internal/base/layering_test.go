@@ -22,13 +22,7 @@ import (
 const module = "lifeboat"
 
 // layers is the order of the product layers, lowest first (doc.go says why).
-var layers = []string{"internal/base", "providers", "manifest", "verify", "failover", "drills", "cmd"}
-
-// layerOverrides place a package in a layer other than its folder's: extension kinds sit in the
-// layer of the registry they register with.
-var layerOverrides = map[string]string{
-	"verify/warm/kube": "failover", // a launcher kind: failover.RegisterLauncher, failover.FleetDecoder
-}
+var layers = []string{"internal/base", "providers", "manifest", "fleet", "verify", "failover", "drills", "cmd"}
 
 // productInternal are the internal/ packages a package of the layers may import outside
 // internal/base, each with the reason. The tools under cmd/ beside the CLI (isTool) are in the top
@@ -85,11 +79,6 @@ func under(r, dir string) bool { return r == dir || strings.HasPrefix(r, dir+"/"
 // layerOf is the index of r's layer in layers, or -1 for a package in none (internal/ test and
 // demo helpers, examples).
 func layerOf(r string) int {
-	for p, l := range layerOverrides {
-		if under(r, p) {
-			r = l
-		}
-	}
 	for i, l := range layers {
 		if under(r, l) {
 			return i
@@ -209,10 +198,13 @@ func TestLayeringCatches(t *testing.T) {
 		{"cmd imports the emulators", pkg{ImportPath: "lifeboat/cmd/lifeboat", Imports: []string{"lifeboat/internal/emulators"}}, "product code imports only internal/base"},
 		{"drills imports failover's helper", pkg{ImportPath: "lifeboat/drills", Imports: []string{"lifeboat/failover/yamlnode"}}, ""},
 		{"verify imports failover", pkg{ImportPath: "lifeboat/verify/warm", Imports: []string{"lifeboat/failover"}}, "(layer verify) imports failover (layer failover)"},
-		{"kube launcher imports failover", pkg{ImportPath: "lifeboat/verify/warm/kube", Imports: []string{"lifeboat/failover"}}, ""},
+		{"kube launcher imports failover", pkg{ImportPath: "lifeboat/verify/warm/kube", Imports: []string{"lifeboat/failover"}}, "(layer verify) imports failover (layer failover)"},
+		{"kube launcher imports fleet", pkg{ImportPath: "lifeboat/verify/warm/kube", Imports: []string{"lifeboat/fleet", "lifeboat/fleet/launch"}}, ""},
+		{"fleet imports verify", pkg{ImportPath: "lifeboat/fleet", Imports: []string{"lifeboat/verify/warm"}}, "(layer fleet) imports verify/warm (layer verify)"},
+		{"a router driver imports failover", pkg{ImportPath: "lifeboat/failover/routers/caddy", Imports: []string{"lifeboat/failover"}}, ""},
 		{"failover imports the kube launcher", pkg{ImportPath: "lifeboat/failover", Imports: []string{"lifeboat/verify/warm/kube"}}, ""},
 		{"providers imports manifest", pkg{ImportPath: "lifeboat/providers", Imports: []string{"lifeboat/manifest"}}, "(layer providers) imports manifest"},
-		{"failover imports drills", pkg{ImportPath: "lifeboat/failover/gatewayapi", Imports: []string{"lifeboat/drills"}}, "imports drills (layer drills)"},
+		{"failover imports drills", pkg{ImportPath: "lifeboat/failover/routers/gatewayapi", Imports: []string{"lifeboat/drills"}}, "imports drills (layer drills)"},
 		{"drills imports cmd", pkg{ImportPath: "lifeboat/drills", Imports: []string{"lifeboat/cmd/lifeboat"}}, "(layer drills) imports cmd/lifeboat (layer cmd)"},
 		{"internal helper imports anything", pkg{ImportPath: "lifeboat/internal/testbed", Imports: []string{"lifeboat/cmd/lifeboat"}}, ""},
 		{"bench imports the emulators", pkg{ImportPath: "lifeboat/cmd/bench", Imports: []string{"lifeboat/internal/emulators", "lifeboat/internal/faultproxy", "lifeboat/failover"}}, ""},

@@ -13,7 +13,7 @@ import (
 )
 
 // sdkModules are the path prefixes of the cloud SDKs: only the store packages (sdkStores) link
-// them, and a program links a store by blank-importing it (cmd/lifeboat/stores.go).
+// them, and a program links a store by blank-importing it (cmd/lifeboat/kinds.go).
 var sdkModules = []string{
 	"github.com/aws/",
 	"cloud.google.com/",

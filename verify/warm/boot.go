@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"lifeboat/fleet/launch"
 	"lifeboat/manifest"
 	"lifeboat/manifest/modelrepo"
 	"lifeboat/manifest/signature"
@@ -37,11 +38,11 @@ type BootOptions struct {
 	// launcher's init container), so only the manifest's engine and deployment parts are restored
 	// into Workdir; the launcher gets the whole manifest (Spec.Manifest).
 	ModelInPlace bool
-	Launcher     Launcher
+	Launcher     launch.Launcher
 	Env          []string // KEY=VALUE for the launched replica
 	PassEnv      []string // names of Lifeboat's environment passed as they are (Spec.PassEnv)
 	// Starting is told the replica's process group before its command runs (Spec.Starting).
-	Starting func(Started) error
+	Starting func(launch.Started) error
 	// Probe says what warm means; Models and LoRAs default to the engine config's
 	// served-model-name(s) (else the model directory, as vLLM does) and lora-modules names.
 	Probe   ProbeOptions
@@ -82,7 +83,7 @@ type BootResult struct {
 	Probe          *ProbeResult      `json:"probe,omitempty"`
 	Kept           bool              `json:"kept"`
 	// Instance is the running replica when Keep was set (else it has been stopped).
-	Instance Instance `json:"-"`
+	Instance launch.Instance `json:"-"`
 }
 
 // BootTimings are seconds; null when the phase did not run.
@@ -133,7 +134,7 @@ func Boot(ctx context.Context, o BootOptions) (*BootResult, error) {
 		o.StopTimeout = 30 * time.Second
 	}
 	restoreOK := true
-	spec := Spec{Env: o.Env, PassEnv: o.PassEnv, Starting: o.Starting}
+	spec := launch.Spec{Env: o.Env, PassEnv: o.PassEnv, Starting: o.Starting}
 	if !o.NoRestore {
 		if o.Manifest == nil || o.Workdir == "" {
 			return res, fmt.Errorf("%w: a manifest and a working directory are needed to restore", ErrBootInput)
@@ -253,7 +254,7 @@ func withoutModel(m *manifest.Manifest) *manifest.Manifest {
 
 // expectFromEngine fills the probe's expected served names and LoRA adapters from the engine
 // config, as vLLM would serve them: served-model-name, else the model directory as given.
-func expectFromEngine(po *ProbeOptions, spec Spec) error {
+func expectFromEngine(po *ProbeOptions, spec launch.Spec) error {
 	var cfg *modelrepo.EngineConfig
 	if spec.EngineConfig != "" {
 		data, err := localfile.ReadFile(spec.EngineConfig, modelrepo.MaxEngineConfigBytes)

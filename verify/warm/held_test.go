@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lifeboat/fleet/launch"
 )
 
 // TestLauncherCommandRunsNoShell keeps what the issue 9 audit found already holding: shell
@@ -19,7 +21,7 @@ func TestLauncherCommandRunsNoShell(t *testing.T) {
 		` '|' touch ` + mark("pipe") + ` '&&' touch ` + mark("and") + ` '>' ` + mark("redir")
 	l := &ExecLauncher{Command: cmd, Grace: time.Second}
 	logPath := filepath.Join(dir, "replica.log")
-	inst, err := l.Launch(context.Background(), Spec{LogPath: logPath})
+	inst, err := l.Launch(context.Background(), launch.Spec{LogPath: logPath})
 	if err != nil {
 		t.Fatal(err)
 	}

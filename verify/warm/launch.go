@@ -18,54 +18,10 @@ import (
 	"syscall"
 	"time"
 
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/wait"
-	"lifeboat/manifest"
 	"lifeboat/providers"
 )
-
-// Spec is what a launcher needs to start one candidate replica.
-type Spec struct {
-	ModelDir     string   // the restored model directory (vllm serve's positional argument)
-	EngineConfig string   // the engine config YAML (vllm serve --config)
-	Env          []string // KEY=VALUE pairs added to the launched process's environment
-	// PassEnv names variables of Lifeboat's own environment passed to the replica as they are
-	// (the fleet's launcher pass_env); nothing else of it is, beyond BaseEnvNames.
-	PassEnv []string
-	// Starting, when set, is told the replica's process group once the process exists and
-	// before its command runs: the process waits for it, and an error (or this process dying)
-	// ends it without running the command. A drill writes the group to its record there, so
-	// that no candidate ever runs unrecorded.
-	Starting func(Started) error
-	LogPath  string // where stdout and stderr go; "" = a new file under os.TempDir()
-	// DeployDir is the restored bundle's deployment part (the DR manifest's third part) and
-	// Manifest the manifest that proves it: what a launcher that applies the bundle's own
-	// deployment (Kubernetes) needs. Empty/nil when nothing was restored.
-	DeployDir string
-	Manifest  *manifest.Manifest
-}
-
-// Launcher starts a candidate replica. Launch returns once the replica has been started — not once
-// it is ready: readiness is the prober's job (see Probe). A Kubernetes launcher (apply the
-// Deployment, wait for the pod, port-forward) fits the same two interfaces.
-type Launcher interface {
-	Launch(ctx context.Context, s Spec) (Instance, error)
-}
-
-// Instance is a launched (or pre-existing) replica.
-type Instance interface {
-	// BaseURL is where the OpenAI-compatible server listens, e.g. "http://127.0.0.1:41234".
-	BaseURL() string
-	// Exited is closed when the replica's process has exited; nil when the launcher does not
-	// own a process (endpoint).
-	Exited() <-chan struct{}
-	// ExitErr is the exit status once Exited is closed (nil for a clean exit or no process).
-	ExitErr() error
-	// LogTail returns the last n lines of the replica's log ("" when there is none).
-	LogTail(n int) string
-	// Stop tears the replica down (no-op for endpoint). It is idempotent and waits until the
-	// process group is gone or ctx is done.
-	Stop(ctx context.Context) error
-}
 
 // ---------------------------------------------------------------------------------------------
 // exec
@@ -145,7 +101,7 @@ func substitute(w string, v ExecVars) (string, error) {
 }
 
 // Launch starts the command in its own process group. Cancelling ctx stops it (like Stop).
-func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
+func (l *ExecLauncher) Launch(ctx context.Context, s launch.Spec) (launch.Instance, error) {
 	host := l.Host
 	if host == "" {
 		host = "127.0.0.1"
@@ -201,7 +157,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
 	if gateW != nil {
 		_ = gateR.Close()
 		pid := cmd.Process.Pid
-		err := s.Starting(Started{PGID: pid, Start: ProcStart(pid), BaseURL: baseURL})
+		err := s.Starting(launch.Started{PGID: pid, Start: ProcStart(pid), BaseURL: baseURL})
 		if err == nil {
 			_, err = gateW.Write([]byte("run\n"))
 		}
@@ -246,18 +202,6 @@ func (l *ExecLauncher) Launch(ctx context.Context, s Spec) (Instance, error) {
 // launching process died before recording the replica) exits 125 without running them.
 const gateScript = `IFS= read -r go <&3 && [ "$go" = run ] || exit 125; exec 3<&-; exec "$@"`
 
-// Started is a replica process as Spec.Starting is told it, before its command runs.
-// A launcher that starts no process here (kubernetes) tells it Namespace and Run instead, before
-// it writes anything to the cluster: what its objects will be labelled with.
-type Started struct {
-	PGID    int    // its process group (its leader's pid)
-	Start   string // the leader's start time (/proc/PID/stat field 22)
-	BaseURL string // where it will serve
-
-	Namespace string // the namespace its objects go to (kubernetes)
-	Run       string // the boot's run label on every object it applies (kubernetes)
-}
-
 // BaseEnvNames are the variables of Lifeboat's own environment a replica gets: the search path,
 // home, temp dir, time zone and locale. Everything else (keys, passwords, cloud credentials,
 // webhook URLs) stays home unless the fleet's launcher names it in pass_env or sets it in env.
@@ -300,7 +244,7 @@ func (e *execInstance) Exited() <-chan struct{} { return e.exited }
 // ProcessGroup is an Instance that runs as a process group on this host (exec): a drill
 // records the group, so that a clean-up after the drill's process died finds and stops it.
 type ProcessGroup interface {
-	Instance
+	launch.Instance
 	PGID() int
 }
 
@@ -507,7 +451,7 @@ type EndpointLauncher struct {
 }
 
 // Launch validates the URL and returns it as an Instance.
-func (l *EndpointLauncher) Launch(_ context.Context, _ Spec) (Instance, error) {
+func (l *EndpointLauncher) Launch(_ context.Context, _ launch.Spec) (launch.Instance, error) {
 	u, err := NormalizeBaseURL(l.URL)
 	if err != nil {
 		return nil, err

@@ -1,3 +1,5 @@
+//go:build integration
+
 package warm
 
 import (
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/sample"
 	"lifeboat/internal/testbed"
 )
@@ -102,7 +105,7 @@ func TestExecLauncherEngineSim(t *testing.T) {
 				tc.breakIt(t, l)
 			}
 			la := &ExecLauncher{Command: bin + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}} " + tc.simArgs, Grace: 5 * time.Second}
-			inst, err := la.Launch(context.Background(), Spec{ModelDir: l.ModelDir, EngineConfig: l.EngineFile, LogPath: filepath.Join(t.TempDir(), "logs", "replica.log")})
+			inst, err := la.Launch(context.Background(), launch.Spec{ModelDir: l.ModelDir, EngineConfig: l.EngineFile, LogPath: filepath.Join(t.TempDir(), "logs", "replica.log")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +153,7 @@ func TestExecLauncherEngineSim(t *testing.T) {
 func TestExecLauncherStopsGroupOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	la := &ExecLauncher{Command: `sh -c 'sleep 300 & sleep 300; echo never'`, Grace: 2 * time.Second}
-	inst, err := la.Launch(ctx, Spec{})
+	inst, err := la.Launch(ctx, launch.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +181,7 @@ func TestExecLauncherStopsGroupOnCancel(t *testing.T) {
 // TestExecLauncherEarlyExit: an exit before listening is EXITED with the log tail, fast.
 func TestExecLauncherEarlyExit(t *testing.T) {
 	la := &ExecLauncher{Command: `sh -c 'echo loading {{.ModelDir}}; echo "ValueError: boom" >&2; exit 3'`}
-	inst, err := la.Launch(context.Background(), Spec{ModelDir: "/m", LogPath: filepath.Join(t.TempDir(), "r.log")})
+	inst, err := la.Launch(context.Background(), launch.Spec{ModelDir: "/m", LogPath: filepath.Join(t.TempDir(), "r.log")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +196,7 @@ func TestExecLauncherEarlyExit(t *testing.T) {
 
 func TestEndpointLauncher(t *testing.T) {
 	url := newFake(t, nil)
-	inst, err := (&EndpointLauncher{URL: url + "/v1/"}).Launch(context.Background(), Spec{})
+	inst, err := (&EndpointLauncher{URL: url + "/v1/"}).Launch(context.Background(), launch.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +206,7 @@ func TestEndpointLauncher(t *testing.T) {
 	if res := ProbeInstance(context.Background(), inst, fastOpts()); res.Verdict != Warm {
 		t.Errorf("%+v", res)
 	}
-	if _, err := (&EndpointLauncher{URL: "localhost:8000"}).Launch(context.Background(), Spec{}); err == nil {
+	if _, err := (&EndpointLauncher{URL: "localhost:8000"}).Launch(context.Background(), launch.Spec{}); err == nil {
 		t.Error("bad URL accepted")
 	}
 }
@@ -225,7 +228,7 @@ func TestLaunchGate(t *testing.T) {
 	dir := t.TempDir()
 	mark := filepath.Join(dir, "ran")
 	l := &ExecLauncher{Command: "touch " + mark}
-	_, err := l.Launch(context.Background(), Spec{LogPath: filepath.Join(dir, "a.log"), Starting: func(st Started) error {
+	_, err := l.Launch(context.Background(), launch.Spec{LogPath: filepath.Join(dir, "a.log"), Starting: func(st launch.Started) error {
 		if st.PGID <= 1 || st.Start == "" {
 			t.Errorf("Starting got %+v", st)
 		}
@@ -240,7 +243,7 @@ func TestLaunchGate(t *testing.T) {
 	if _, err := os.Stat(mark); err == nil {
 		t.Fatal("the command ran although Starting failed")
 	}
-	inst, err := l.Launch(context.Background(), Spec{LogPath: filepath.Join(dir, "b.log"), Starting: func(Started) error { return nil }})
+	inst, err := l.Launch(context.Background(), launch.Spec{LogPath: filepath.Join(dir, "b.log"), Starting: func(launch.Started) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

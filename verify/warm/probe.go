@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"lifeboat/fleet/launch"
 )
 
 // Verdict is the prober's answer: WARM or one named reason it is not.
@@ -102,7 +104,7 @@ type ProbeCheck struct {
 }
 
 // ProbeInstance probes a launched instance (its exit is watched, its log tail reported).
-func ProbeInstance(ctx context.Context, inst Instance, o ProbeOptions) ProbeResult {
+func ProbeInstance(ctx context.Context, inst launch.Instance, o ProbeOptions) ProbeResult {
 	o.Instance = inst
 	return Probe(ctx, inst.BaseURL(), o)
 }

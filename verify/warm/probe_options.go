@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"lifeboat/fleet/launch"
 	"lifeboat/providers"
 )
 
@@ -52,10 +53,10 @@ type ProbeOptions struct {
 	// Auth names where the bearer token of a replica started with vLLM's --api-key comes from
 	// (an environment variable or a file); it is read when the probe starts and sent on every
 	// request to the replica, and appears in no result, log or error.
-	Auth APIKeySource
+	Auth launch.APIKeySource
 
-	Instance   Instance     // optional: the launched replica (its exit ends the wait with EXITED)
-	HTTPClient *http.Client // optional (no client-level timeout is needed: every exchange has its own)
+	Instance   launch.Instance // optional: the launched replica (its exit ends the wait with EXITED)
+	HTTPClient *http.Client    // optional (no client-level timeout is needed: every exchange has its own)
 	// Waiting, when set, is called every WaitingInterval while the probe waits for the port to
 	// listen, with what it waits for and how long it has waited (progress on stderr, so that a
 	// 10-minute --timeout is never silent).

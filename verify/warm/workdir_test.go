@@ -1,3 +1,5 @@
+//go:build integration
+
 package warm
 
 import (
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/testbed"
 	"lifeboat/manifest"
 )
@@ -171,7 +174,7 @@ func TestReplicaLogNeverWritesThroughALink(t *testing.T) {
 				os.Link(victim, logPath)
 			}
 			l := &ExecLauncher{Command: "/bin/sh -c 'echo overwritten'", Grace: time.Second}
-			inst, err := l.Launch(context.Background(), Spec{LogPath: logPath})
+			inst, err := l.Launch(context.Background(), launch.Spec{LogPath: logPath})
 			if err != nil {
 				t.Fatal(err)
 			}

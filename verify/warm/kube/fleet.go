@@ -10,24 +10,24 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/providers"
-	"lifeboat/verify/warm"
 )
 
 // Kind is the launcher kind's name in a fleet file (launcher: {kind: kubernetes, …}).
 const Kind = "kubernetes"
 
 func init() {
-	failover.RegisterLauncher(failover.LauncherKind{Name: Kind, Config: func() failover.LauncherConfig { return &FleetConfig{} }})
+	fleet.RegisterLauncher(fleet.LauncherKind{Name: Kind, Order: 3, Config: func() fleet.LauncherConfig { return &FleetConfig{} }})
 }
 
 var (
-	_ failover.LauncherConfig  = (*FleetConfig)(nil)
-	_ failover.InPlaceLauncher = (*FleetConfig)(nil)
-	_ failover.LeftoverCleaner = (*Launcher)(nil)
-	_ failover.BootChecker     = (*Launcher)(nil)
+	_ fleet.LauncherConfig  = (*FleetConfig)(nil)
+	_ fleet.InPlaceLauncher = (*FleetConfig)(nil)
+	_ fleet.LeftoverCleaner = (*Launcher)(nil)
+	_ fleet.BootChecker     = (*Launcher)(nil)
 )
 
 // FleetConfig is a region's launcher: {kind: kubernetes, …} as the fleet file says it.
@@ -55,7 +55,7 @@ type FleetConfig struct {
 
 var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
-func (c *FleetConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
+func (c *FleetConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 	name := func(n *yaml.Node, at string) string {
 		s := d.Str(n, at, true)
 		if s != "" && !dnsLabelRE.MatchString(s) {
@@ -111,7 +111,7 @@ func (c *FleetConfig) Keys(d *failover.FleetDecoder) yamlnode.Fields {
 }
 
 // zeroOrDuration decodes a duration that may be 0 (schedule_timeout's default: at once).
-func zeroOrDuration(d *failover.FleetDecoder, n *yaml.Node, at string) time.Duration {
+func zeroOrDuration(d *fleet.Decoder, n *yaml.Node, at string) time.Duration {
 	if n.Kind == yaml.ScalarNode && !yamlnode.IsNull(n) {
 		if v, err := time.ParseDuration(n.Value); err == nil && v == 0 {
 			return 0
@@ -120,7 +120,7 @@ func zeroOrDuration(d *failover.FleetDecoder, n *yaml.Node, at string) time.Dura
 	return d.Duration(n, at)
 }
 
-func (c *FleetConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *failover.Region) {
+func (c *FleetConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 	at := "regions." + r.Name + ".launcher"
 	if c.Namespace == "" {
 		d.Errf(d.Line(at), at+".namespace", "a kubernetes launcher needs the namespace it boots in")
@@ -143,11 +143,11 @@ func (c *FleetConfig) Check(d *failover.FleetDecoder, f *failover.Fleet, r *fail
 	}
 }
 
-// RestoresModelInPlace: the pod's init container restores the model (failover.InPlaceLauncher).
+// RestoresModelInPlace: the pod's init container restores the model (fleet.InPlaceLauncher).
 func (c *FleetConfig) RestoresModelInPlace() bool { return true }
 
 // Config is the launcher configuration for region r of fleet f.
-func (c *FleetConfig) Config(f *failover.Fleet, r *failover.Region) Config {
+func (c *FleetConfig) Config(f *fleet.Fleet, r *fleet.Region) Config {
 	cfg := Config{
 		Region: r.Name, Kubeconfig: c.Kubeconfig, Context: c.Context, Namespace: c.Namespace, URL: c.URL,
 		Image: c.Image, Replica: r.Replica, RestoreSecret: c.RestoreSecret, Port: c.Port,
@@ -168,7 +168,7 @@ func (c *FleetConfig) Config(f *failover.Fleet, r *failover.Region) Config {
 	return cfg
 }
 
-func (c *FleetConfig) Launcher(f *failover.Fleet, r *failover.Region, o failover.LaunchOptions) (warm.Launcher, error) {
+func (c *FleetConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
 	cfg := c.Config(f, r)
 	cfg.Log = o.Log
 	l, err := New(cfg)

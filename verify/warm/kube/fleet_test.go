@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 )
 
 func TestFleetKubernetesLauncher(t *testing.T) {
 	const head = "model: {name: demo, manifest: m.json}\n"
-	f, err := failover.ParseFleet([]byte(head+`regions:
+	f, err := fleet.Parse([]byte(head+`regions:
   eu:
     replica: s3://dr-eu/llama/
     launcher:
@@ -44,7 +44,7 @@ func TestFleetKubernetesLauncher(t *testing.T) {
 		{"secret env", "regions: {a: {replica: ./r, launcher: {kind: kubernetes, namespace: d, image: i, env: {HF_TOKEN: x}}}}\n", "regions.a.launcher.env.HF_TOKEN: looks like a secret"},
 		{"command", "regions: {a: {replica: ./r, launcher: {kind: kubernetes, namespace: d, image: i, command: x}}}\n", "regions.a.launcher.command: unknown key"},
 	} {
-		_, err := failover.ParseFleet([]byte(head+c.yaml), "fleet.yaml")
+		_, err := fleet.Parse([]byte(head+c.yaml), "fleet.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/kubeclient"
 	"lifeboat/providers"
 	"lifeboat/verify/warm"
@@ -100,7 +101,7 @@ type Launcher struct {
 	rm   *mapper
 }
 
-var _ warm.Launcher = (*Launcher)(nil)
+var _ launch.Launcher = (*Launcher)(nil)
 
 // New checks cfg and connects (lazily: nothing is sent before Launch or CleanupLeftovers).
 func New(cfg Config) (*Launcher, error) {

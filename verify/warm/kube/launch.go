@@ -19,7 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
+	"lifeboat/fleet/launch"
 	"lifeboat/verify/warm"
 )
 
@@ -60,7 +61,7 @@ func decodeRefs(s string) []ref {
 // Launch applies the bundle's deployment objects (see the package doc) and returns once they are
 // applied; the rollout is watched while the prober waits, and what stops it becomes the
 // instance's exit (a warm.LaunchFailure). Cancelling ctx tears everything down (like Stop).
-func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, error) {
+func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (launch.Instance, error) {
 	if s.DeployDir == "" || s.Manifest == nil {
 		return nil, errors.New("kubernetes launcher: it applies the restored bundle's deployment part: nothing was restored")
 	}
@@ -95,7 +96,7 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 		}
 		if !namespaced {
 			return nil, fmt.Errorf("kubernetes launcher: %s %s/%s: kind: %s is cluster-scoped: a boot applies namespaced objects only, which its owner and teardown reach; no launcher key allows it (apply it once yourself): %w",
-				gvk.Kind, ns, o.obj.GetName(), o.file, failover.ErrRefused)
+				gvk.Kind, ns, o.obj.GetName(), o.file, fleet.ErrRefused)
 		}
 		refs[i] = ref{gvr: gvr, kind: gvk.Kind, name: o.obj.GetName()}
 	}
@@ -130,7 +131,7 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 	// Write ahead: the caller (a drill) records the boot's namespace and run label before any
 	// object exists, so a clean-up after kill -9 knows what was its.
 	if s.Starting != nil {
-		if err := s.Starting(warm.Started{Namespace: ns, Run: run, BaseURL: l.cfg.URL}); err != nil {
+		if err := s.Starting(launch.Started{Namespace: ns, Run: run, BaseURL: l.cfg.URL}); err != nil {
 			return nil, fmt.Errorf("kubernetes launcher: record the boot before it starts: %w", err)
 		}
 	}
@@ -164,7 +165,7 @@ func (l *Launcher) Launch(ctx context.Context, s warm.Spec) (warm.Instance, erro
 		"apiVersion": "v1", "kind": "ConfigMap", "name": cm.GetName(), "uid": string(cm.GetUID()),
 	}}
 	applied := make([]*unstructured.Unstructured, 0, len(objs))
-	fail := func(err error) (warm.Instance, error) {
+	fail := func(err error) (launch.Instance, error) {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.TeardownTimeout)
 		defer cancel()
 		if rerr := l.remove(sctx, run, refs); rerr != nil {
@@ -252,8 +253,8 @@ type instance struct {
 }
 
 var (
-	_ warm.Instance  = (*instance)(nil)
-	_ warm.Diagnoser = (*instance)(nil)
+	_ launch.Instance = (*instance)(nil)
+	_ warm.Diagnoser  = (*instance)(nil)
 )
 
 func (in *instance) BaseURL() string         { return in.baseURL }

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"lifeboat/failover"
+	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/base/wait"
 	"lifeboat/verify/warm"
 )
@@ -70,7 +70,7 @@ func (l *Launcher) remove(ctx context.Context, run string, refs []ref) error {
 		if len(left) == 0 && len(terminating) == 0 {
 			return nil
 		}
-		if wait.Sleep(ctx, 250*time.Millisecond) != nil {
+		if err := wait.Sleep(ctx, 250*time.Millisecond); err != nil {
 			var what []string
 			if len(left) > 0 {
 				what = append(what, "still there: "+strings.Join(left, ", "))
@@ -78,7 +78,7 @@ func (l *Launcher) remove(ctx context.Context, run string, refs []ref) error {
 			if len(terminating) > 0 {
 				what = append(what, "deleted, still terminating: Pod "+strings.Join(terminating, ", Pod "))
 			}
-			return fmt.Errorf("teardown of boot %s in namespace %s did not finish: %s: %w", run, ns, strings.Join(what, "; "), ctx.Err())
+			return fmt.Errorf("teardown of boot %s in namespace %s did not finish: %s: %w", run, ns, strings.Join(what, "; "), err)
 		}
 	}
 }
@@ -172,8 +172,8 @@ func (l *Launcher) left(ctx context.Context, run string, refs []ref) (left, term
 // processGone is failover's judgement of a boot's recorded process: gone only when proven (an
 // unreadable /proc, hidepid, is "cannot tell", and the boot is then judged by its heartbeat).
 func processGone(pid int, start uint64) bool {
-	l, _ := failover.JudgeProcess(pid, start)
-	return l == failover.Gone
+	l, _ := lockowner.JudgeProcess(pid, start)
+	return l == lockowner.Gone
 }
 
 // CleanupLeftovers finds the boots of this launcher's region in its namespace that no process

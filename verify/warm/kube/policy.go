@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 )
 
 // AllowKeys are the names a launcher's allow: accepts. Each lets the bundle's objects use one
@@ -53,7 +53,7 @@ func (r refusal) String() string {
 	return s + "; no launcher key allows it"
 }
 
-// ErrPolicy is matched by a bundle the launcher refuses to apply (also failover.ErrRefused: exit 3).
+// ErrPolicy is matched by a bundle the launcher refuses to apply (also fleet.ErrRefused: exit 3).
 var ErrPolicy = errors.New("the bundle's objects are refused")
 
 // checkObjects is the content policy, run before anything is applied: every object in the
@@ -119,7 +119,7 @@ func (l *Launcher) checkObjects(objs []object) error {
 	for i, r := range out {
 		lines[i] = "  " + r.String()
 	}
-	return fmt.Errorf("%w (%w) before anything was applied:\n%s", ErrPolicy, failover.ErrRefused, strings.Join(lines, "\n"))
+	return fmt.Errorf("%w (%w) before anything was applied:\n%s", ErrPolicy, fleet.ErrRefused, strings.Join(lines, "\n"))
 }
 
 // podSpec is one pod spec found in an object, and where.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"lifeboat/failover"
+	"lifeboat/fleet"
 )
 
 // launcherWith is testLauncher's launcher with edit applied to its configuration.
@@ -60,7 +60,7 @@ func wantAll(t *testing.T, err error, want ...string) {
 func TestPolicyRefusesAndNamesTheKey(t *testing.T) {
 	objs := shapes(t, "hostile.yaml")
 	err := testLauncher(t).checkObjects(objs)
-	if !errors.Is(err, failover.ErrRefused) || !errors.Is(err, ErrPolicy) {
+	if !errors.Is(err, fleet.ErrRefused) || !errors.Is(err, ErrPolicy) {
 		t.Fatalf("want a refusal for safety (exit 3), got %v", err)
 	}
 	const dep = "Deployment drills/llama-demo (deploy/hostile.yaml): spec.template.spec"
@@ -260,7 +260,7 @@ func TestFleetDocumentedDefaultsParse(t *testing.T) {
 	if len(keys) < 8 {
 		t.Fatalf("only %d commented keys in the example", len(keys))
 	}
-	f, err := failover.ParseFleet([]byte("model: {name: demo, manifest: m.json}\n"+yaml), "fleet.yaml")
+	f, err := fleet.Parse([]byte("model: {name: demo, manifest: m.json}\n"+yaml), "fleet.yaml")
 	if err != nil {
 		t.Fatalf("the documented launcher does not parse:\n%s\n%v", yaml, err)
 	}
@@ -269,7 +269,7 @@ func TestFleetDocumentedDefaultsParse(t *testing.T) {
 		t.Fatalf("documented defaults: %+v", c)
 	}
 	for _, bad := range []string{"schedule_timeout: -1s", "schedule_timeout: soon", "allow: [root]", "replace_init_containers: [Bad_Name]", "teardown_timeout: 0s"} {
-		_, err := failover.ParseFleet([]byte(`model: {name: demo, manifest: m.json}
+		_, err := fleet.Parse([]byte(`model: {name: demo, manifest: m.json}
 regions: {a: {replica: ./r, launcher: {kind: kubernetes, namespace: d, image: i, `+bad+`}}}
 `), "fleet.yaml")
 		if err == nil || !strings.Contains(err.Error(), "fleet.yaml:2: regions.a.launcher."+strings.Split(bad, ":")[0]) {

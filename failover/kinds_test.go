@@ -1,0 +1,11 @@
+package failover
+
+// The kinds the tests' fleet files use.
+import (
+	_ "lifeboat/failover/routers/caddy"
+	_ "lifeboat/failover/routers/file"
+	_ "lifeboat/failover/routers/haproxy"
+	_ "lifeboat/failover/routers/httpdoc"
+	_ "lifeboat/verify/warm/endpoint"
+	_ "lifeboat/verify/warm/execlauncher"
+)

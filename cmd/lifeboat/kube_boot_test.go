@@ -275,10 +275,10 @@ func TestKubeBootRefusesForeignObject(t *testing.T) {
 	}
 }
 
-// `lifeboat drill cleanup` removes what a killed kubernetes boot left behind (the launcher's
-// labels are its record), and nothing else.
-func TestKubeDrillCleanupRemovesLeftovers(t *testing.T) {
-	b := newKubeBoot(t, pendingPods, "      schedule_timeout: 10m")
+// drillFleet gives b's fleet a file router and a state store, and writes a drill beside it that
+// loses gpu-eu (extra: more drill keys). It returns the fleet's directory and the drill file.
+func (b *kubeBoot) drillFleet(t *testing.T, extra string) (string, string) {
+	t.Helper()
 	dir := filepath.Dir(b.fleet)
 	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
 	os.WriteFile(filepath.Join(dir, "weights.json"), []byte(`{"version": 1, "classes": {"eu-only": {"gpu-eu": {"weight": 100}}}}`), 0o644)
@@ -289,7 +289,17 @@ func TestKubeDrillCleanupRemovesLeftovers(t *testing.T) {
 	f.WriteString("router: {driver: file, path: weights.json}\nstate: ./state\nsla: {rto: 5m}\n")
 	f.Close()
 	drill := filepath.Join(dir, "drill.yaml")
-	os.WriteFile(drill, []byte("name: lose-gpu-eu\nfleet: fleet.yaml\nlose: gpu-eu\n"), 0o644)
+	if err := os.WriteFile(drill, []byte("name: lose-gpu-eu\nfleet: fleet.yaml\nlose: gpu-eu\n"+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, drill
+}
+
+// `lifeboat drill cleanup` removes what a killed kubernetes boot left behind (the launcher's
+// labels are its record), and nothing else.
+func TestKubeDrillCleanupRemovesLeftovers(t *testing.T) {
+	b := newKubeBoot(t, pendingPods, "      schedule_timeout: 10m")
+	_, drill := b.drillFleet(t, "")
 	other := b.bystander(t, "not-lifeboats")
 	cmd, out := b.startBoot(t)
 	cmd.Process.Kill()
@@ -312,17 +322,7 @@ func TestKubeDrillCleanupRemovesLeftovers(t *testing.T) {
 // is left; a bystander in the namespace is untouched.
 func TestKubeDrillKilledMidBootRecordsItsCandidate(t *testing.T) {
 	b := newKubeBoot(t, pendingPods, "      schedule_timeout: 10m")
-	dir := filepath.Dir(b.fleet)
-	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
-	os.WriteFile(filepath.Join(dir, "weights.json"), []byte(`{"version": 1, "classes": {"eu-only": {"gpu-eu": {"weight": 100}}}}`), 0o644)
-	f, err := os.OpenFile(b.fleet, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("router: {driver: file, path: weights.json}\nstate: ./state\nsla: {rto: 5m}\n")
-	f.Close()
-	drill := filepath.Join(dir, "drill.yaml")
-	os.WriteFile(drill, []byte("name: lose-gpu-eu\nfleet: fleet.yaml\nlose: gpu-eu\nsteps: [boot, teardown]\n"), 0o644)
+	dir, drill := b.drillFleet(t, "steps: [boot, teardown]\n")
 	other := b.bystander(t, "not-lifeboats")
 
 	cmd := exec.Command(testbed.LifeboatBinary(t), "drill", "run", drill, "--approve-all")

@@ -88,6 +88,7 @@ type CandidateRecord struct {
 	URL       string `json:"url"`
 	PGID      int    `json:"pgid"`
 	Start     string `json:"pid_start"`
+	Mark      string `json:"mark,omitempty"` // launch.Started.Mark: its processes carry it in their environment
 	Namespace string `json:"namespace,omitempty"`
 	Run       string `json:"run,omitempty"`
 }

@@ -7,8 +7,10 @@
 package drills
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +20,7 @@ import (
 	"syscall"
 
 	"lifeboat/fleet"
+	"lifeboat/fleet/launch"
 	"lifeboat/manifest"
 )
 
@@ -69,17 +72,21 @@ func ticks(s string) int64 {
 
 // groupProof says why process group c.PGID may be signalled as the drill's candidate, or an
 // error saying why not. The group must be larger than 1 (kill(-1) is every process, 0 the
-// caller's own group), its leader the very process recorded (pid = pgid, the recorded start
-// time) and in the drill's session (a candidate is started by the drill in its own group but
-// the drill's session; kill -9 of the drill does not change that). A group whose leader is gone
-// is signalled only when every member left is in the drill's session and started after the
-// candidate did.
+// caller's own group) and its leader the very process recorded (pid = pgid, the recorded start
+// time). It must also carry what only the drill's candidate has: the candidate's random mark in
+// its environment (launch.Started.Mark, which another process cannot be made to carry) and,
+// where the drill's session could be read (it reads 0 inside a PID namespace whose session
+// leader is outside it), that session — kill -9 of the drill changes neither. A group whose leader is gone is signalled only when every member left
+// carries the same proof and started after the candidate did. What cannot be read is refused.
 func groupProof(rec *DrillRecord, c CandidateRecord) error {
 	if c.PGID <= 1 {
 		return fmt.Errorf("process group %d of %s: refused: a group id of 1 or less is no candidate's (kill(-1) signals every process)", c.PGID, c.Region)
 	}
-	if rec.SID <= 1 || ticks(c.Start) < 0 {
-		return fmt.Errorf("process group %d of %s: refused: the record names no drill session or leader start time to prove it is the drill's", c.PGID, c.Region)
+	if ticks(c.Start) < 0 || c.Mark == "" {
+		return fmt.Errorf("process group %d of %s: refused: the record names no leader start time or candidate mark to prove it is the drill's", c.PGID, c.Region)
+	}
+	if !markRE.MatchString(c.Mark) {
+		return fmt.Errorf("process group %d of %s: refused: the record's candidate mark is not 32 hex digits", c.PGID, c.Region)
 	}
 	p, ok := readProc(c.PGID)
 	if ok && p.live() {
@@ -88,8 +95,11 @@ func groupProof(rec *DrillRecord, c CandidateRecord) error {
 			return fmt.Errorf("process group %d of %s: refused: its leader is another process now (started at tick %s, recorded %s)", c.PGID, c.Region, p.start, c.Start)
 		case p.pgrp != c.PGID:
 			return fmt.Errorf("process group %d of %s: refused: pid %d leads no group of that id", c.PGID, c.Region, c.PGID)
-		case p.session != rec.SID:
+		case rec.SID > 1 && p.session != rec.SID:
 			return fmt.Errorf("process group %d of %s: refused: its leader is in session %d, the drill ran in session %d", c.PGID, c.Region, p.session, rec.SID)
+		}
+		if err := markProof(c.PGID, c.Mark); err != nil {
+			return fmt.Errorf("process group %d of %s: refused: its leader %w", c.PGID, c.Region, err)
 		}
 		return nil
 	}
@@ -101,11 +111,44 @@ func groupProof(rec *DrillRecord, c CandidateRecord) error {
 	}
 	for _, pid := range groupMembers(c.PGID) {
 		p, ok := readProc(pid)
-		if ok && p.live() && (p.session != rec.SID || ticks(p.start) < ticks(c.Start)) {
+		if !ok || !p.live() {
+			continue
+		}
+		if (rec.SID > 1 && p.session != rec.SID) || ticks(p.start) < ticks(c.Start) {
 			return fmt.Errorf("process group %d of %s: refused: its leader is gone and member pid %d is not the drill's (session %d, started at tick %s)", c.PGID, c.Region, pid, p.session, p.start)
+		}
+		if err := markProof(pid, c.Mark); err != nil {
+			return fmt.Errorf("process group %d of %s: refused: its leader is gone and member pid %d %w", c.PGID, c.Region, pid, err)
 		}
 	}
 	return nil
+}
+
+// markRE is a candidate mark as launchers make it.
+var markRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// maxEnvironBytes bounds the /proc/PID/environ read.
+const maxEnvironBytes = 1 << 20
+
+// markProof says whether pid's environment carries LIFEBOAT_CANDIDATE=mark. An environment
+// that cannot be read is "cannot tell": refused.
+func markProof(pid int, mark string) error {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return fmt.Errorf("has an environment this process cannot read (%v): cannot tell whether it is the drill's", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxEnvironBytes))
+	if err != nil {
+		return fmt.Errorf("has an environment this process cannot read (%v): cannot tell whether it is the drill's", err)
+	}
+	want := launch.MarkEnv + "=" + mark
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if string(kv) == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("does not carry the candidate's mark (%s) in its environment: not the drill's candidate", launch.MarkEnv)
 }
 
 // groupMembers are the pids whose process group is pgid.

@@ -91,7 +91,7 @@ func (x *run) ownTokens() []int64 {
 func (x *run) ownCandidate(region string, st launch.Started) error {
 	x.recMu.Lock()
 	defer x.recMu.Unlock()
-	x.drec.Candidates = append(x.drec.Candidates, CandidateRecord{Region: region, URL: st.BaseURL, PGID: st.PGID, Start: st.Start, Namespace: st.Namespace, Run: st.Run})
+	x.drec.Candidates = append(x.drec.Candidates, CandidateRecord{Region: region, URL: st.BaseURL, PGID: st.PGID, Start: st.Start, Mark: st.Mark, Namespace: st.Namespace, Run: st.Run})
 	return saveRecord(context.WithoutCancel(x.ctx), x.state, x.drec)
 }
 

@@ -260,6 +260,7 @@ func refusesForgedRecords(t *testing.T, state string, env []string, open storeOp
 	vstat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", victim.Process.Pid))
 	vf := strings.Fields(string(vstat[bytes.LastIndexByte(vstat, ')')+1:]))
 	vstart := vf[19]
+	vsid, _ := strconv.Atoi(vf[3])
 
 	precious := filepath.Join(rig.dir, "elsewhere", "lifeboat-drill-precious")
 	if err := os.MkdirAll(precious, 0o700); err != nil {
@@ -287,6 +288,10 @@ func refusesForgedRecords(t *testing.T, state string, env []string, open storeOp
 			map[string]any{"region": "eu-west-1", "url": "http://127.0.0.1:1", "pgid": 1, "pid_start": "999999999999"},
 			map[string]any{"region": "us-east-1", "url": "http://127.0.0.1:1", "pgid": victim.Process.Pid, "pid_start": vstart}},
 			"temp_dir": precious},
+		// The victim's true start time and session (as inside a PID namespace, where sessions
+		// read 0), and a well-formed mark: only the mark in its environment is missing.
+		"f-mark": {"sid": vsid, "candidates": []any{
+			map[string]any{"region": "eu-central-1", "url": "http://127.0.0.1:1", "pgid": victim.Process.Pid, "pid_start": vstart, "mark": strings.Repeat("ab", 16)}}},
 		"f-link": {"temp_dir": link},
 		"f-copy": {"faults": []any{map[string]any{"name": "corrupt-file archive model/tokenizer.json", "kind": "corrupt-file", "region": "archive",
 			"path": tokenizer, "copy": evidenceKey, "size": len(evidence), "sha256": hex.EncodeToString(esum[:])}}},
@@ -308,6 +313,7 @@ func refusesForgedRecords(t *testing.T, state string, env []string, open storeOp
 	for _, want := range []string{
 		"process group 1 of eu-west-1: refused",
 		"process group " + strconv.Itoa(victim.Process.Pid) + " of us-east-1: refused",
+		"process group " + strconv.Itoa(victim.Process.Pid) + " of eu-central-1: refused: its leader does not carry the candidate's mark",
 		"temp dir " + precious + ": refused",
 		"temp dir " + link + ": refused",
 		"its copy \"" + evidenceKey + "\" is not under the record's own key",

@@ -50,6 +50,9 @@ type Instance interface {
 	Stop(ctx context.Context) error
 }
 
+// MarkEnv is the environment variable that carries a candidate's Started.Mark.
+const MarkEnv = "LIFEBOAT_CANDIDATE"
+
 // Started is a replica process as Spec.Starting is told it, before its command runs.
 //
 // A launcher that starts no process here (kubernetes) tells it Namespace and Run instead, before
@@ -58,6 +61,10 @@ type Started struct {
 	PGID    int    // its process group (its leader's pid)
 	Start   string // the leader's start time (/proc/PID/stat field 22)
 	BaseURL string // where it will serve
+	// Mark is a random token the process and its children carry in their environment as
+	// LIFEBOAT_CANDIDATE=<Mark>: what proves, from /proc/PID/environ, that a process group is
+	// this candidate — a session id cannot, in a PID namespace (it reads 0 there).
+	Mark string
 
 	Namespace string // the namespace its objects go to (kubernetes)
 	Run       string // the boot's run label on every object it applies (kubernetes)

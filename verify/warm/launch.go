@@ -2,6 +2,8 @@ package warm
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -145,6 +147,14 @@ func (l *ExecLauncher) Launch(ctx context.Context, s launch.Spec) (launch.Instan
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(append(BaseEnv(os.Environ(), s.PassEnv), l.Env...), s.Env...)
+	mark := ""
+	if s.Starting != nil {
+		if mark, err = newMark(); err != nil {
+			logf.Close()
+			return nil, fmt.Errorf("exec launcher: %w", err)
+		}
+		cmd.Env = append(cmd.Env, launch.MarkEnv+"="+mark) // last: nothing configured overrides it
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if gateR != nil {
@@ -157,7 +167,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, s launch.Spec) (launch.Instan
 	if gateW != nil {
 		_ = gateR.Close()
 		pid := cmd.Process.Pid
-		err := s.Starting(launch.Started{PGID: pid, Start: ProcStart(pid), BaseURL: baseURL})
+		err := s.Starting(launch.Started{PGID: pid, Start: ProcStart(pid), BaseURL: baseURL, Mark: mark})
 		if err == nil {
 			_, err = gateW.Write([]byte("run\n"))
 		}
@@ -487,4 +497,13 @@ func NormalizeBaseURL(raw string) (string, error) {
 	p = strings.TrimSuffix(p, "/v1")
 	u.Path = strings.TrimRight(p, "/")
 	return u.String(), nil
+}
+
+// newMark is a candidate's random mark (launch.Started.Mark): 32 hex digits.
+func newMark() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("candidate mark: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }

@@ -128,8 +128,8 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			if dryRun {
 				return a.drillDryRun(ctx, r)
 			}
-			if err := a.checkApprovals(r.Drill, approveAll); err != nil {
-				return err
+			if err := drills.CheckApprovals(r.Drill, approveAll, a.canAsk()); err != nil {
+				return usageErr("%v", err) // nothing ran, nothing is recorded
 			}
 			r.Approve, r.ApproveVia = a.approver(approveAll, r)
 			r.FromCurrent = fromCurrent
@@ -230,44 +230,21 @@ func (a *app) drillRunner(ctx context.Context, file string) (*drills.Runner, err
 	return r, nil
 }
 
-// checkApprovals refuses, before anything runs, a drill with approval steps when there is no
-// terminal to ask and no --approve-all (a usage error: nothing ran, nothing is recorded).
-func (a *app) checkApprovals(d *drills.Drill, all bool) error {
-	if all {
-		return nil
-	}
-	var need []string
-	for _, s := range d.Order() {
-		if slices.Contains(d.Approve, s) && s != drills.StepTeardown {
-			need = append(need, s)
-		}
-	}
-	if len(need) == 0 {
-		return nil
-	}
-	if f, ok := a.stdin.(*os.File); ok && isTTY(f.Fd()) {
-		return nil
-	}
-	return usageErr("%s: step(s) %s need approval (approve:) and there is no terminal to ask: run on a terminal, or with --approve-all", d.File, strings.Join(need, ", "))
+// canAsk says whether a person can be asked: standard input is a terminal.
+func (a *app) canAsk() bool {
+	f, ok := a.stdin.(*os.File)
+	return ok && isTTY(f.Fd())
 }
 
-// approver asks on the terminal, or approves everything with --approve-all. Without a terminal
-// and without --approve-all an approval step is refused (and the drill fails, saying so). The
-// second result says how approvals are given (the report's evidence records it with each). The
+// approver is drills.Approvals with the terminal as the one to ask (when there is one). The
 // question names the drill, the region it loses and the fleet, as the failover prompts do, so
 // that a drill on prod is not approved for one on staging.
 func (a *app) approver(all bool, r *drills.Runner) (func(context.Context, string) (bool, error), string) {
-	if all {
-		return func(context.Context, string) (bool, error) { return true, nil }, drills.ApproveViaAll
-	}
-	f, ok := a.stdin.(*os.File)
-	if !ok || !isTTY(f.Fd()) {
-		return func(_ context.Context, step string) (bool, error) {
-			return false, fmt.Errorf("step %s needs approval and there is no terminal to ask: run with --approve-all", step)
-		}, drills.ApproveViaNone
+	if !a.canAsk() {
+		return drills.Approvals(all, nil)
 	}
 	rd := bufio.NewReader(a.stdin)
-	return func(_ context.Context, step string) (bool, error) {
+	return drills.Approvals(all, func(_ context.Context, step string) (bool, error) {
 		fmt.Fprintf(a.stderr, "approve step %s of drill %s (losing %s) on %s? [y/N] ", step, r.Drill.Name, r.Drill.Lose, fleetLine(r.Fleet))
 		line, err := rd.ReadString('\n')
 		if err != nil && err != io.EOF {
@@ -275,7 +252,7 @@ func (a *app) approver(all bool, r *drills.Runner) (func(context.Context, string
 		}
 		ans := strings.ToLower(strings.TrimSpace(line))
 		return ans == "y" || ans == "yes", nil
-	}, drills.ApproveViaTerminal
+	})
 }
 
 // drillDryRun prints what the drill would do and the evacuation plan from the router's current

@@ -22,7 +22,9 @@ import (
 func TestFinishOrder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	open := func(ctx context.Context, u string) (providers.Store, error) { return providers.Open(ctx, u, providers.Options{}) }
+	open := func(ctx context.Context, u string) (providers.Store, error) {
+		return providers.Open(ctx, u, providers.Options{})
+	}
 	r := &Runner{Fleet: &fleet.Fleet{File: "fleet.yaml", State: "file://" + filepath.Join(dir, "state")}, Open: open}
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

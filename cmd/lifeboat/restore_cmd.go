@@ -71,10 +71,13 @@ ConfigMap between the boot's checks and the pod's restore is not used (docs/secu
 			if o.Jobs < 0 {
 				return usageErr("-j %d: must be at least 1", o.Jobs)
 			}
-			m, err := a.readPinnedManifest(cmd.Context(), manifestFile, pin, ts)
+			m, checked, err := a.readPinnedManifest(cmd.Context(), manifestFile, pin, ts)
 			if err != nil {
 				return err
 			}
+			// The library's gate, told the check made above on the very bytes parsed: a
+			// policy with no check recorded would be enforced by Restore itself.
+			o.Trust = &replicate.Trust{Policy: ts, ManifestRef: manifestFile, Open: a.signedOpener(manifest.MaxManifestBytes), Checked: checked}
 			bar := a.newProgress("restoring")
 			o.Progress, o.Total, o.Log = bar.Add, bar.SetTotal, a.log
 			rep, err := a.restore(cmd.Context(), m, from, to, o)
@@ -98,35 +101,42 @@ ConfigMap between the boot's checks and the pod's restore is not used (docs/secu
 	return c
 }
 
-// readPinnedManifest is readTrustedManifest, and with pin (sha256:HEX) the bytes read must have
-// that digest: the signature check, the digest check and the parse all see the same bytes.
-func (a *app) readPinnedManifest(ctx context.Context, ref, pin string, ts *trustSpec) (*manifest.Manifest, error) {
-	if pin == "" {
-		return a.readTrustedManifest(ctx, ref, ts, "restore")
-	}
-	want, ok := strings.CutPrefix(pin, "sha256:")
-	if b, err := hex.DecodeString(want); !ok || err != nil || len(b) != sha256.Size || strings.ToLower(want) != want {
-		return nil, usageErr("--manifest-digest %q: want sha256: and 64 lower-case hex digits", pin)
-	}
-	data, err := a.requireTrusted(ctx, ref, ts, "restore")
-	if err != nil {
-		return nil, err
-	}
-	if data == nil {
-		if data, err = a.manifestBytes(ctx, ref); err != nil {
-			return nil, err
+// readPinnedManifest reads the manifest at ref, verified first when ts is set, and with pin
+// (sha256:HEX) the bytes read must have that digest: the signature check, the digest check and
+// the parse all see the same bytes. It returns the check made (nil: none).
+func (a *app) readPinnedManifest(ctx context.Context, ref, pin string, ts *trustSpec) (*manifest.Manifest, *signature.Enforced, error) {
+	var want string
+	if pin != "" {
+		var ok bool
+		want, ok = strings.CutPrefix(pin, "sha256:")
+		if b, err := hex.DecodeString(want); !ok || err != nil || len(b) != sha256.Size || strings.ToLower(want) != want {
+			return nil, nil, usageErr("--manifest-digest %q: want sha256: and 64 lower-case hex digits", pin)
 		}
+	}
+	e, err := a.enforceTrust(ctx, ref, ts, "restore")
+	if err != nil {
+		return nil, nil, err
+	}
+	if pin == "" {
+		m, err := a.parseTrusted(ctx, ref, e)
+		return m, e, err
+	}
+	var data []byte
+	if e != nil {
+		data = e.Data
+	} else if data, err = a.manifestBytes(ctx, ref); err != nil {
+		return nil, nil, err
 	}
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); got != want {
-		return nil, withCode(exitRefused, fmt.Errorf("restore refused: the manifest %s is sha256:%s, not the %s it was pinned to (--manifest-digest): it changed after it was verified; nothing was copied",
+		return nil, nil, withCode(exitRefused, fmt.Errorf("restore refused: the manifest %s is sha256:%s, not the %s it was pinned to (--manifest-digest): it changed after it was verified; nothing was copied",
 			providers.Redact(ref), got, pin))
 	}
 	m, err := manifest.Parse(data, ref)
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, nil, withCode(exitUsage, err)
 	}
-	return m, nil
+	return m, e, nil
 }
 
 // restoreTrust is what restore accepts as the manifest's signer: --fleet's trust: and --key.

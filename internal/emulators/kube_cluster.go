@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	"lifeboat/internal/base/wait"
 )
 
 // Versions of what `make kube` installs and the control plane loads.
@@ -177,8 +179,19 @@ func (k *Kube) createNodes(ctx context.Context) error {
 		fakeNode(KubeTaintedNode, 0, []corev1.Taint{{Key: "lifeboat.test/dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule}}),
 	}
 	for _, n := range nodes {
-		if _, err := k.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("kube: creating node %s: %w", n.Name, err)
+		// A control plane just started on a loaded machine may answer with a transient error
+		// (etcd's connection reset relayed as an internal error): retried for a while.
+		for attempt := 1; ; attempt++ {
+			_, err := k.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				break
+			}
+			if attempt >= 20 || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				return fmt.Errorf("kube: creating node %s (attempt %d): %w", n.Name, attempt, err)
+			}
+			if err := wait.Sleep(ctx, 500*time.Millisecond); err != nil {
+				return fmt.Errorf("kube: creating node %s: %w", n.Name, err)
+			}
 		}
 	}
 	return nil

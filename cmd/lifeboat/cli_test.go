@@ -1,15 +1,10 @@
 package main
 
 import (
-	"os"
 	"testing"
 
 	"lifeboat/internal/clitest"
-	"lifeboat/internal/testbed"
 )
-
-// The CLI tests of issue 8 run the built binary, as a user and a CI job do.
-func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
 
 // cli runs the built binary with args; env entries (KEY=VALUE) are added to the environment.
 func cli(t *testing.T, env []string, args ...string) result {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package main
 
 import (
@@ -49,14 +51,6 @@ func faultDir(t *testing.T) string {
 	return failoverDir(t)
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // stateStore is where a test's fleets keep their lock and journal: the file store, or a bucket
 // on versitygw (the S3 emulator).

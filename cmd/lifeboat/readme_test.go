@@ -1,3 +1,5 @@
+//go:build integration
+
 package main
 
 import (
@@ -14,17 +16,6 @@ import (
 	"unicode"
 )
 
-// repoRoot is the repository's root, from this package's directory.
-const repoRoot = "../.."
-
-func readDoc(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // exampleBlocks returns the ```sh blocks that follow each "<!-- MARKER" comment in doc, in order.
 func exampleBlocks(t *testing.T, doc, marker string) []string {

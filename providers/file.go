@@ -378,13 +378,15 @@ func (s *fileStore) contained(op, key string, err error) error {
 }
 
 // createTemp creates a new temporary file in dir beneath root, named tmpPrefix + this process's
-// id + a random suffix (so a later run can tell a dead process's leftovers from a live one's),
+// id and ProcessTag + a random suffix (so a later run in the same PID namespace can tell a dead
+// process's leftovers from a live one's),
 // mode 0644: a replica is read by other users too (a vLLM container running as its own uid).
 func createTemp(root *os.Root, dir string, mode os.FileMode) (string, *os.File, error) {
+	tag := ProcessTag()
 	for range 100 {
 		var b [6]byte
 		rand.Read(b[:])
-		name := filepath.Join(dir, fmt.Sprintf("%s%d-%x", tmpPrefix, os.Getpid(), b))
+		name := filepath.Join(dir, fmt.Sprintf("%s%d.%s-%x", tmpPrefix, os.Getpid(), tag, b))
 		f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode)
 		if errors.Is(err, fs.ErrExist) {
 			continue

@@ -2,6 +2,8 @@ package providers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -31,8 +33,9 @@ type Swept struct {
 	Left    int   `json:"left"`  // debris that may belong to a run still going
 }
 
-// Sweep removes the file store's stale temporary files: .lifeboat-tmp-<pid>-… files whose process
-// no longer runs on this host, or that were last written before before. Linked directories are
+// Sweep removes the file store's stale temporary files: .lifeboat-tmp-<pid>.<tag>-… files whose
+// process no longer runs in this host's PID namespace (tag: ProcessTag), or that were last
+// written before before. Linked directories are
 // not entered, and removals go through the store's os.Root.
 func (s *fileStore) Sweep(ctx context.Context, before time.Time) (Swept, error) {
 	var sw Swept
@@ -75,18 +78,31 @@ func (s *fileStore) Sweep(ctx context.Context, before time.Time) (Swept, error) 
 }
 
 // tmpOwnerAlive reports whether the process named in a temporary file's name may still be
-// writing it: it is this process, or a process with that id exists. Names it cannot parse
-// (older versions used a random number) count as alive: only their age can condemn them.
+// writing it: it is this process, a process with that id exists, or the file was made in
+// another PID namespace or on another host sharing the directory (its pid means nothing here).
+// Names it cannot parse (older versions wrote no tag) count as alive: only their age can
+// condemn them.
 func tmpOwnerAlive(name string) bool {
-	pidStr, _, ok := strings.Cut(strings.TrimPrefix(name, tmpPrefix), "-")
+	owner, _, ok := strings.Cut(strings.TrimPrefix(name, tmpPrefix), "-")
+	pidStr, tag, tagged := strings.Cut(owner, ".")
 	pid, err := strconv.Atoi(pidStr)
-	if !ok || err != nil || pid <= 0 {
+	if !ok || !tagged || err != nil || pid <= 0 || tag != ProcessTag() {
 		return true
 	}
 	if pid == os.Getpid() {
 		return true
 	}
 	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// ProcessTag names where this process's pids mean something: this host's boot and PID
+// namespace (8 hex digits of their digest). Two containers sharing a volume have different tags.
+func ProcessTag() string {
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(strings.TrimSpace(string(boot)) + "\x00" + ns + "\x00" + host))
+	return hex.EncodeToString(sum[:4])
 }
 
 // AsSweeper returns the Sweeper of s or of a store it wraps (wrappers expose Unwrap() Store).

@@ -64,6 +64,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/http"
@@ -110,7 +111,8 @@ type Kube struct {
 	client *kubernetes.Clientset
 	procs  []*Process // in start order; stopped in reverse
 
-	etcdData string // etcd's data directory (on tmpfs when there is one), removed by Stop
+	etcdData string   // holds etcd's data directory (on tmpfs when there is one), removed by Stop
+	etcdLock *os.File // the owner lock of etcdData, held while this process lives (see etcdOwnerLock)
 
 	mapperOnce sync.Once
 	restMapper *restmapper.DeferredDiscoveryRESTMapper
@@ -195,6 +197,9 @@ func (k *Kube) Stop() {
 	k.procs = nil
 	if k.etcdData != "" {
 		_ = os.RemoveAll(k.etcdData)
+	}
+	if k.etcdLock != nil {
+		k.etcdLock.Close()
 	}
 }
 
@@ -327,10 +332,15 @@ func (k *Kube) startEtcd() (string, error) {
 		dataParent = "/dev/shm"
 	}
 	removeStaleEtcdData(dataParent)
-	data, err := os.MkdirTemp(dataParent, "lifeboat-etcd-"+strconv.Itoa(os.Getpid())+"-")
+	owned, err := os.MkdirTemp(dataParent, "lifeboat-etcd-")
 	if err != nil {
 		return "", fmt.Errorf("etcd: %w", err)
 	}
+	if k.etcdLock, err = lockEtcdData(owned); err != nil {
+		_ = os.RemoveAll(owned)
+		return "", fmt.Errorf("etcd: lock %s: %w", owned, err)
+	}
+	data := filepath.Join(owned, "data") // removed between start attempts; the lock stays
 	var url string
 	p, err := startWithRetry(context.Background(), func() (*Process, error) {
 		_ = os.RemoveAll(data)
@@ -362,27 +372,51 @@ func (k *Kube) startEtcd() (string, error) {
 		return p, nil
 	})
 	if err != nil {
-		_ = os.RemoveAll(data)
+		_ = os.RemoveAll(owned)
 		return "", err
 	}
 	k.procs = append(k.procs, p)
-	k.etcdData = data
+	k.etcdData = owned
 	return url, nil
+}
+
+// etcdOwnerLock is the file in an etcd data directory its test binary holds an flock on for as
+// long as it lives: a lock is released by the kernel when its holder exits (kill -9 too), and
+// unlike a pid it means the same in every PID namespace sharing /dev/shm.
+const etcdOwnerLock = "owner.lock"
+
+// lockEtcdData takes the owner lock of dir and returns its file: the lock holds while the file
+// is open, and the kernel releases it when the process exits (kill -9 too).
+func lockEtcdData(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, etcdOwnerLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // removeStaleEtcdData removes the etcd data directories of test binaries that died without
 // StopShared (a TestMain without emulators.Main, a kill -9): on tmpfs they would hold memory.
+// A directory is stale when its owner lock can be taken; one without a lock file is left alone
+// unless it is an hour old (its owner may be between creating it and locking it).
 func removeStaleEtcdData(parent string) {
-	dirs, _ := filepath.Glob(filepath.Join(parent, "lifeboat-etcd-*-*"))
+	dirs, _ := filepath.Glob(filepath.Join(parent, "lifeboat-etcd-*"))
 	for _, d := range dirs {
-		pidStr, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), "lifeboat-etcd-"), "-")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid <= 0 {
+		f, err := os.OpenFile(filepath.Join(d, etcdOwnerLock), os.O_RDWR, 0)
+		if err != nil {
+			if st, serr := os.Stat(d); errors.Is(err, fs.ErrNotExist) && serr == nil && time.Since(st.ModTime()) > time.Hour {
+				_ = os.RemoveAll(d)
+			}
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 			_ = os.RemoveAll(d)
 		}
+		f.Close()
 	}
 }
 

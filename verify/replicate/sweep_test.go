@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"lifeboat/internal/testbed"
+	"lifeboat/providers"
 	"lifeboat/verify/replicate"
 )
 
@@ -22,9 +24,26 @@ func TestRestoreSweepsStaleTempFiles(t *testing.T) {
 	f := testbed.Sample(t, "small")
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "model"), 0o755)
-	stale := filepath.Join(dir, "model", ".lifeboat-tmp-999999999-deadbeef") // no such pid
+	stale := filepath.Join(dir, "model", ".lifeboat-tmp-999999999."+providers.ProcessTag()+"-deadbeef") // no such pid here
 	if err := os.WriteFile(stale, make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// The same pid written in another PID namespace or host sharing the directory (another tag),
+	// or by an older version (no tag): its pid means nothing here, so a young file stays.
+	foreign := filepath.Join(dir, "model", ".lifeboat-tmp-999999999.0badf00d-deadbeef")
+	untagged := filepath.Join(dir, "model", ".lifeboat-tmp-999999999-deadbeef")
+	for _, p := range []string{foreign, untagged} {
+		if err := os.WriteFile(p, []byte("another writer's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Written during the run (after it started), so that age condemns none of them: only
+	// whether its owner is provably gone does.
+	later := time.Now().Add(time.Hour)
+	for _, p := range []string{stale, foreign, untagged} {
+		if err := os.Chtimes(p, later, later); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rep, err := replicate.Restore(context.Background(), f.M, replFixtureStore(t, f), dir, replOptions())
 	if err != nil || rep.Status != replicate.OK {
@@ -33,8 +52,13 @@ func TestRestoreSweepsStaleTempFiles(t *testing.T) {
 	if _, err := os.Stat(stale); err == nil {
 		t.Errorf("the stale temporary file of a dead process is still there")
 	}
-	if rep.Swept == nil || rep.Swept.Removed != 1 || rep.Swept.Bytes != 1<<20 {
-		t.Errorf("swept = %+v, want 1 file of 1 MiB", rep.Swept)
+	if rep.Swept == nil || rep.Swept.Removed != 1 || rep.Swept.Bytes != 1<<20 || rep.Swept.Left != 2 {
+		t.Errorf("swept = %+v, want 1 file of 1 MiB removed and 2 left", rep.Swept)
+	}
+	for _, p := range []string{foreign, untagged} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("a young temporary file whose owner cannot be judged here was removed: %v", err)
+		}
 	}
 }
 

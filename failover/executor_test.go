@@ -624,9 +624,11 @@ func TestOverrideJournaledAndExpiry(t *testing.T) {
 func TestLockRenewedDuringRun(t *testing.T) {
 	r := newRig(t, "", nil)
 	ctx := testbed.Ctx(t)
-	r.fleet.Failover.StepInterval = 150 * time.Millisecond
+	r.fleet.Failover.StepInterval = time.Second
 	e := r.executor()
-	e.LockTTL = 240 * time.Millisecond // renewed every 80 ms; the run takes ≥ 300 ms
+	// renewed every 500 ms; the run takes ≥ 2 s. Wide margins: under -race beside the whole
+	// suite (load 18 on 2 cores), a 240 ms lease once ran out between two renewals.
+	e.LockTTL = 1500 * time.Millisecond
 	var expiries []time.Time
 	e.OnRecord = func(rec Record) {
 		if lk, ok, _ := (&Locker{Store: r.store}).Read(ctx); ok && !lk.Released {

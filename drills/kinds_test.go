@@ -22,9 +22,8 @@ import (
 	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
-	"lifeboat/verify/warm"
 	_ "lifeboat/verify/warm/endpoint"
-	_ "lifeboat/verify/warm/execlauncher"
+	"lifeboat/verify/warm/execlauncher"
 )
 
 // simConfig is a launcher kind registered by this test, as a kind in its own package is: it
@@ -49,7 +48,7 @@ func (c *simConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 }
 
 func (c *simConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
-	return &warm.ExecLauncher{Command: c.Binary + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}"}, nil
+	return &execlauncher.Launcher{Command: c.Binary + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}"}, nil
 }
 
 // TestDrillBootsThroughRegisteredLauncher: a drill boots its candidates through the fleet's own

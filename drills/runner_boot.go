@@ -81,11 +81,11 @@ func (x *run) boot() (string, error) {
 	x.recMu.Lock()
 	for _, region := range slices.Sorted(mapsKeys(x.insts)) {
 		c := CandidateRecord{Region: region, URL: x.insts[region].BaseURL()}
-		if pg, ok := x.insts[region].(warm.ProcessGroup); ok {
+		if pg, ok := x.insts[region].(launch.ProcessGroup); ok {
 			c.PGID = pg.PGID()
 		}
 		if !slices.ContainsFunc(x.drec.Candidates, func(r CandidateRecord) bool { return r.Region == region && (c.PGID == 0 || r.PGID == c.PGID) }) {
-			c.Start = warm.ProcStart(c.PGID)
+			c.Start = launch.ProcStart(c.PGID)
 			x.drec.Candidates = append(x.drec.Candidates, c)
 		}
 	}

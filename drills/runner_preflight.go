@@ -87,7 +87,7 @@ func (x *run) ownTokens() []int64 {
 }
 
 // ownCandidate records a candidate's process group before its command runs
-// (warm.Spec.Starting): a clean-up after the drill died stops it.
+// (launch.Spec.Starting): a clean-up after the drill died stops it.
 func (x *run) ownCandidate(region string, st launch.Started) error {
 	x.recMu.Lock()
 	defer x.recMu.Unlock()

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"lifeboat/failover"
+	"lifeboat/fleet/launch"
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/wait"
 	"lifeboat/providers"
-	"lifeboat/verify/warm"
 )
 
 // failback gives the lost region its traffic back: a restore, waiting for its dwell.
@@ -98,7 +98,7 @@ func (x *run) teardown() (string, error) {
 			errs = append(errs, fmt.Sprintf("stop %s: %v", region, err))
 		}
 		td.Stopped = append(td.Stopped, region)
-		if pg, ok := inst.(warm.ProcessGroup); ok && pg.PGID() > 0 && groupAlive(pg.PGID()) {
+		if pg, ok := inst.(launch.ProcessGroup); ok && pg.PGID() > 0 && groupAlive(pg.PGID()) {
 			td.Left = append(td.Left, fmt.Sprintf("process group %d of %s", pg.PGID(), region))
 		}
 	}

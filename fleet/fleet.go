@@ -121,7 +121,7 @@ type Launcher struct {
 	Kind string            `json:"kind"`
 	Env  map[string]string `json:"env,omitempty"`
 	// PassEnv names variables of Lifeboat's own environment the candidate gets as they are
-	// (pass_env:); beyond them and warm.BaseEnvNames it gets none (its secrets stay home).
+	// (pass_env:); beyond them and execlauncher.BaseEnvNames it gets none (its secrets stay home).
 	PassEnv []string `json:"pass_env,omitempty"`
 	// Config is the kind's configuration (*execlauncher.Config, *endpoint.Config, or another registered kind's).
 	Config LauncherConfig `json:"config,omitempty"`

@@ -97,7 +97,7 @@ router: {driver: haproxy, socket: /s, backends: {g: be_g}, frontends: {g: "http:
 		t.Fatalf("launcher %+v frontends %v", f.Regions["a"].Launcher, f.Router.Frontends)
 	}
 	o, err := warm.FleetBootOptions(f, "a", fleet.LaunchOptions{})
-	if el, ok := o.Launcher.(*warm.ExecLauncher); err != nil || !ok || el.Port != 18101 {
+	if el, ok := o.Launcher.(*execlauncher.Launcher); err != nil || !ok || el.Port != 18101 {
 		t.Fatalf("boot options: %v %+v", err, o.Launcher)
 	}
 }

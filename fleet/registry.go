@@ -71,7 +71,7 @@ type LauncherConfig interface {
 	Keys(d *Decoder) yamlnode.Fields
 	// Check cross-checks the configuration with the whole fleet once every field decoded.
 	Check(d *Decoder, f *Fleet, r *Region)
-	// Launcher builds the warm.Launcher that boots a candidate of region r.
+	// Launcher builds the launch.Launcher that boots a candidate of region r.
 	Launcher(f *Fleet, r *Region, o LaunchOptions) (launch.Launcher, error)
 }
 
@@ -113,7 +113,7 @@ type InPlaceLauncher interface {
 	RestoresModelInPlace() bool
 }
 
-// LeftoverCleaner is a warm.Launcher that finds and removes what its earlier boots left behind
+// LeftoverCleaner is a launch.Launcher that finds and removes what its earlier boots left behind
 // when their process died (kill -9, a lost host), by its own labels, never touching anything it
 // did not create. It returns what it removed. `lifeboat drill cleanup` calls it for every region
 // whose launcher has it.
@@ -121,7 +121,7 @@ type LeftoverCleaner interface {
 	CleanupLeftovers(ctx context.Context) ([]string, error)
 }
 
-// BootChecker is a warm.Launcher whose boots are recorded by namespace and run label
+// BootChecker is a launch.Launcher whose boots are recorded by namespace and run label
 // (warm.Started.Run) rather than by process group: BootLeft lists what of one boot is still
 // there, so that a clean-up says "nothing left" only when that is so.
 type BootChecker interface {

@@ -19,6 +19,7 @@ import (
 	"lifeboat/fleet/router"
 	"lifeboat/internal/base/yamlnode"
 	"lifeboat/verify/warm"
+	"lifeboat/verify/warm/execlauncher"
 )
 
 // A driver kind and a launcher kind registered from outside package fleet, as a driver or
@@ -87,7 +88,7 @@ func (c *shellConfig) Check(d *fleet.Decoder, f *fleet.Fleet, r *fleet.Region) {
 }
 
 func (c *shellConfig) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions) (launch.Launcher, error) {
-	return &warm.ExecLauncher{Command: "/bin/sh -c '" + strings.ReplaceAll(c.Script, "'", `'\''`) + "'"}, nil
+	return &execlauncher.Launcher{Command: "/bin/sh -c '" + strings.ReplaceAll(c.Script, "'", `'\''`) + "'"}, nil
 }
 
 func TestRegisteredKindsEndToEnd(t *testing.T) {

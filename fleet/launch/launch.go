@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"strings"
 
 	"lifeboat/manifest"
 )
@@ -12,7 +13,7 @@ type Spec struct {
 	EngineConfig string   // the engine config YAML (vllm serve --config)
 	Env          []string // KEY=VALUE pairs added to the launched process's environment
 	// PassEnv names variables of Lifeboat's own environment passed to the replica as they are
-	// (the fleet's launcher pass_env); nothing else of it is, beyond warm.BaseEnvNames.
+	// (the fleet's launcher pass_env); nothing else of it is, beyond execlauncher.BaseEnvNames.
 	PassEnv []string
 	// Starting, when set, is told the replica's process group once the process exists and
 	// before its command runs: the process waits for it, and an error (or this process dying)
@@ -48,6 +49,26 @@ type Instance interface {
 	// Stop tears the replica down (no-op for endpoint). It is idempotent and waits until the
 	// process group is gone or ctx is done.
 	Stop(ctx context.Context) error
+}
+
+// ProcessGroup is an Instance that runs as a process group on this host (exec): a drill
+// records the group, so that a clean-up after the drill's process died finds and stops it.
+type ProcessGroup interface {
+	Instance
+	PGID() int
+}
+
+// LastLines is the last n lines of s, a trailing newline aside: what LogTail(n) returns of a log.
+func LastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	if n <= 0 || s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // MarkEnv is the environment variable that carries a candidate's Started.Mark.

@@ -176,7 +176,7 @@ func (p *prober) exitCheck() {
 		status = err.Error()
 	}
 	p.res.LogTail = p.o.Instance.LogTail(p.o.LogLines)
-	last := lastLines(p.res.LogTail, 1)
+	last := launch.LastLines(p.res.LogTail, 1)
 	p.check("process", false, Exited, "replica process exited (%s): %s", status, last)
 }
 

@@ -92,7 +92,7 @@ type Config struct {
 	Log   *slog.Logger
 }
 
-// Launcher is the Kubernetes launcher (warm.Launcher).
+// Launcher is the Kubernetes launcher (launch.Launcher).
 type Launcher struct {
 	cfg  Config
 	rc   *rest.Config

@@ -136,7 +136,7 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (launch.Instance, 
 		}
 	}
 	in := &instance{l: l, ns: ns, run: run, refs: refs, exited: make(chan struct{}), stop: make(chan struct{})}
-	host, boot := warm.ThisHost()
+	host, boot := launch.ThisHost()
 	owner := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{
@@ -149,7 +149,7 @@ func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (launch.Instance, 
 			"host":        host,
 			"boot_id":     boot,
 			"pid":         strconv.Itoa(os.Getpid()),
-			"pid_start":   warm.ProcStart(os.Getpid()),
+			"pid_start":   launch.ProcStart(os.Getpid()),
 			"heartbeat_s": strconv.FormatFloat(l.cfg.Heartbeat.Seconds(), 'f', -1, 64),
 			"objects":     encodeRefs(refs),
 			"digest":      digest,

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/lockowner"
 	"lifeboat/internal/base/wait"
-	"lifeboat/verify/warm"
 )
 
 // remove deletes one boot's objects (those recorded, then anything else carrying its run label
@@ -193,7 +193,7 @@ func (l *Launcher) CleanupLeftovers(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list lifeboat boots (%s) in namespace %s: %w", sel, ns, err)
 	}
-	host, boot := warm.ThisHost()
+	host, boot := launch.ThisHost()
 	live := map[string]bool{}
 	var out, problems []string
 	for _, cm := range list.Items {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"lifeboat/verify/warm"
+	"lifeboat/fleet/launch"
 )
 
 // A boot's recorded process is gone only when proven (issue 28 §2's rule, shared with failover):
@@ -22,7 +22,7 @@ func TestBootProcessGoneOnlyWhenProven(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
 	pid := sleep.Process.Pid
-	start, err := strconv.ParseUint(warm.ProcStart(pid), 10, 64)
+	start, err := strconv.ParseUint(launch.ProcStart(pid), 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

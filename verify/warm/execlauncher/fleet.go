@@ -9,7 +9,6 @@ import (
 	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
-	"lifeboat/verify/warm"
 )
 
 // Register the kind; cmd/lifeboat/kinds.go links it in.
@@ -22,7 +21,7 @@ var _ fleet.CommandLauncher = (*Config)(nil)
 
 // Config is the exec launcher's: launcher: {kind: exec, command: "vllm serve …", port: 8001}.
 type Config struct {
-	// Command is the command line (see warm.ExecLauncher), with {{.ModelDir}}, {{.EngineConfig}},
+	// Command is the command line (see Launcher), with {{.ModelDir}}, {{.EngineConfig}},
 	// {{.Host}} and {{.Port}} (e.g. "vllm serve {{.ModelDir}} --config {{.EngineConfig}} --port {{.Port}}").
 	Command string `json:"command"`
 	// Port is the port the replica listens on ({{.Port}}): the one the router's server for this
@@ -47,7 +46,7 @@ func (c *Config) Keys(d *fleet.Decoder) yamlnode.Fields {
 }
 
 func checkCommand(cmdline string) error {
-	_, err := (&warm.ExecLauncher{Command: cmdline}).CommandArgs(warm.ExecVars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 8000})
+	_, err := (&Launcher{Command: cmdline}).CommandArgs(Vars{ModelDir: "/m", EngineConfig: "/e", Host: "127.0.0.1", Port: 8000})
 	return err
 }
 
@@ -81,5 +80,5 @@ func (c *Config) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions
 	if err := checkCommand(cmdline); err != nil {
 		return nil, fmt.Errorf("%s: regions.%s.launcher.command: %w", f.File, r.Name, err)
 	}
-	return &warm.ExecLauncher{Command: cmdline, Port: c.Port}, nil
+	return &Launcher{Command: cmdline, Port: c.Port}, nil
 }

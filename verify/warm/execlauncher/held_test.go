@@ -1,4 +1,4 @@
-package warm
+package execlauncher
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestLauncherCommandRunsNoShell(t *testing.T) {
 	mark := func(n string) string { return filepath.Join(dir, n) }
 	cmd := `/bin/echo "a; touch ` + mark("semi") + `" $(touch ` + mark("subst") + `) ` + "`touch " + mark("tick") + "`" +
 		` '|' touch ` + mark("pipe") + ` '&&' touch ` + mark("and") + ` '>' ` + mark("redir")
-	l := &ExecLauncher{Command: cmd, Grace: time.Second}
+	l := &Launcher{Command: cmd, Grace: time.Second}
 	logPath := filepath.Join(dir, "replica.log")
 	inst, err := l.Launch(context.Background(), launch.Spec{LogPath: logPath})
 	if err != nil {

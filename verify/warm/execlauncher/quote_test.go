@@ -1,4 +1,4 @@
-package warm
+package execlauncher
 
 import (
 	"testing"

@@ -6,7 +6,6 @@ import (
 	"lifeboat/fleet"
 	"lifeboat/fleet/launch"
 	"lifeboat/internal/base/yamlnode"
-	"lifeboat/verify/warm"
 )
 
 // Register the kind; cmd/lifeboat/kinds.go links it in.
@@ -40,5 +39,5 @@ func (c *Config) Launcher(f *fleet.Fleet, r *fleet.Region, o fleet.LaunchOptions
 	if u == "" {
 		u = r.Endpoint
 	}
-	return &warm.EndpointLauncher{URL: u}, nil
+	return &Launcher{URL: u}, nil
 }

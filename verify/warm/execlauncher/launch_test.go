@@ -1,6 +1,6 @@
 //go:build integration
 
-package warm
+package execlauncher
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"lifeboat/fleet/launch"
 	"lifeboat/internal/sample"
 	"lifeboat/internal/testbed"
+	"lifeboat/verify/warm"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
@@ -53,47 +54,47 @@ func TestExecLauncherEngineSim(t *testing.T) {
 		opts    sample.Options
 		simArgs string
 		breakIt func(t *testing.T, l *sample.Layout)
-		probe   func(o *ProbeOptions)
-		want    Verdict
+		probe   func(o *warm.ProbeOptions)
+		want    warm.Verdict
 		detail  string // in the reason (or the log tail for EXITED)
 	}{
-		{name: "warm", want: Warm},
-		{name: "warm AWQ without LoRA", opts: sample.Options{Quant: "awq", NoLoRA: true}, want: Warm},
+		{name: "warm", want: warm.Warm},
+		{name: "warm AWQ without LoRA", opts: sample.Options{Quant: "awq", NoLoRA: true}, want: warm.Warm},
 		{name: "no tokenizer", breakIt: func(t *testing.T, l *sample.Layout) {
 			os.Remove(l.Path("model/tokenizer.json"))
-		}, want: Exited, detail: "Can't load tokenizer"},
+		}, want: warm.Exited, detail: "Can't load tokenizer"},
 		{name: "truncated shard", breakIt: func(t *testing.T, l *sample.Layout) {
 			p := filepath.Join(l.ModelDir, l.Shards[1])
 			st, _ := os.Stat(p)
 			if err := os.Truncate(p, st.Size()-100); err != nil {
 				t.Fatal(err)
 			}
-		}, want: Exited, detail: "Error while deserializing header"},
+		}, want: warm.Exited, detail: "Error while deserializing header"},
 		{name: "missing LoRA adapter", breakIt: func(t *testing.T, l *sample.Layout) {
 			os.RemoveAll(l.Path("model/loras/" + sample.LoRAName))
-		}, want: Exited, detail: "Loading lora sql-lora failed"},
+		}, want: warm.Exited, detail: "Loading lora sql-lora failed"},
 		{name: "quantization mismatch", opts: sample.Options{Quant: "awq", NoLoRA: true}, breakIt: func(t *testing.T, l *sample.Layout) {
 			editFile(t, l.EngineFile, func(s string) string { return strings.Replace(s, "quantization: awq", "quantization: gptq", 1) })
-		}, want: Exited, detail: "does not match"},
+		}, want: warm.Exited, detail: "does not match"},
 		{name: "max-model-len over limit", breakIt: func(t *testing.T, l *sample.Layout) {
 			editFile(t, l.EngineFile, func(s string) string { return strings.Replace(s, "max-model-len: 8192", "max-model-len: 200000", 1) })
-		}, want: Exited, detail: "greater than the derived max_model_len"},
+		}, want: warm.Exited, detail: "greater than the derived max_model_len"},
 		{name: "missing chat template", breakIt: func(t *testing.T, l *sample.Layout) {
 			if err := l.MutateJSON("model/tokenizer_config.json", func(d map[string]any) error { delete(d, "chat_template"); return nil }); err != nil {
 				t.Fatal(err)
 			}
-		}, want: ChatFailed, detail: "HTTP 400"},
+		}, want: warm.ChatFailed, detail: "HTTP 400"},
 		{name: "missing chat template, completions only", breakIt: func(t *testing.T, l *sample.Layout) {
 			if err := l.MutateJSON("model/tokenizer_config.json", func(d map[string]any) error { delete(d, "chat_template"); return nil }); err != nil {
 				t.Fatal(err)
 			}
-		}, probe: func(o *ProbeOptions) { o.CompletionsOnly = true }, want: Warm},
-		{name: "slow load", simArgs: "--sim-load-delay 2s", want: Warm},
-		{name: "saturated", simArgs: "--sim-saturate --sim-saturate-wait 300ms", want: Saturated, detail: "num_requests_waiting"},
-		{name: "saturated (slow too)", simArgs: "--sim-saturate", probe: func(o *ProbeOptions) { o.TTFTBudget = time.Second }, want: Saturated},
-		{name: "engine dies", simArgs: "--sim-engine-dead-after 1", want: EngineDead, detail: "EngineCore"},
-		{name: "crashes", simArgs: "--sim-crash-after 1", want: Exited, detail: "simulated crash"},
-		{name: "slow TTFT", simArgs: "--sim-prefill-rate 20", probe: func(o *ProbeOptions) { o.TTFTBudget = 100 * time.Millisecond }, want: Slow, detail: "budget 100ms"},
+		}, probe: func(o *warm.ProbeOptions) { o.CompletionsOnly = true }, want: warm.Warm},
+		{name: "slow load", simArgs: "--sim-load-delay 2s", want: warm.Warm},
+		{name: "saturated", simArgs: "--sim-saturate --sim-saturate-wait 300ms", want: warm.Saturated, detail: "num_requests_waiting"},
+		{name: "saturated (slow too)", simArgs: "--sim-saturate", probe: func(o *warm.ProbeOptions) { o.TTFTBudget = time.Second }, want: warm.Saturated},
+		{name: "engine dies", simArgs: "--sim-engine-dead-after 1", want: warm.EngineDead, detail: "EngineCore"},
+		{name: "crashes", simArgs: "--sim-crash-after 1", want: warm.Exited, detail: "simulated crash"},
+		{name: "slow TTFT", simArgs: "--sim-prefill-rate 20", probe: func(o *warm.ProbeOptions) { o.TTFTBudget = 100 * time.Millisecond }, want: warm.Slow, detail: "budget 100ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -104,20 +105,20 @@ func TestExecLauncherEngineSim(t *testing.T) {
 			if tc.breakIt != nil {
 				tc.breakIt(t, l)
 			}
-			la := &ExecLauncher{Command: bin + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}} " + tc.simArgs, Grace: 5 * time.Second}
+			la := &Launcher{Command: bin + " engine-sim {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}} " + tc.simArgs, Grace: 5 * time.Second}
 			inst, err := la.Launch(context.Background(), launch.Spec{ModelDir: l.ModelDir, EngineConfig: l.EngineFile, LogPath: filepath.Join(t.TempDir(), "logs", "replica.log")})
 			if err != nil {
 				t.Fatal(err)
 			}
 			pgid := inst.(*execInstance).PGID()
-			o := ProbeOptions{Models: []string{sample.DefaultServedName}, Timeout: 60 * time.Second, RequestTimeout: 30 * time.Second, StallTimeout: 10 * time.Second}
+			o := warm.ProbeOptions{Models: []string{sample.DefaultServedName}, Timeout: 60 * time.Second, RequestTimeout: 30 * time.Second, StallTimeout: 10 * time.Second}
 			if !tc.opts.NoLoRA {
 				o.LoRAs = []string{sample.LoRAName}
 			}
 			if tc.probe != nil {
 				tc.probe(&o)
 			}
-			res := ProbeInstance(context.Background(), inst, o)
+			res := warm.ProbeInstance(context.Background(), inst, o)
 			sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			if err := inst.Stop(sctx); err != nil {
@@ -128,13 +129,13 @@ func TestExecLauncherEngineSim(t *testing.T) {
 			}
 			js, _ := json.MarshalIndent(res, "", "  ")
 			where := res.Reason
-			if tc.want == Exited {
+			if tc.want == warm.Exited {
 				where = res.LogTail
 			}
 			if res.Verdict != tc.want || !strings.Contains(where, tc.detail) {
 				t.Fatalf("verdict %s, want %s with %q\n%s", res.Verdict, tc.want, tc.detail, js)
 			}
-			if tc.want == Warm {
+			if tc.want == warm.Warm {
 				tm := res.Timings
 				if tm.ListenS == nil || tm.HealthyS == nil || tm.TTFTS == nil || tm.TokensPerS == nil || tm.WarmS == nil || *tm.TokensPerS <= 0 {
 					t.Errorf("timings incomplete:\n%s", js)
@@ -152,7 +153,7 @@ func TestExecLauncherEngineSim(t *testing.T) {
 // children included.
 func TestExecLauncherStopsGroupOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	la := &ExecLauncher{Command: `sh -c 'sleep 300 & sleep 300; echo never'`, Grace: 2 * time.Second}
+	la := &Launcher{Command: `sh -c 'sleep 300 & sleep 300; echo never'`, Grace: 2 * time.Second}
 	inst, err := la.Launch(ctx, launch.Spec{})
 	if err != nil {
 		t.Fatal(err)
@@ -180,34 +181,17 @@ func TestExecLauncherStopsGroupOnCancel(t *testing.T) {
 
 // TestExecLauncherEarlyExit: an exit before listening is EXITED with the log tail, fast.
 func TestExecLauncherEarlyExit(t *testing.T) {
-	la := &ExecLauncher{Command: `sh -c 'echo loading {{.ModelDir}}; echo "ValueError: boom" >&2; exit 3'`}
+	la := &Launcher{Command: `sh -c 'echo loading {{.ModelDir}}; echo "ValueError: boom" >&2; exit 3'`}
 	inst, err := la.Launch(context.Background(), launch.Spec{ModelDir: "/m", LogPath: filepath.Join(t.TempDir(), "r.log")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := ProbeInstance(context.Background(), inst, ProbeOptions{Models: []string{"m"}, Timeout: time.Minute})
-	if res.Verdict != Exited || !strings.Contains(res.LogTail, "loading /m\nValueError: boom") || !strings.Contains(res.Reason, "exit status 3") {
+	res := warm.ProbeInstance(context.Background(), inst, warm.ProbeOptions{Models: []string{"m"}, Timeout: time.Minute})
+	if res.Verdict != warm.Exited || !strings.Contains(res.LogTail, "loading /m\nValueError: boom") || !strings.Contains(res.Reason, "exit status 3") {
 		t.Errorf("%+v", res)
 	}
 	if err := inst.Stop(context.Background()); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestEndpointLauncher(t *testing.T) {
-	url := newFake(t, nil)
-	inst, err := (&EndpointLauncher{URL: url + "/v1/"}).Launch(context.Background(), launch.Spec{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if inst.Exited() != nil || inst.Stop(context.Background()) != nil || inst.BaseURL() != url {
-		t.Errorf("endpoint instance %v", inst.BaseURL())
-	}
-	if res := ProbeInstance(context.Background(), inst, fastOpts()); res.Verdict != Warm {
-		t.Errorf("%+v", res)
-	}
-	if _, err := (&EndpointLauncher{URL: "localhost:8000"}).Launch(context.Background(), launch.Spec{}); err == nil {
-		t.Error("bad URL accepted")
 	}
 }
 
@@ -227,7 +211,7 @@ func TestBaseEnv(t *testing.T) {
 func TestLaunchGate(t *testing.T) {
 	dir := t.TempDir()
 	mark := filepath.Join(dir, "ran")
-	l := &ExecLauncher{Command: "touch " + mark}
+	l := &Launcher{Command: "touch " + mark}
 	_, err := l.Launch(context.Background(), launch.Spec{LogPath: filepath.Join(dir, "a.log"), Starting: func(st launch.Started) error {
 		if st.PGID <= 1 || st.Start == "" {
 			t.Errorf("Starting got %+v", st)
@@ -250,5 +234,39 @@ func TestLaunchGate(t *testing.T) {
 	<-inst.Exited()
 	if _, err := os.Stat(mark); err != nil {
 		t.Fatalf("the command did not run after Starting: %v", err)
+	}
+}
+
+// TestReplicaLogNeverWritesThroughALink: a symbolic or hard link planted at the replica's log
+// path once made root overwrite the file it pointed to.
+func TestReplicaLogNeverWritesThroughALink(t *testing.T) {
+	for _, kind := range []string{"symlink", "hardlink"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			victim := filepath.Join(dir, "shadow")
+			os.WriteFile(victim, []byte("root:secret\n"), 0o600)
+			logPath := filepath.Join(dir, "replica.log")
+			if kind == "symlink" {
+				os.Symlink(victim, logPath)
+			} else {
+				os.Link(victim, logPath)
+			}
+			l := &Launcher{Command: "/bin/sh -c 'echo overwritten'", Grace: time.Second}
+			inst, err := l.Launch(context.Background(), launch.Spec{LogPath: logPath})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-inst.Exited()
+			inst.Stop(context.Background())
+			if b, _ := os.ReadFile(victim); string(b) != "root:secret\n" {
+				t.Fatalf("the linked file was written: %q", b)
+			}
+			if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "overwritten") {
+				t.Fatalf("the log is not at %s: %q", logPath, b)
+			}
+			if fi, _ := os.Lstat(logPath); fi.Mode().Perm()&0o077 != 0 {
+				t.Errorf("log mode %v: readable by others (launcher env and arguments end up in it)", fi.Mode())
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package warm
+package execlauncher
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,16 +24,13 @@ import (
 	"lifeboat/providers"
 )
 
-// ---------------------------------------------------------------------------------------------
-// exec
-
-// ExecLauncher runs a command template on this host. The template is split into argv like a
+// Launcher runs a command template on this host. The template is split into argv like a
 // shell would (single quotes, double quotes, backslash escapes; no shell is run, no expansion),
-// then each {{.Field}} of ExecVars in a word is replaced by its value (plain substitution, no
+// then each {{.Field}} of Vars in a word is replaced by its value (plain substitution, no
 // template language), so a model directory with spaces stays one argument. Example:
 //
 //	vllm serve {{.ModelDir}} --config {{.EngineConfig}} --host {{.Host}} --port {{.Port}}
-type ExecLauncher struct {
+type Launcher struct {
 	Command string        // the command template (required)
 	Host    string        // loopback address to bind; default "127.0.0.1"
 	Port    int           // 0 = pick a free port
@@ -42,68 +38,8 @@ type ExecLauncher struct {
 	Grace   time.Duration // SIGTERM → SIGKILL grace on Stop; default 10s
 }
 
-// ExecVars are the fields a command template can use.
-type ExecVars struct {
-	ModelDir, EngineConfig, Host string
-	Port                         int
-}
-
-// CommandArgs renders the command template into argv (exported so a CLI can validate a template
-// up front and show what it would run).
-func (l *ExecLauncher) CommandArgs(v ExecVars) ([]string, error) {
-	words, err := splitWords(l.Command)
-	if err != nil {
-		return nil, fmt.Errorf("exec launcher: command %q: %w", l.Command, err)
-	}
-	if len(words) == 0 {
-		return nil, fmt.Errorf("exec launcher: empty command")
-	}
-	argv := make([]string, 0, len(words))
-	for _, w := range words {
-		a, err := substitute(w, v)
-		if err != nil {
-			return nil, fmt.Errorf("exec launcher: command %q: %w", l.Command, err)
-		}
-		argv = append(argv, a)
-	}
-	return argv, nil
-}
-
-// substitute replaces each {{.Field}} of one word with the field's value: plain substitution,
-// not a template language, so a command line can neither loop nor format (a fleet file is
-// input, and {{range}} or printf in it once hung the parser and took gigabytes).
-func substitute(w string, v ExecVars) (string, error) {
-	var b strings.Builder
-	for {
-		i := strings.Index(w, "{{")
-		if i < 0 {
-			b.WriteString(w)
-			return b.String(), nil
-		}
-		b.WriteString(w[:i])
-		end := strings.Index(w[i+2:], "}}")
-		if end < 0 {
-			return "", errors.New("unterminated {{")
-		}
-		field := strings.TrimSpace(w[i+2 : i+2+end])
-		switch field {
-		case ".ModelDir":
-			b.WriteString(v.ModelDir)
-		case ".EngineConfig":
-			b.WriteString(v.EngineConfig)
-		case ".Host":
-			b.WriteString(v.Host)
-		case ".Port":
-			b.WriteString(strconv.Itoa(v.Port))
-		default:
-			return "", fmt.Errorf("{{%s}}: only plain field substitution is allowed ({{.ModelDir}}, {{.EngineConfig}}, {{.Host}}, {{.Port}})", w[i+2:i+2+end])
-		}
-		w = w[i+2+end+2:]
-	}
-}
-
 // Launch starts the command in its own process group. Cancelling ctx stops it (like Stop).
-func (l *ExecLauncher) Launch(ctx context.Context, s launch.Spec) (launch.Instance, error) {
+func (l *Launcher) Launch(ctx context.Context, s launch.Spec) (launch.Instance, error) {
 	host := l.Host
 	if host == "" {
 		host = "127.0.0.1"
@@ -116,7 +52,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, s launch.Spec) (launch.Instan
 		}
 		port = p
 	}
-	argv, err := l.CommandArgs(ExecVars{ModelDir: s.ModelDir, EngineConfig: s.EngineConfig, Host: host, Port: port})
+	argv, err := l.CommandArgs(Vars{ModelDir: s.ModelDir, EngineConfig: s.EngineConfig, Host: host, Port: port})
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +103,7 @@ func (l *ExecLauncher) Launch(ctx context.Context, s launch.Spec) (launch.Instan
 	if gateW != nil {
 		_ = gateR.Close()
 		pid := cmd.Process.Pid
-		err := s.Starting(launch.Started{PGID: pid, Start: ProcStart(pid), BaseURL: baseURL, Mark: mark})
+		err := s.Starting(launch.Started{PGID: pid, Start: launch.ProcStart(pid), BaseURL: baseURL, Mark: mark})
 		if err == nil {
 			_, err = gateW.Write([]byte("run\n"))
 		}
@@ -251,14 +187,7 @@ type execInstance struct {
 func (e *execInstance) BaseURL() string         { return e.baseURL }
 func (e *execInstance) Exited() <-chan struct{} { return e.exited }
 
-// ProcessGroup is an Instance that runs as a process group on this host (exec): a drill
-// records the group, so that a clean-up after the drill's process died finds and stops it.
-type ProcessGroup interface {
-	launch.Instance
-	PGID() int
-}
-
-var _ ProcessGroup = (*execInstance)(nil)
+var _ launch.ProcessGroup = (*execInstance)(nil)
 
 // PGID is the process group of the replica (its leader's pid).
 func (e *execInstance) PGID() int { return e.pgid }
@@ -365,138 +294,7 @@ func tailFile(path string, n int) string {
 	if err != nil {
 		return ""
 	}
-	return lastLines(string(data), n)
-}
-
-func lastLines(s string, n int) string {
-	s = strings.TrimRight(s, "\n")
-	if n <= 0 || s == "" {
-		return ""
-	}
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// splitWords splits a command line like a POSIX shell does for quoting only: whitespace separates
-// words; '…' is literal; "…" allows \" \\ \$ \` escapes; a backslash outside quotes escapes the next
-// character. Template actions {{ … }} are kept whole (they may contain spaces and quotes).
-func splitWords(s string) ([]string, error) {
-	var (
-		words  []string
-		cur    strings.Builder
-		inWord bool
-	)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case strings.HasPrefix(s[i:], "{{"):
-			end := strings.Index(s[i+2:], "}}")
-			if end < 0 {
-				return nil, errors.New("unterminated {{")
-			}
-			cur.WriteString(s[i : i+2+end+2])
-			i += 2 + end + 1
-			inWord = true
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			end := strings.IndexByte(s[i+1:], '\'')
-			if end < 0 {
-				return nil, errors.New("unterminated single quote")
-			}
-			cur.WriteString(s[i+1 : i+1+end])
-			i += end + 1
-			inWord = true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
-					i++
-				} else if strings.HasPrefix(s[i:], "{{") {
-					end := strings.Index(s[i+2:], "}}")
-					if end < 0 {
-						return nil, errors.New("unterminated {{")
-					}
-					cur.WriteString(s[i : i+2+end+2])
-					i += 2 + end + 1
-					continue
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, errors.New("unterminated double quote")
-			}
-			inWord = true
-		case c == '\\':
-			if i+1 >= len(s) {
-				return nil, errors.New("trailing backslash")
-			}
-			i++
-			cur.WriteByte(s[i])
-			inWord = true
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
-}
-
-// ---------------------------------------------------------------------------------------------
-// endpoint
-
-// EndpointLauncher "launches" an already-running replica at URL: nothing is started or stopped.
-type EndpointLauncher struct {
-	URL string // base URL, e.g. http://10.0.0.7:8000 (a trailing /v1 is tolerated)
-}
-
-// Launch validates the URL and returns it as an Instance.
-func (l *EndpointLauncher) Launch(_ context.Context, _ launch.Spec) (launch.Instance, error) {
-	u, err := NormalizeBaseURL(l.URL)
-	if err != nil {
-		return nil, err
-	}
-	return endpointInstance(u), nil
-}
-
-type endpointInstance string
-
-func (e endpointInstance) BaseURL() string            { return string(e) }
-func (e endpointInstance) Exited() <-chan struct{}    { return nil }
-func (e endpointInstance) ExitErr() error             { return nil }
-func (e endpointInstance) LogTail(int) string         { return "" }
-func (e endpointInstance) Stop(context.Context) error { return nil }
-
-// NormalizeBaseURL checks that raw is an http(s) URL with a host and returns it without a
-// trailing slash or "/v1" suffix.
-func NormalizeBaseURL(raw string) (string, error) {
-	if t := strings.TrimSpace(raw); t != "" && !strings.Contains(t, "://") {
-		return "", fmt.Errorf("replica URL %q has no scheme: did you mean http://%s?", raw, t)
-	}
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return "", fmt.Errorf("replica URL %q: %w", raw, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("replica URL %q: want http://HOST:PORT or https://HOST:PORT", raw)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("replica URL %q: no query or fragment expected", raw)
-	}
-	p := strings.TrimRight(u.Path, "/")
-	p = strings.TrimSuffix(p, "/v1")
-	u.Path = strings.TrimRight(p, "/")
-	return u.String(), nil
+	return launch.LastLines(string(data), n)
 }
 
 // newMark is a candidate's random mark (launch.Started.Mark): 32 hex digits.

@@ -176,12 +176,15 @@ func TestCaddyIfMatchConflict(t *testing.T) {
 	t.Logf("stale ETag: HTTP %d %s", code, strings.TrimSpace(string(msg)))
 }
 
-// Caddy retires its admin server after every config change, so a read just after a write can
-// meet a reset connection. A loopback server that resets the first two connections it accepts:
-// the driver's GET gets through on the third, and a PATCH that met a reset is not sent again
-// (had it landed, its If-Match would now answer 412 and look like someone else's edit).
+// Caddy retires its admin server after every config change, so a read or a write just after a
+// write can meet a reset connection. A loopback server that resets the first two connections of
+// each method: the driver's GET gets through on the third; a PATCH that met a reset is sent again
+// only while the route still answers the Etag it was conditional on (it did not land), and not
+// once the route has moved (had it landed, its If-Match would now answer 412 and look like someone
+// else's edit).
 func TestCaddyReadSurvivesRetiredAdminConnection(t *testing.T) {
 	var gets, patches atomic.Int32
+	var moved atomic.Bool // the route's Etag after a reset PATCH: "abc", or "moved"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		counter := &gets
 		if r.Method == http.MethodPatch {
@@ -198,7 +201,11 @@ func TestCaddyReadSurvivesRetiredAdminConnection(t *testing.T) {
 			conn.Close()
 			return
 		}
-		w.Header().Set("Etag", `"abc"`)
+		if moved.Load() {
+			w.Header().Set("Etag", `"moved"`)
+		} else {
+			w.Header().Set("Etag", `"abc"`)
+		}
 		w.Write([]byte(`{"@id":"route-eu","handle":[]}`))
 	}))
 	t.Cleanup(srv.Close)
@@ -210,8 +217,23 @@ func TestCaddyReadSurvivesRetiredAdminConnection(t *testing.T) {
 	if etag != `"abc"` || route["@id"] != "route-eu" || gets.Load() != 3 {
 		t.Fatalf("route %v etag %q after %d GETs, want the route on the third", route, etag, gets.Load())
 	}
+	// the route still at "abc": the reset PATCHes did not land, and the third gets through
+	code, _, _, err := c.Do(testbed.Ctx(t), http.MethodPatch, "/id/route-eu", `"abc"`, []byte(`{}`))
+	if err != nil || code != http.StatusOK || patches.Load() != 3 {
+		t.Fatalf("a PATCH that met resets, the route unchanged: HTTP %d %v after %d PATCHes, want 200 on the third", code, err, patches.Load())
+	}
+	// the route moved after a reset PATCH: it may have landed, so it is not sent again
+	patches.Store(0)
+	moved.Store(true)
 	_, _, _, err = c.Do(testbed.Ctx(t), http.MethodPatch, "/id/route-eu", `"abc"`, []byte(`{}`))
 	if !errors.Is(err, router.ErrRouterUnreachable) || patches.Load() != 1 {
-		t.Fatalf("a PATCH that met a reset: %v after %d PATCHes, want ErrRouterUnreachable after exactly 1", err, patches.Load())
+		t.Fatalf("a PATCH that met a reset, the route moved: %v after %d PATCHes, want ErrRouterUnreachable after exactly 1", err, patches.Load())
+	}
+	// a PATCH without If-Match is never sent again
+	patches.Store(0)
+	moved.Store(false)
+	_, _, _, err = c.Do(testbed.Ctx(t), http.MethodPatch, "/id/route-eu", "", []byte(`{}`))
+	if !errors.Is(err, router.ErrRouterUnreachable) || patches.Load() != 1 {
+		t.Fatalf("an unconditional PATCH that met a reset: %v after %d PATCHes, want ErrRouterUnreachable after exactly 1", err, patches.Load())
 	}
 }

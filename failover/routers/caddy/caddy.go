@@ -75,9 +75,12 @@ func (c *Router) ZeroWeightIsDrain() bool { return true }
 // caddyReadAttempts bounds how often a read is sent again after the connection failed. Caddy
 // replaces its admin server on every config change (each of this driver's PATCHes) and stops the
 // old one in the background, so a GET sent just after a write can meet a connection reset by the
-// server being retired. A read has no effect, so sending it again is safe; a write is never
-// re-sent here (its If-Match would answer 412 had the first one landed), and a failed write stays
-// ErrRouterUnreachable for the executor's read-back and resume to settle.
+// server being retired, and so can a write sent right after a read. A read has no effect, so
+// sending it again is safe. A conditional write (If-Match) is sent again only when the route still
+// answers the Etag it was conditional on (notLanded): then the first did not land, and the second
+// is as conditional as the first (should the first land after all, one of the two answers 412:
+// nothing is overwritten). Any other failed write stays ErrRouterUnreachable for the executor's
+// read-back and resume to settle.
 const caddyReadAttempts = 4
 
 // Do sends one request to the admin API and reads its answer, bounded.
@@ -106,7 +109,7 @@ func (c *Router) Do(ctx context.Context, method, path, etag string, body []byte)
 		if err == nil {
 			break
 		}
-		if method != http.MethodGet || attempt >= caddyReadAttempts || ctx.Err() != nil {
+		if attempt >= caddyReadAttempts || ctx.Err() != nil || (method != http.MethodGet && !c.notLanded(ctx, method, path, etag)) {
 			return 0, nil, nil, fmt.Errorf("caddy %s %s: %v: %w", method, path, err, router.ErrRouterUnreachable)
 		}
 		if werr := wait.Sleep(ctx, time.Duration(attempt)*50*time.Millisecond); werr != nil {
@@ -119,6 +122,19 @@ func (c *Router) Do(ctx context.Context, method, path, etag string, body []byte)
 		return resp.StatusCode, resp.Header, nil, err
 	}
 	return resp.StatusCode, resp.Header, b, nil
+}
+
+// notLanded says whether a conditional PATCH whose connection failed has not landed, so
+// that sending it again is safe: the route still answers the Etag the PATCH was conditional on
+// (had it landed, the Etag would have moved). The connection of a write can meet the admin
+// server Caddy is retiring after the previous write, as a read can. Anything else — no If-Match,
+// another method, the route not read back — is not known, and the write is not sent again.
+func (c *Router) notLanded(ctx context.Context, method, path, etag string) bool {
+	if method != http.MethodPatch || etag == "" {
+		return false
+	}
+	code, h, _, err := c.Do(ctx, http.MethodGet, path, "", nil)
+	return err == nil && code == http.StatusOK && h.Get("Etag") == etag
 }
 
 // Route fetches a class's route and its ETag.

@@ -44,9 +44,15 @@ func (h *Router) timeout() time.Duration {
 }
 
 // Command sends one command on its own connection and returns the answer.
-func (h *Router) Command(ctx context.Context, cmd string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout())
+func (h *Router) Command(parent context.Context, cmd string) (string, error) {
+	ctx, cancel := context.WithTimeout(parent, h.timeout())
 	defer cancel()
+	bound := fmt.Sprintf("within %s", h.timeout())
+	if pd, ok := parent.Deadline(); ok {
+		if own, _ := ctx.Deadline(); !own.Before(pd) {
+			bound = "before the caller's deadline" // which comes before the driver's timeout
+		}
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", h.Socket)
 	if err != nil {
@@ -62,7 +68,7 @@ func (h *Router) Command(ctx context.Context, cmd string) (string, error) {
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return "", fmt.Errorf("haproxy %s: %q: no complete answer within %s: %w", h.Socket, cmd, h.timeout(), router.ErrRouterUnreachable)
+			return "", fmt.Errorf("haproxy %s: %q: no complete answer %s: %w", h.Socket, cmd, bound, router.ErrRouterUnreachable)
 		}
 		return "", fmt.Errorf("haproxy %s: %q: %v", h.Socket, cmd, err)
 	}

@@ -103,7 +103,8 @@ func BadURL(raw, format string, args ...any) error {
 // ParseURL parses and checks a store URL without opening it (see Open for the forms). The generic
 // rules are checked here — a registered scheme followed by "//", no credentials, no fragment,
 // only the scheme's query parameters, each once — and the rest by the scheme's Parse. A URL of a
-// scheme whose store this program does not link is refused as an unknown scheme that says so.
+// scheme whose store this program does not link is refused as an unknown scheme that says so;
+// without "//" such a name is a plain path, as "a:b" is.
 func ParseURL(raw string) (Location, error) {
 	if strings.TrimSpace(raw) == "" {
 		return Location{}, BadURL(raw, "empty")

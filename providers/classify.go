@@ -87,8 +87,8 @@ func Retryable(ctx context.Context, err error) bool {
 	return false
 }
 
-// Hint says what to set or check for an error of kind k on a store of scheme s3, gs, az or file;
-// "" when there is nothing to suggest.
+// Hint says what to set or check for an error of kind k on a store of a scheme, as the scheme
+// registered it (see Scheme.Hint); "" when there is nothing to suggest or no such scheme is linked.
 func Hint(scheme string, k Kind) string {
 	if s, ok := lookupScheme(scheme); ok && s.Hint != nil {
 		return s.Hint(k)

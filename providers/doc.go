@@ -4,8 +4,10 @@
 //
 // It links no cloud SDK: each store is its own package that registers its scheme from init —
 // providers/s3, providers/gcs, providers/azure and providers/oci — and a program links those it
-// blank-imports (cmd/lifeboat/kinds.go); file:// (file.go) is built in. store.go is the
-// interface, url.go the URLs, scheme.go the factory and registryapi.go what a registry store adds.
+// blank-imports (cmd/lifeboat/kinds.go), and owns its scheme's URL grammar, hints and what it
+// lacks; file:// (file.go) is built in. store.go is the interface, url.go the generic part of
+// the URLs (Location, ParseURL's rules for every scheme, BadURL), scheme.go the factory and the
+// file:// grammar, and registryapi.go what a registry store adds.
 // Around them, for every store: errors.go and classify.go (one classification of errors),
 // retry.go and stall.go (retries, stalled reads), listcap.go and statecap.go (what a store may
 // not do), keys.go, digest.go and parts.go (keys, checksums, multipart uploads), readsmall.go

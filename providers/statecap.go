@@ -26,17 +26,27 @@ type Lack struct {
 // ErrUnsupported: the store cannot do this at all (see Lacks); retrying will not help.
 var ErrUnsupported = errors.New("not supported by this kind of store")
 
-// Lacks returns what stores of a scheme cannot do: nothing for file, s3, gs and az; for oci (an
-// OCI registry) compare-and-swap and listing by prefix. It is a property of the scheme, known
-// before any store is opened, so that a fleet file can be refused as it is read.
+// Lacks returns what stores of a scheme cannot do, as the scheme registered them: nothing for
+// file, s3, gs and az; for oci (an OCI registry) compare-and-swap and listing by prefix. It is a
+// property of the scheme, known before any store is opened, so that a fleet file can be refused
+// as it is read.
 func Lacks(scheme string) []Lack {
-	if scheme == "oci" {
-		return []Lack{
-			{CapCompareAndSwap, "the OCI distribution API has no conditional write: a tag is overwritten by whoever pushes last, so two holders could both believe they own the failover lock"},
-			{CapPrefixListing, "a registry lists tags and (sometimes) repositories, never objects by key prefix, so the journal and drill history could not be read back"},
-		}
+	if s, ok := lookupScheme(scheme); ok {
+		return s.Lacks
 	}
 	return nil
+}
+
+// stateSchemes are the registered schemes that lack nothing control state needs, as "file://,
+// s3:// or az://" (file first).
+func stateSchemes() string {
+	names := []string{"file://"}
+	for _, n := range Schemes() {
+		if n != "file" && len(Lacks(n)) == 0 {
+			names = append(names, n+"://")
+		}
+	}
+	return orList(names, "or")
 }
 
 // CheckStateLocation refuses a location that cannot hold control state (the failover lock, its
@@ -50,6 +60,6 @@ func CheckStateLocation(loc Location) error {
 	for i, l := range lacks {
 		parts[i] = "no " + l.Capability + " (" + l.Why + ")"
 	}
-	return fmt.Errorf("%w: %s cannot be a state store: %s; use file://, s3://, gs:// or az:// for state",
-		ErrUnsupported, Redact(loc.String()), strings.Join(parts, "; "))
+	return fmt.Errorf("%w: %s cannot be a state store: %s; use %s for state",
+		ErrUnsupported, Redact(loc.String()), strings.Join(parts, "; "), stateSchemes())
 }

@@ -7,19 +7,21 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
 // ErrInvalidURL: a store URL is malformed or names an unknown scheme. The message says which part.
 var ErrInvalidURL = errors.New("invalid store URL")
 
-// Open returns the Store a URL names:
+// Open returns the Store a URL names. A plain path, file:///abs/path or file://./rel/path is a
+// local directory (this package's own scheme); every other scheme is a store package's, which
+// registers its grammar and constructor (see Scheme) — cmd/lifeboat/kinds.go links them all:
 //
-//	/abs/path, ./rel/path, file:///abs/path, file://./rel/path   a local directory
-//	s3://BUCKET[/PREFIX][?region=R][&endpoint=URL]                S3 or, with endpoint, an S3-compatible store (path-style)
-//	gs://BUCKET[/PREFIX]                                         Google Cloud Storage (honours STORAGE_EMULATOR_HOST)
-//	az://ACCOUNT/CONTAINER[/PREFIX]                              Azure Blob Storage
-//	oci://REGISTRY/REPO[:TAG|@sha256:HEX]                         an OCI registry (Distribution API; see ParseURL)
+//	s3://BUCKET[/PREFIX][?region=R][&endpoint=URL]                S3 or, with endpoint, an S3-compatible store (providers/s3)
+//	gs://BUCKET[/PREFIX]                                         Google Cloud Storage (providers/gcs)
+//	az://ACCOUNT/CONTAINER[/PREFIX]                              Azure Blob Storage (providers/azure)
+//	oci://REGISTRY/REPO[:TAG|@sha256:HEX]                         an OCI registry (providers/oci)
 //
 // Credentials come only from each SDK's default chain and its standard environment variables
 // (AWS_ACCESS_KEY_ID…/AWS_PROFILE/IMDS; GOOGLE_APPLICATION_CREDENTIALS/ADC;
@@ -48,9 +50,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 	return WithRetry(WithStallGuard(s, opts.Retry.StallTimeout), opts.Retry, opts.Log), nil
 }
 
-// Location is a parsed store URL.
+// Location is a parsed store URL. Its fields are shared by the schemes; each scheme's Parse says
+// which it sets and its Format renders them.
 type Location struct {
-	Scheme   string // file, s3, gs, az
+	Scheme   string // file, s3, gs, az, oci
 	Path     string // file: the directory
 	Account  string // az: the storage account
 	Bucket   string // s3/gs: the bucket; az: the container
@@ -76,329 +79,110 @@ func (l Location) Reference() string {
 	return "latest"
 }
 
-// String renders the location as a canonical URL.
+// String renders the location as a canonical URL: its scheme's Format, else (a scheme this
+// program does not link) SCHEME://BUCKET/PREFIX.
 func (l Location) String() string {
-	switch l.Scheme {
-	case "file":
-		if !filepath.IsAbs(l.Path) {
-			return "./" + filepath.ToSlash(l.Path) // file://./rel would also do; a plain path reads better
-		}
-		return (&url.URL{Scheme: "file", Path: l.Path}).String()
-	case "az":
-		return (&url.URL{Scheme: "az", Host: l.Account, Path: "/" + joinNonEmpty(l.Bucket, l.Prefix)}).String()
-	case "oci":
-		s := "oci://" + l.Registry + "/" + l.Repository
-		if l.Digest != "" {
-			return s + "@" + l.Digest
-		}
-		if l.Tag != "" {
-			return s + ":" + l.Tag
-		}
-		return s
+	if s, ok := lookupScheme(l.Scheme); ok && s.Format != nil {
+		return s.Format(l)
 	}
-	u := &url.URL{Scheme: l.Scheme, Host: l.Bucket, Path: "/" + l.Prefix}
-	q := url.Values{}
-	if l.Region != "" {
-		q.Set("region", l.Region)
-	}
-	if l.Endpoint != "" {
-		q.Set("endpoint", l.Endpoint)
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func joinNonEmpty(a, b string) string {
-	if b == "" {
-		return a
-	}
-	return a + "/" + b
+	return (&url.URL{Scheme: l.Scheme, Host: l.Bucket, Path: "/" + l.Prefix}).String()
 }
 
 var (
-	userinfoRE   = regexp.MustCompile(`//[^/?#@]*@`)
-	schemeRE     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*):`)
-	azContainerR = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
+	userinfoRE = regexp.MustCompile(`//[^/?#@]*@`)
+	schemeRE   = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*):`)
 )
 
-// Bucket and account names are checked by hand, not with the regular expressions they are
-// written as below: their bounded repetitions compiled, at every start of every command, to
-// 1,200 allocations and 210 KB — two thirds of this package's initialisation.
-
-// bucketName reports whether name matches ^[a-z0-9][a-z0-9._-]{1,maxLen-2}[a-z0-9]$ (S3: 63,
-// GCS: 222).
-func bucketName(name string, maxLen int) bool {
-	if len(name) < 3 || len(name) > maxLen || !lowerAlnum(name[0]) || !lowerAlnum(name[len(name)-1]) {
-		return false
-	}
-	for i := 1; i < len(name)-1; i++ {
-		if c := name[i]; !lowerAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-// azAccountName reports whether name matches ^[a-z0-9]{3,24}$.
-func azAccountName(name string) bool {
-	if len(name) < 3 || len(name) > 24 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		if !lowerAlnum(name[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
-
-func badURL(raw, format string, args ...any) error {
+// BadURL is the error for a malformed store URL: it wraps ErrInvalidURL and shows raw without
+// any user information or other secret. A scheme's Parse reports every problem through it.
+func BadURL(raw, format string, args ...any) error {
 	shown := Redact(userinfoRE.ReplaceAllString(raw, "//"))
 	return fmt.Errorf("%w %q: %s", ErrInvalidURL, shown, fmt.Sprintf(format, args...))
 }
 
-// ParseURL parses and checks a store URL without opening it (see Open for the forms).
+// ParseURL parses and checks a store URL without opening it (see Open for the forms). The generic
+// rules are checked here — a registered scheme followed by "//", no credentials, no fragment,
+// only the scheme's query parameters, each once — and the rest by the scheme's Parse. A URL of a
+// scheme whose store this program does not link is refused as an unknown scheme that says so;
+// without "//" such a name is a plain path, as "a:b" is.
 func ParseURL(raw string) (Location, error) {
 	if strings.TrimSpace(raw) == "" {
-		return Location{}, badURL(raw, "empty")
+		return Location{}, BadURL(raw, "empty")
 	}
 	m := schemeRE.FindStringSubmatch(raw)
-	if m == nil || (!strings.Contains(raw, "://") && !isKnownScheme(m[1])) {
+	var sch Scheme
+	known := false
+	if m != nil {
+		sch, known = lookupScheme(strings.ToLower(m[1]))
+	}
+	if m == nil || (!strings.Contains(raw, "://") && !known) {
 		// A plain path (a path may contain ':' after its first element, e.g. ./a:b).
 		if strings.ContainsRune(raw, 0) {
-			return Location{}, badURL(raw, "path contains a NUL byte")
+			return Location{}, BadURL(raw, "path contains a NUL byte")
 		}
 		return Location{Scheme: "file", Path: filepath.Clean(raw)}, nil
 	}
 	scheme := strings.ToLower(m[1])
-	if !isKnownScheme(scheme) {
-		return Location{}, badURL(raw, "unknown scheme %q (want file, s3, gs, az or oci)", scheme)
+	if !known {
+		return Location{}, BadURL(raw, "unknown scheme %q: no store registered for scheme %s:// (this program links %s; a program links a store by blank-importing its package under lifeboat/providers, as cmd/lifeboat/kinds.go does)",
+			scheme, scheme, orList(Schemes(), "and"))
 	}
 	if !strings.HasPrefix(raw[len(m[0]):], "//") {
-		return Location{}, badURL(raw, "want %s://%s", scheme, usage[scheme])
+		return Location{}, BadURL(raw, "want %s://%s", scheme, sch.Usage)
 	}
-	u, err := parseStoreURL(raw, scheme)
+	u, err := parseStoreURL(raw, sch)
 	if err != nil {
 		return Location{}, err
 	}
-	switch scheme {
-	case "file":
-		return fileLocation(raw, u)
-	case "s3", "gs":
-		return bucketLocation(raw, scheme, u)
-	case "az":
-		return azureLocation(raw, u)
-	case "oci":
-		return ociLocation(raw, u)
-	}
-	return Location{}, badURL(raw, "unknown scheme %q", scheme)
+	return sch.Parse(raw, u)
 }
 
 // parseStoreURL parses a store URL and refuses what never belongs in one: credentials, a
-// fragment, unknown or repeated query parameters (only S3 takes region and endpoint).
-func parseStoreURL(raw, scheme string) (*url.URL, error) {
+// fragment, unknown or repeated query parameters (sch.Query are the known ones).
+func parseStoreURL(raw string, sch Scheme) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, badURL(raw, "%v", err)
+		return nil, BadURL(raw, "%v", err)
 	}
 	if u.User != nil {
-		if scheme == "oci" {
-			return nil, badURL(raw, "credentials do not belong in the URL; log in with `docker login`/`oras login` (Docker config.json and its credential helpers) instead")
+		advice := sch.Credentials
+		if advice == "" {
+			advice = "use the SDK's environment variables or default credential chain"
 		}
-		return nil, badURL(raw, "credentials do not belong in the URL; use the SDK's environment variables or default credential chain")
+		return nil, BadURL(raw, "credentials do not belong in the URL; %s", advice)
 	}
 	if u.Fragment != "" {
-		return nil, badURL(raw, "unexpected #fragment")
-	}
-	allowed := map[string]bool{}
-	if scheme == "s3" {
-		allowed["region"], allowed["endpoint"] = true, true
+		return nil, BadURL(raw, "unexpected #fragment")
 	}
 	for k, v := range u.Query() {
-		if !allowed[k] {
-			return nil, badURL(raw, "unknown query parameter %q", k)
+		if !slices.Contains(sch.Query, k) {
+			return nil, BadURL(raw, "unknown query parameter %q", k)
 		}
 		if len(v) != 1 || v[0] == "" {
-			return nil, badURL(raw, "query parameter %q needs exactly one non-empty value", k)
+			return nil, BadURL(raw, "query parameter %q needs exactly one non-empty value", k)
 		}
 	}
 	return u, nil
 }
 
-// fileLocation is file:///abs/path or file://./rel/path.
-func fileLocation(raw string, u *url.URL) (Location, error) {
-	p := u.Path
-	switch u.Host {
-	case "", "localhost":
-	case ".", "..":
-		p = u.Host + p // file://./rel
-	default:
-		return Location{}, badURL(raw, "file URLs name a local path: file:///abs/path or file://./rel/path, not host %q", u.Host)
+// orList joins names as "a, b or c" (conj "or") or "a, b and c".
+func orList(names []string, conj string) string {
+	switch len(names) {
+	case 0:
+		return "none"
+	case 1:
+		return names[0]
 	}
-	if p == "" {
-		return Location{}, badURL(raw, "empty path")
-	}
-	return Location{Scheme: "file", Path: filepath.Clean(p)}, nil
+	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
 }
 
-// bucketLocation is s3://BUCKET/PREFIX[?region=R][&endpoint=URL] or gs://BUCKET/PREFIX.
-func bucketLocation(raw, scheme string, u *url.URL) (Location, error) {
-	if u.Host == "" {
-		return Location{}, badURL(raw, "missing bucket: want %s://%s", scheme, usage[scheme])
-	}
-	if u.Port() != "" || strings.Contains(u.Host, ":") {
-		return Location{}, badURL(raw, "bucket %q cannot have a port (use ?endpoint= for S3-compatible stores)", u.Host)
-	}
-	maxLen := 63
-	if scheme == "gs" {
-		maxLen = 222
-	}
-	if !bucketName(u.Host, maxLen) || strings.Contains(u.Host, "..") {
-		return Location{}, badURL(raw, "bucket name %q is not valid (3-63 lower-case letters, digits, '.', '-', '_')", u.Host)
-	}
-	prefix, err := checkPrefix(u.Path)
-	if err != nil {
-		return Location{}, badURL(raw, "%v", err)
-	}
-	q := u.Query()
-	loc := Location{Scheme: scheme, Bucket: u.Host, Prefix: prefix, Region: q.Get("region")}
-	if ep := q.Get("endpoint"); ep != "" {
-		if loc.Endpoint, err = endpointURL(raw, ep); err != nil {
-			return Location{}, err
-		}
-	}
-	return loc, nil
-}
-
-// endpointURL checks an S3 ?endpoint= value: http(s), a host, nothing else.
-func endpointURL(raw, ep string) (string, error) {
-	eu, err := url.Parse(ep)
-	if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
-		return "", badURL(raw, "endpoint must be an http:// or https:// URL with a host")
-	}
-	if eu.User != nil {
-		return "", badURL(raw, "credentials do not belong in the endpoint URL")
-	}
-	if eu.RawQuery != "" || eu.Fragment != "" {
-		return "", badURL(raw, "endpoint must not have a query or fragment")
-	}
-	return strings.TrimSuffix(eu.String(), "/"), nil
-}
-
-// azureLocation is az://ACCOUNT/CONTAINER/PREFIX.
-func azureLocation(raw string, u *url.URL) (Location, error) {
-	if u.Host == "" {
-		return Location{}, badURL(raw, "missing account: want az://%s", usage["az"])
-	}
-	if !azAccountName(u.Host) {
-		return Location{}, badURL(raw, "storage account name %q is not valid (3-24 lower-case letters and digits)", u.Host)
-	}
-	cont, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-	if cont == "" {
-		return Location{}, badURL(raw, "missing container: want az://%s", usage["az"])
-	}
-	if !azContainerR.MatchString(cont) || len(cont) < 3 || len(cont) > 63 {
-		return Location{}, badURL(raw, "container name %q is not valid (3-63 lower-case letters, digits and single '-')", cont)
-	}
-	prefix, err := checkPrefix(prefix)
-	if err != nil {
-		return Location{}, badURL(raw, "%v", err)
-	}
-	return Location{Scheme: "az", Account: u.Host, Bucket: cont, Prefix: prefix}, nil
-}
-
-var usage = map[string]string{
-	"file": "/abs/path",
-	"s3":   "BUCKET/PREFIX?region=R&endpoint=URL",
-	"gs":   "BUCKET/PREFIX",
-	"az":   "ACCOUNT/CONTAINER/PREFIX",
-	"oci":  "REGISTRY/REPO[:TAG|@sha256:HEX]",
-}
-
-// The grammar of distribution/reference: a repository is path components of lower-case letters
-// and digits joined by '.', '_', '__' or runs of '-'; a tag is at most 128 word characters, '.'
-// and '-', not starting with either; Lifeboat digests are SHA-256.
-var (
-	ociComponentRE = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
-	ociHostRE      = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?$`)
-)
-
-// ociTag reports whether t matches ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ (checked by hand, like
-// bucketName, to keep bounded repetitions out of start-up).
-func ociTag(t string) bool {
-	if t == "" || len(t) > 128 || t[0] == '.' || t[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		if c := t[i]; !lowerAlnum(c) && !('A' <= c && c <= 'Z') && c != '_' && c != '.' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-// ociDigest reports whether d is "sha256:" and 64 lower-case hex digits.
-func ociDigest(d string) bool {
-	h, ok := strings.CutPrefix(d, "sha256:")
-	if !ok || len(h) != 64 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// ociLocation is oci://REGISTRY/REPO[:TAG|@sha256:HEX].
-func ociLocation(raw string, u *url.URL) (Location, error) {
-	if u.Host == "" {
-		return Location{}, badURL(raw, "missing registry: want oci://%s", usage["oci"])
-	}
-	if !ociHostRE.MatchString(u.Host) {
-		return Location{}, badURL(raw, "registry %q is not a host name with an optional port", u.Host)
-	}
-	repo := strings.TrimPrefix(u.Path, "/")
-	loc := Location{Scheme: "oci", Registry: strings.ToLower(u.Host)}
-	if i := strings.Index(repo, "@"); i >= 0 {
-		repo, loc.Digest = repo[:i], repo[i+1:]
-		if !ociDigest(loc.Digest) {
-			return Location{}, badURL(raw, "digest %q is not sha256: and 64 lower-case hex digits", loc.Digest)
-		}
-	} else if i := strings.LastIndex(repo, ":"); i >= 0 && !strings.Contains(repo[i:], "/") {
-		repo, loc.Tag = repo[:i], repo[i+1:]
-		if !ociTag(loc.Tag) {
-			return Location{}, badURL(raw, "tag %q is not valid (up to 128 letters, digits, '_', '.', '-'; not starting with '.' or '-')", loc.Tag)
-		}
-	}
-	if repo == "" {
-		return Location{}, badURL(raw, "missing repository: want oci://%s", usage["oci"])
-	}
-	for _, c := range strings.Split(repo, "/") {
-		if !ociComponentRE.MatchString(c) {
-			return Location{}, badURL(raw, "repository %q is not valid: component %q (lower-case letters and digits, joined by '.', '_', '__' or '-')", repo, c)
-		}
-	}
-	if len(loc.Registry)+1+len(repo) > 255 {
-		return Location{}, badURL(raw, "repository name longer than 255 characters")
-	}
-	loc.Repository = repo
-	return loc, nil
-}
-
-func isKnownScheme(s string) bool {
-	_, ok := usage[strings.ToLower(s)]
-	return ok
-}
-
-func checkPrefix(p string) (string, error) {
+// CheckPrefix checks the key prefix of a store URL (its path below the bucket, container or
+// directory) and returns it without leading or trailing "/".
+func CheckPrefix(p string) (string, error) {
 	p = strings.Trim(p, "/")
 	if p == "" {
 		return "", nil

@@ -429,22 +429,4 @@ func (s *azureStore) ListDirs(ctx context.Context, max int) ([]string, error) {
 	return names, nil
 }
 
-func init() {
-	providers.Register(providers.Scheme{
-		Name: "az",
-		Open: func(ctx context.Context, loc providers.Location, opts providers.Options) (providers.Store, error) {
-			return newAzureStore(ctx, loc.Account, loc.Bucket, loc.Prefix, opts)
-		},
-		Hint: func(k providers.Kind) string {
-			switch k {
-			case providers.KindMisconfigured, providers.KindDenied:
-				return "set AZURE_STORAGE_CONNECTION_STRING, or run 'az login' (DefaultAzureCredential); check the role assignment on the container"
-			case providers.KindNotFound:
-				return "check the account, the container name and the prefix"
-			}
-			return ""
-		},
-	})
-}
-
 var getenv = os.Getenv

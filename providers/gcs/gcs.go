@@ -399,21 +399,3 @@ func (s *gcsStore) ListDirs(ctx context.Context, max int) ([]string, error) {
 	}
 	return names, nil
 }
-
-func init() {
-	providers.Register(providers.Scheme{
-		Name: "gs",
-		Open: func(ctx context.Context, loc providers.Location, opts providers.Options) (providers.Store, error) {
-			return newGCSStore(ctx, loc.Bucket, loc.Prefix, opts)
-		},
-		Hint: func(k providers.Kind) string {
-			switch k {
-			case providers.KindMisconfigured, providers.KindDenied:
-				return "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, or run 'gcloud auth application-default login'; check the bucket's IAM"
-			case providers.KindNotFound:
-				return "check the bucket name and the prefix (and ?region= for S3)"
-			}
-			return ""
-		},
-	})
-}

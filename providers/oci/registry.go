@@ -149,9 +149,9 @@ func (s *registryStore) Close() error { return nil }
 // Capabilities: every blob carries its SHA-256 (the digest it is addressed by); listings carry
 // nothing and come from the manifest, not from the blobs (ListFromIndex: a blob deleted behind
 // the manifest's back is still listed, and only a HEAD shows it gone); compare-and-swap and
-// prefix listing are lacking, as Lacks("oci") says.
+// prefix listing are lacking (lacks, which the scheme registers).
 func (s *registryStore) Capabilities() providers.Capabilities {
-	return providers.Capabilities{WriteChecksums: []providers.Algorithm{providers.SHA256}, Lacks: providers.Lacks("oci"), ListFromIndex: true}
+	return providers.Capabilities{WriteChecksums: []providers.Algorithm{providers.SHA256}, Lacks: lacks, ListFromIndex: true}
 }
 
 func (s *registryStore) fail(op, key string, err error) error {
@@ -590,13 +590,4 @@ func (rd *registryStore) MountFrom(ctx context.Context, src providers.Store, key
 	rd.keys[key] = d
 	rd.mu.Unlock()
 	return true, nil
-}
-
-func init() {
-	providers.Register(providers.Scheme{
-		Name: "oci",
-		Open: func(_ context.Context, loc providers.Location, opts providers.Options) (providers.Store, error) {
-			return newRegistryStore(loc, opts)
-		},
-	})
 }

@@ -733,21 +733,3 @@ func (r loggingRetryer) RetryDelay(attempt int, err error) (time.Duration, error
 	}
 	return d, derr
 }
-
-func init() {
-	providers.Register(providers.Scheme{
-		Name: "s3",
-		Open: func(ctx context.Context, loc providers.Location, opts providers.Options) (providers.Store, error) {
-			return newS3Store(ctx, loc.Bucket, loc.Prefix, loc.Region, loc.Endpoint, opts)
-		},
-		Hint: func(k providers.Kind) string {
-			switch k {
-			case providers.KindMisconfigured, providers.KindDenied:
-				return "set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_REGION or ?region=), and check the bucket policy"
-			case providers.KindNotFound:
-				return "check the bucket name and the prefix (and ?region= for S3)"
-			}
-			return ""
-		},
-	})
-}

@@ -51,7 +51,6 @@ func faultDir(t *testing.T) string {
 	return failoverDir(t)
 }
 
-
 // stateStore is where a test's fleets keep their lock and journal: the file store, or a bucket
 // on versitygw (the S3 emulator).
 type stateStore struct {

@@ -16,7 +16,6 @@ import (
 	"unicode"
 )
 
-
 // exampleBlocks returns the ```sh blocks that follow each "<!-- MARKER" comment in doc, in order.
 func exampleBlocks(t *testing.T, doc, marker string) []string {
 	t.Helper()

@@ -455,19 +455,10 @@ func fleetTrust(fl *fleet.Fleet, fleetFile string) *trustSpec {
 	return signature.FleetPolicy(fl.Trust.Keys, fl.Trust.Require, fleetFile)
 }
 
-// requireTrusted enforces ts before cmdName acts on the manifest at ref: nil error when ts is nil
-// or a signature by an accepted key verifies; exit 3 naming the key ids found and the next
-// command otherwise (with require: false only a warning). It returns the verified bytes of the
-// manifest (nil when not checked) so the caller acts on exactly the bytes verified.
-func (a *app) requireTrusted(ctx context.Context, ref string, ts *trustSpec, cmdName string) ([]byte, error) {
-	e, err := a.enforceTrust(ctx, ref, ts, cmdName)
-	if e == nil || err != nil {
-		return nil, err
-	}
-	return e.Data, nil
-}
-
-// enforceTrust is requireTrusted returning the check made (nil when ts is nil).
+// enforceTrust enforces ts before cmdName acts on the manifest at ref and returns the check
+// made (nil when ts is nil): exit 3 naming the key ids found and the next command when no
+// accepted key signed it (with require: false only a warning). Callers act on e.Data, exactly
+// the bytes verified.
 func (a *app) enforceTrust(ctx context.Context, ref string, ts *trustSpec, cmdName string) (*signature.Enforced, error) {
 	e, err := ts.EnforceAt(ctx, a.signedOpener(manifest.MaxManifestBytes), ref, manifest.MaxManifestBytes, cmdName)
 	if err != nil {
@@ -500,16 +491,6 @@ func (a *app) requireTrustedFleet(ctx context.Context, fleetFile, cmdName string
 		return nil, err
 	}
 	return a.enforceTrust(ctx, fl.Model.Manifest, fleetTrust(fl, fleetFile), cmdName)
-}
-
-// readTrustedManifest reads the manifest at ref, verified first when ts is set (the bytes
-// verified are the bytes parsed).
-func (a *app) readTrustedManifest(ctx context.Context, ref string, ts *trustSpec, cmdName string) (*manifest.Manifest, error) {
-	e, err := a.enforceTrust(ctx, ref, ts, cmdName)
-	if err != nil {
-		return nil, err
-	}
-	return a.parseTrusted(ctx, ref, e)
 }
 
 // parseTrusted parses the bytes e verified, or reads the manifest at ref when nothing was

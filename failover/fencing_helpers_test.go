@@ -19,7 +19,7 @@ import (
 
 	"lifeboat/failover/routers/httpdoc"
 	"lifeboat/fleet/router"
-	"lifeboat/internal/testbed"
+	"lifeboat/internal/clitest"
 )
 
 // The fencing tests run the real lifeboat binary as separate processes against a real router
@@ -90,35 +90,22 @@ type syncBuf struct {
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// startLB starts the lifeboat binary in dir with args (and env).
+// startLB starts the lifeboat binary in dir with args (and env), through the one CLI runner;
+// its output is readable while it runs.
 func startLB(t *testing.T, dir string, env []string, args ...string) *lb {
 	t.Helper()
-	cmd := exec.Command(testbed.LifeboatBinary(t), args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	p := &lb{cmd: cmd, stdout: &syncBuf{}, stderr: &syncBuf{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := &lb{stdout: &syncBuf{}, stderr: &syncBuf{}, done: make(chan struct{})}
+	pr := clitest.Start(t, clitest.Options{Dir: dir, Env: env, Stdout: p.stdout, Stderr: p.stderr}, args...)
+	p.cmd = pr.Cmd
 	go func() {
-		err := cmd.Wait()
-		p.code = 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			p.code = ee.ExitCode()
-			if p.code < 0 {
-				p.code = -1
-			}
-		} else if err != nil {
-			p.code = -2
-		}
+		p.code = pr.Wait().Code // a signal's end is 128 + its number
 		close(p.done)
 	}()
 	t.Cleanup(func() {
 		select {
 		case <-p.done:
 		default:
-			cmd.Process.Kill()
+			p.cmd.Process.Kill()
 			<-p.done
 		}
 	})

@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
+	"lifeboat/internal/base/wait"
 	"lifeboat/providers/localfile"
 )
 
@@ -326,7 +328,7 @@ func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts Wri
 		return Object{}, s.fail("write", key, err)
 	}
 
-	unlock, err := s.lock()
+	unlock, err := s.lock(ctx)
 	if err != nil {
 		return Object{}, s.fail("write", key, err)
 	}
@@ -412,7 +414,7 @@ func (s *fileStore) Delete(ctx context.Context, key string, opts DeleteOptions) 
 	if err := ctx.Err(); err != nil {
 		return &Error{Op: "delete", Store: s.String(), Key: key, Err: err}
 	}
-	unlock, err := s.lock()
+	unlock, err := s.lock(ctx)
 	if errors.Is(err, fs.ErrNotExist) && opts.IfMatch == "" {
 		return nil
 	}
@@ -448,15 +450,36 @@ func (s *fileStore) Delete(ctx context.Context, key string, opts DeleteOptions) 
 	return nil
 }
 
-// lock takes an exclusive flock on the root directory.
-func (s *fileStore) lock() (func(), error) {
+// fileLockWait bounds the wait for the root's flock. Its holders keep it only around a rename
+// or a remove, so a longer wait means a holder that cannot run (stopped with SIGSTOP, hung in
+// the kernel): the caller gets an error instead of waiting for it for good.
+const fileLockWait = 30 * time.Second
+
+// lock takes an exclusive flock on the root directory, waiting at most fileLockWait (and never
+// past ctx).
+func (s *fileStore) lock(ctx context.Context) (func(), error) {
 	f, err := os.Open(s.root)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
+	deadline := time.Now().Add(fileLockWait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("%w: another process has held the lock of %s for over %s (a stopped or hung process?)", ErrUnreachable, s.root, fileLockWait)
+		}
+		if err := wait.Sleep(ctx, pause); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	return func() {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)

@@ -72,6 +72,9 @@ type Options struct {
 	OnlyEnv bool          // the environment is exactly Env, not the test process's plus Env
 	Stdin   io.Reader     // nil for the null device (Call: an empty reader)
 	Timeout time.Duration // the process is killed after it (its exit code is then -1); 0 for none
+	// Stdout and Stderr (Start only) also receive the process's output as it is written, for a
+	// test that watches a run in flight; they must be safe for concurrent use with their reads.
+	Stdout, Stderr io.Writer
 }
 
 // Result is how a run ended: its exit code and what it wrote.
@@ -140,13 +143,21 @@ func Start(t testing.TB, o Options, args ...string) *Proc {
 	t.Helper()
 	cmd, cancel := command(t, o, args)
 	p := &Proc{Cmd: cmd, cancel: cancel}
-	cmd.Stdout, cmd.Stderr = &p.out, &p.errb
+	cmd.Stdout, cmd.Stderr = tee(&p.out, o.Stdout), tee(&p.errb, o.Stderr)
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return p
+}
+
+// tee is w, and also `also` when it is set.
+func tee(w, also io.Writer) io.Writer {
+	if also == nil {
+		return w
+	}
+	return io.MultiWriter(w, also)
 }
 
 // Wait waits for the process to end. A process ended by a signal has the shell's exit code for

@@ -180,6 +180,42 @@ func orList(names []string, conj string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
 }
 
+// BucketURL is the grammar s3:// and gs:// share: SCHEME://BUCKET/PREFIX, the bucket without a
+// port, of 3 to maxLen lower-case letters, digits, '.', '_' and '-' (starting and ending with a
+// letter or digit, no ".."). want is the usage the "missing bucket" error shows.
+func BucketURL(raw string, u *url.URL, want string, maxLen int) (bucket, prefix string, err error) {
+	if u.Host == "" {
+		return "", "", BadURL(raw, "missing bucket: want %s", want)
+	}
+	if u.Port() != "" || strings.Contains(u.Host, ":") {
+		return "", "", BadURL(raw, "bucket %q cannot have a port (use ?endpoint= for S3-compatible stores)", u.Host)
+	}
+	if !BucketName(u.Host, maxLen) || strings.Contains(u.Host, "..") {
+		return "", "", BadURL(raw, "bucket name %q is not valid (3-63 lower-case letters, digits, '.', '-', '_')", u.Host)
+	}
+	if prefix, err = CheckPrefix(u.Path); err != nil {
+		return "", "", BadURL(raw, "%v", err)
+	}
+	return u.Host, prefix, nil
+}
+
+// BucketName reports whether name matches ^[a-z0-9][a-z0-9._-]{1,maxLen-2}[a-z0-9]$, checked by
+// hand: that expression's bounded repetition compiles, at every start of every command, to
+// hundreds of allocations.
+func BucketName(name string, maxLen int) bool {
+	if len(name) < 3 || len(name) > maxLen || !lowerAlnum(name[0]) || !lowerAlnum(name[len(name)-1]) {
+		return false
+	}
+	for i := 1; i < len(name)-1; i++ {
+		if c := name[i]; !lowerAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
 // CheckPrefix checks the key prefix of a store URL (its path below the bucket, container or
 // directory) and returns it without leading or trailing "/".
 func CheckPrefix(p string) (string, error) {

@@ -3,7 +3,6 @@ package gcs
 import (
 	"context"
 	"net/url"
-	"strings"
 
 	"lifeboat/providers"
 )
@@ -32,20 +31,11 @@ func init() {
 
 // parseURL is gs://BUCKET/PREFIX.
 func parseURL(raw string, u *url.URL) (providers.Location, error) {
-	if u.Host == "" {
-		return providers.Location{}, providers.BadURL(raw, "missing bucket: want gs://BUCKET/PREFIX")
-	}
-	if u.Port() != "" || strings.Contains(u.Host, ":") {
-		return providers.Location{}, providers.BadURL(raw, "bucket %q cannot have a port (use ?endpoint= for S3-compatible stores)", u.Host)
-	}
-	if !bucketName(u.Host) || strings.Contains(u.Host, "..") {
-		return providers.Location{}, providers.BadURL(raw, "bucket name %q is not valid (3-63 lower-case letters, digits, '.', '-', '_')", u.Host)
-	}
-	prefix, err := providers.CheckPrefix(u.Path)
+	bucket, prefix, err := providers.BucketURL(raw, u, "gs://BUCKET/PREFIX", 222)
 	if err != nil {
-		return providers.Location{}, providers.BadURL(raw, "%v", err)
+		return providers.Location{}, err
 	}
-	return providers.Location{Scheme: "gs", Bucket: u.Host, Prefix: prefix}, nil
+	return providers.Location{Scheme: "gs", Bucket: bucket, Prefix: prefix}, nil
 }
 
 // formatURL is the canonical gs:// URL of loc.
@@ -53,19 +43,5 @@ func formatURL(loc providers.Location) string {
 	return (&url.URL{Scheme: "gs", Host: loc.Bucket, Path: "/" + loc.Prefix}).String()
 }
 
-// bucketName reports whether name matches ^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$, checked by hand:
-// that expression's bounded repetition compiles, at every start of every command, to hundreds of
-// allocations.
-func bucketName(name string) bool {
-	if len(name) < 3 || len(name) > 222 || !lowerAlnum(name[0]) || !lowerAlnum(name[len(name)-1]) {
-		return false
-	}
-	for i := 1; i < len(name)-1; i++ {
-		if c := name[i]; !lowerAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+// bucketName is providers.BucketName for gs:// (at most 222 characters).
+func bucketName(name string) bool { return providers.BucketName(name, 222) }

@@ -33,21 +33,12 @@ func init() {
 
 // parseURL is s3://BUCKET/PREFIX[?region=R][&endpoint=URL].
 func parseURL(raw string, u *url.URL) (providers.Location, error) {
-	if u.Host == "" {
-		return providers.Location{}, providers.BadURL(raw, "missing bucket: want s3://BUCKET/PREFIX?region=R&endpoint=URL")
-	}
-	if u.Port() != "" || strings.Contains(u.Host, ":") {
-		return providers.Location{}, providers.BadURL(raw, "bucket %q cannot have a port (use ?endpoint= for S3-compatible stores)", u.Host)
-	}
-	if !bucketName(u.Host) || strings.Contains(u.Host, "..") {
-		return providers.Location{}, providers.BadURL(raw, "bucket name %q is not valid (3-63 lower-case letters, digits, '.', '-', '_')", u.Host)
-	}
-	prefix, err := providers.CheckPrefix(u.Path)
+	bucket, prefix, err := providers.BucketURL(raw, u, "s3://BUCKET/PREFIX?region=R&endpoint=URL", 63)
 	if err != nil {
-		return providers.Location{}, providers.BadURL(raw, "%v", err)
+		return providers.Location{}, err
 	}
 	q := u.Query()
-	loc := providers.Location{Scheme: "s3", Bucket: u.Host, Prefix: prefix, Region: q.Get("region")}
+	loc := providers.Location{Scheme: "s3", Bucket: bucket, Prefix: prefix, Region: q.Get("region")}
 	if ep := q.Get("endpoint"); ep != "" {
 		if loc.Endpoint, err = endpointURL(raw, ep); err != nil {
 			return providers.Location{}, err
@@ -85,19 +76,5 @@ func endpointURL(raw, ep string) (string, error) {
 	return strings.TrimSuffix(eu.String(), "/"), nil
 }
 
-// bucketName reports whether name matches ^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$, checked by hand:
-// that expression's bounded repetition compiles, at every start of every command, to hundreds of
-// allocations.
-func bucketName(name string) bool {
-	if len(name) < 3 || len(name) > 63 || !lowerAlnum(name[0]) || !lowerAlnum(name[len(name)-1]) {
-		return false
-	}
-	for i := 1; i < len(name)-1; i++ {
-		if c := name[i]; !lowerAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+// bucketName is providers.BucketName for s3:// (at most 63 characters).
+func bucketName(name string) bool { return providers.BucketName(name, 63) }

@@ -78,6 +78,8 @@ func (e *Executor) applyAndReadBack(s *session, target router.RouterState) (rout
 			return router.RouterState{}, err
 		}
 	}
+	target = target.Clone()
+	target.Kept = target.Kept.Merge(restrictTo(router.RouterState{Kept: s.kept}, slices.Collect(maps.Keys(target.Weights))).Kept)
 	if err := router.ApplyIf(ctx, e.Router, target, s.seen, s.fence); err != nil {
 		return router.RouterState{}, fmt.Errorf("apply to %s: %w", e.Router, err)
 	}

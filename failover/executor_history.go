@@ -16,6 +16,9 @@ type failoverState struct {
 	transitions map[string]int
 	// out are the regions the open failover evacuated and has not restored.
 	out []string
+	// kept is the newest entry the journal holds of each class's regions (router.Kept): what a
+	// driver whose withdraw deletes an entry recreates it from, in a later run.
+	kept router.Kept
 }
 
 // outAfter is the set of regions out of service once event ev runs, from the open failover's.
@@ -57,6 +60,13 @@ func (e *Executor) history(ctx context.Context) (failoverState, error) {
 		recs := j.Records
 		if !ofFleet(recs, e.fleetID()) {
 			continue
+		}
+		for i := len(recs) - 1; i >= 0; i-- { // newest first: an entry already kept is newer
+			for _, rs := range []*router.RouterState{recs[i].After, recs[i].Before, recs[i].Target} {
+				if rs != nil {
+					st.kept = st.kept.Merge(rs.Kept)
+				}
+			}
 		}
 		started := false
 		for _, r := range recs {

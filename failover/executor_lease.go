@@ -53,6 +53,9 @@ type session struct {
 	// lastRead is what this run last read back from the router (after its last write, or when
 	// it took over the run); a router that reads otherwise later has drifted.
 	lastRead *router.RouterState
+	// kept is the newest entry of each region this run has read or found in the journal
+	// (router.Kept), handed to the driver with every state applied.
+	kept router.Kept
 	// expire ends ctx when the lease runs out (reset by every successful renewal).
 	expire *time.Timer
 	j      *Journal
@@ -177,6 +180,7 @@ func (s *session) observe(ctx context.Context) (router.RouterState, error) {
 	rs, v, err := s.e.readVersioned(ctx)
 	if err == nil {
 		s.seen = v
+		s.kept = rs.Kept.Clone().Merge(s.kept) // what the router holds now is the newest
 	}
 	return rs, err
 }

@@ -59,6 +59,7 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 	if err != nil {
 		return out, err
 	}
+	s.kept = s.kept.Merge(h.kept)
 	h.baseline = v.Start.Baseline
 	cur, err := s.observe(ctx)
 	if err != nil {

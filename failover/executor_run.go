@@ -38,6 +38,7 @@ func (e *Executor) run(s *session, o RunOptions, run string) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.kept = s.kept.Merge(h.kept)
 	if (o.Event.Kind == Restore || o.Event.Kind == Abort) && h.baseline == nil {
 		return nil, fmt.Errorf("%w: %w (the journal has no baseline to go back to)", ErrRefused, ErrNoneOpen)
 	}

@@ -257,6 +257,11 @@ func (p *Plan) Scope(rs router.RouterState) router.RouterState {
 			out.States[c] = maps.Clone(vec)
 		}
 	}
+	for c, vec := range rs.Kept {
+		if p.Covers(c) {
+			out.Kept = out.Kept.Merge(router.Kept{c: vec})
+		}
+	}
 	return out
 }
 

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -122,15 +123,61 @@ func (s States) Equal(o States) bool {
 	return true
 }
 
-// RouterState is what a router driver reads and writes: weights and server states.
+// RouterState is what a router driver reads and writes: weights and server states, and what a
+// driver whose withdraw deletes a region's entry keeps of it (Kept).
 type RouterState struct {
 	Weights Weights `json:"weights"`
 	States  States  `json:"states,omitempty"`
+	// Kept is, per class and region, the router's own entry for the region as the driver read it
+	// (Route 53's whole record sets), opaque to all but the driver. It is for drivers whose
+	// withdraw deletes the entry: the executor journals it with every state it records and hands
+	// back, in every state it applies, the newest it has seen of each region — in this run or in
+	// an earlier run's journal — so a withdrawn region is recreated exactly as it was. A driver
+	// treats it as untrusted input (it came from a journal) and checks it before use.
+	Kept Kept `json:"kept,omitempty"`
+}
+
+// Kept is class → region → a driver's own record of the region's entry (JSON).
+type Kept map[string]map[string]json.RawMessage
+
+// Clone returns a deep copy.
+func (k Kept) Clone() Kept {
+	if k == nil {
+		return nil
+	}
+	out := make(Kept, len(k))
+	for c, m := range k {
+		out[c] = make(map[string]json.RawMessage, len(m))
+		for r, v := range m {
+			out[c][r] = slices.Clone(v)
+		}
+	}
+	return out
+}
+
+// Merge adds to k every entry of o that k does not have (k's own entries are newer), in place;
+// it returns k (a new map when k is nil and o is not empty).
+func (k Kept) Merge(o Kept) Kept {
+	for c, m := range o {
+		for r, v := range m {
+			if _, ok := k[c][r]; ok {
+				continue
+			}
+			if k == nil {
+				k = Kept{}
+			}
+			if k[c] == nil {
+				k[c] = map[string]json.RawMessage{}
+			}
+			k[c][r] = slices.Clone(v)
+		}
+	}
+	return k
 }
 
 // Clone returns a deep copy.
 func (r RouterState) Clone() RouterState {
-	return RouterState{Weights: r.Weights.Clone(), States: r.States.Clone()}
+	return RouterState{Weights: r.Weights.Clone(), States: r.States.Clone(), Kept: r.Kept.Clone()}
 }
 
 // Diff describes how got differs from want, one line per class and region, sorted; nil when

@@ -1,0 +1,66 @@
+// Command route53-fake serves the Route 53 fake (package route53fake) on a local port, for demos
+// and manual runs of the route53 router driver: it prints its base URL (the driver's
+// router.endpoint) and serves until interrupted. It checks no credentials and no signatures.
+//
+//	route53-fake -listen 127.0.0.1:0 -zone Z0123456789ABCDEFGHIJ -seed records.json
+//
+// A seed file is {"zones": {"Z…": [{"Name": "api.example.com.", "Type": "A", "SetIdentifier":
+// "us-east-1", "Weight": 10, "TTL": 30, "ResourceRecords": [{"Value": "192.0.2.1"}]}, …]}}.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"lifeboat/internal/emulators/route53fake"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
+	zone := flag.String("zone", "", "a hosted zone id to create (empty: only the seed's)")
+	seed := flag.String("seed", "", "a JSON seed file of zones and record sets")
+	pending := flag.Int("pending-polls", 1, "GetChange polls of each change that answer PENDING before INSYNC")
+	flag.Parse()
+	s := route53fake.New()
+	s.PendingPolls = *pending
+	if *zone != "" {
+		s.AddZone(*zone)
+	}
+	if *seed != "" {
+		b, err := os.ReadFile(*seed)
+		if err != nil {
+			fail(err)
+		}
+		var sd route53fake.Seed
+		if err := json.Unmarshal(b, &sd); err != nil {
+			fail(fmt.Errorf("%s: %v", *seed, err))
+		}
+		s.Load(sd)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("http://%s\n", ln.Addr())
+	srv := &http.Server{Handler: s}
+	go func() {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+		<-c
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "route53-fake:", err)
+	os.Exit(1)
+}

@@ -11,6 +11,7 @@ import (
 	_ "lifeboat/failover/routers/gatewayapi" // gateway-api: HTTPRoute weights
 	_ "lifeboat/failover/routers/haproxy"    // haproxy: HAProxy's admin socket
 	_ "lifeboat/failover/routers/httpdoc"    // http: per-class documents over HTTP
+	_ "lifeboat/failover/routers/route53"    // route53: Route 53 weighted records
 
 	// Launchers: regions.R.launcher: {kind: NAME}.
 	_ "lifeboat/verify/warm/endpoint"     // endpoint: a replica already serving

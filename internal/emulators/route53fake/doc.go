@@ -4,8 +4,9 @@
 //
 // It serves ChangeResourceRecordSets (POST /2013-04-01/hostedzone/{Id}/rrset), ListResourceRecordSets
 // (GET the same path, with name/type/identifier paging and maxitems, records in Route 53's order:
-// DNS name with its labels reversed, then type, then set identifier) and GetChange
-// (GET /2013-04-01/change/{Id}). A change batch is validated as a whole against the zone before
+// DNS name with its labels reversed, then type, then set identifier), GetChange
+// (GET /2013-04-01/change/{Id}) and GetHostedZone (every zone's domain is example.com.). A
+// change batch is validated as a whole against the zone before
 // anything is applied (all-or-nothing): a DELETE must match the stored record set in every field,
 // a CREATE of an existing name/type/set identifier fails, records of one name and type must all be
 // weighted or none, weights are 0..255, and a CNAME shares its name with no other type. A refused

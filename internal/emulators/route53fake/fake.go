@@ -302,6 +302,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			writeError(w, http.StatusMethodNotAllowed, "InvalidInput", "method not allowed")
 		}
+	case strings.HasPrefix(p, "/2013-04-01/hostedzone/") && r.Method == http.MethodGet && strings.Count(p, "/") == 3:
+		s.getZone(w, strings.TrimPrefix(p, "/2013-04-01/hostedzone/"))
 	case strings.HasPrefix(p, "/2013-04-01/change/") && r.Method == http.MethodGet:
 		s.getChange(w, p[strings.LastIndex(p, "/")+1:])
 	default:
@@ -675,6 +677,37 @@ func writeXML(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("X-Amzn-Requestid", requestID())
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// ZoneName is the domain GetHostedZone answers for every zone.
+const ZoneName = "example.com."
+
+type hostedZone struct {
+	ID                     string `xml:"Id"`
+	Name                   string `xml:"Name"`
+	CallerReference        string `xml:"CallerReference"`
+	ResourceRecordSetCount int    `xml:"ResourceRecordSetCount"`
+}
+
+type getZoneResponse struct {
+	XMLName     xml.Name   `xml:"GetHostedZoneResponse"`
+	Xmlns       string     `xml:"xmlns,attr"`
+	HostedZone  hostedZone `xml:"HostedZone"`
+	NameServers []string   `xml:"DelegationSet>NameServers>NameServer"`
+}
+
+// getZone answers GetHostedZone: every zone of the fake is a zone of ZoneName.
+func (s *Server) getZone(w http.ResponseWriter, zone string) {
+	s.count("GetHostedZone")
+	s.mu.Lock()
+	recs, ok := s.zones[zone]
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "NoSuchHostedZone", "No hosted zone found with ID: "+zone)
+		return
+	}
+	writeXML(w, http.StatusOK, getZoneResponse{Xmlns: Namespace, HostedZone: hostedZone{ID: "/hostedzone/" + zone, Name: ZoneName,
+		CallerReference: "route53fake", ResourceRecordSetCount: len(recs)}, NameServers: []string{"ns-1.fake.invalid"}})
 }
 
 // Seed is a seed file's content: zones and their record sets.

@@ -535,10 +535,13 @@ func (rt *Router) send(ctx context.Context, class string, changes []types.Change
 	in := &route53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(rt.cfg.HostedZoneID), ChangeBatch: &types.ChangeBatch{
 		Comment: aws.String("lifeboat: class " + class), Changes: changes}}
 	var resp *route53.ChangeResourceRecordSetsOutput
-	// Sent once: the SDK retries it only on errors that mean it was not applied (throttling,
-	// a refused connection) — and a batch applied twice fails its DELETEs, changing nothing.
+	// Sent once, never retried by the SDK: had a batch landed and its answer been lost, the
+	// retry's DELETEs would no longer match and read as someone else's edit. A lost answer is
+	// ErrRouterUnreachable instead, and the executor's read-back settles whether it landed.
 	err := rt.call(ctx, func(ctx context.Context) (err error) {
-		resp, err = rt.client.ChangeResourceRecordSets(ctx, in)
+		resp, err = rt.client.ChangeResourceRecordSets(ctx, in, func(o *route53.Options) {
+			o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1)
+		})
 		return err
 	})
 	var icb *types.InvalidChangeBatch

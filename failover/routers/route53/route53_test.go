@@ -314,3 +314,22 @@ func TestString(t *testing.T) {
 		t.Fatalf("%s %d %v", d, d.MaxWeight(), d.ZeroWeightIsDrain())
 	}
 }
+
+// A batch whose answer is a 5xx is sent once, never retried by the SDK (a retry of a batch that
+// landed would fail its DELETEs and read as another's edit): ErrRouterUnreachable, for the
+// read-back to settle.
+func TestChangeNotRetried(t *testing.T) {
+	rig := newFakeRig(t)
+	d := newDriver(t, testConfig(rig.url, rig.names))
+	_, v := mustRead(t, d)
+	want := testStart.Clone()
+	want.Weights["eu-only"] = map[string]int{"eu-west-1": 20, "eu-central-1": 80}
+	rig.fake.FailNext(503, 503)
+	err := d.ApplyIf(tctx(t), want, v, func() error { return nil })
+	if !errors.Is(err, router.ErrRouterUnreachable) {
+		t.Fatalf("apply answered 503: %v", err)
+	}
+	if n := rig.fake.Failed(); n != 1 {
+		t.Fatalf("the batch was sent %d times", n)
+	}
+}

@@ -157,6 +157,7 @@ type Server struct {
 	upserts  int
 	requests map[string]int // operation → calls
 	failNext []int          // HTTP statuses to answer the next requests with
+	failed   int            // requests answered from failNext
 }
 
 // New returns a fake with no zones.
@@ -265,6 +266,13 @@ func (s *Server) FailNext(statuses ...int) {
 	s.failNext = append(s.failNext, statuses...)
 }
 
+// Failed counts the requests answered with a FailNext status.
+func (s *Server) Failed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
 // Start serves the fake on a loopback port until the test ends; it returns the base URL.
 func (s *Server) Start(t interface{ Cleanup(func()) }) string {
 	ts := httptest.NewServer(s)
@@ -278,6 +286,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(s.failNext) > 0 {
 		code := s.failNext[0]
 		s.failNext = s.failNext[1:]
+		s.failed++
 		s.mu.Unlock()
 		switch code {
 		case http.StatusBadRequest:

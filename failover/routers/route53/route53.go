@@ -456,7 +456,11 @@ func (rt *Router) plan(class string, desired router.RouterState, cur map[string]
 			}
 			continue
 		}
-		present := st != router.Maint
+		_, named := desired.Weights[class][r]
+		present := st != router.Maint && (named || explicit) // a region desired does not name is cut off, as on every driver
+		if st == router.Drain {
+			w = 0 // the drain is weight 0 here
+		}
 		if w < 0 || w > MaxWeight {
 			return nil, nil, fmt.Errorf("%s: class %s: weight %d of %s is outside Route 53's 0..%d", rt, class, w, r, MaxWeight)
 		}

@@ -333,3 +333,26 @@ func TestChangeNotRetried(t *testing.T) {
 		t.Fatalf("the batch was sent %d times", n)
 	}
 }
+
+// A drained region is written at weight 0 whatever weight it carries, and an eligible region the
+// desired state does not name is withdrawn, as on the other drivers.
+func TestDrainAndUnnamed(t *testing.T) {
+	rig := newFakeRig(t)
+	d := newDriver(t, testConfig(rig.url, rig.names))
+	want := router.RouterState{Weights: router.Weights{"global": {"us-east-1": 60, "eu-west-1": 40}}, States: router.States{}}
+	want.States.Set("global", "eu-west-1", router.Drain)
+	if err := d.Apply(tctx(t), want); err != nil {
+		t.Fatal(err)
+	}
+	rs, _ := mustRead(t, d)
+	if rs.Weights["global"]["eu-west-1"] != 0 || rs.States.Get("global", "eu-west-1") != router.Drain ||
+		rs.States.Get("global", "ap-southeast-1") != router.Maint || rs.Weights["global"]["us-east-1"] != 60 {
+		t.Fatalf("read %s %v", rs.Weights.Text(), rs.States)
+	}
+	if rs.Weights["eu-only"]["eu-west-1"] != 51 {
+		t.Fatalf("a class desired did not name changed: %s", rs.Weights.Text())
+	}
+	if notes := strings.Join(d.Notes(), "\n"); !strings.Contains(notes, "global: eu-west-1 is drained at weight 0 but still answered when every non-zero record is unhealthy") {
+		t.Fatalf("notes %q", notes)
+	}
+}

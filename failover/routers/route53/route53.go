@@ -78,8 +78,8 @@ type Router struct {
 	mu      sync.Mutex
 	last    map[string]*classRead          // class → its records as this process last read or wrote them
 	deleted map[string]map[string][]Record // class → region → records this process deleted (withdraw)
-	notes   []string
-	change  string // the last change id and status, for Notes
+	notes   map[string][]string            // class → notes of its last read
+	change  string                         // the last change id and status, for Notes
 }
 
 // classRead is a class's records as last read (or written), by region.
@@ -110,9 +110,10 @@ func New(c Config) (*Router, error) {
 	if c.Attempts <= 0 {
 		c.Attempts = 3
 	}
-	rt := &Router{cfg: c, region: map[string]string{}, last: map[string]*classRead{}, deleted: map[string]map[string][]Record{}}
+	rt := &Router{cfg: c, region: map[string]string{}, last: map[string]*classRead{}, deleted: map[string]map[string][]Record{}, notes: map[string][]string{}}
+	rt.cfg.Records = map[string]string{}
 	for class, name := range c.Records {
-		c.Records[class] = CanonicalName(name)
+		rt.cfg.Records[class] = CanonicalName(name)
 	}
 	regions := slices.Clone(c.Regions)
 	for _, elig := range c.Classes {
@@ -126,7 +127,7 @@ func New(c Config) (*Router, error) {
 		rt.region[id] = r
 	}
 	for class := range c.Classes {
-		if c.Records[class] == "" {
+		if rt.cfg.Records[class] == "" {
 			return nil, fmt.Errorf("route53: class %s has no record name", class)
 		}
 	}
@@ -177,7 +178,10 @@ func (rt *Router) ZeroWeightIsDrain() bool { return true }
 func (rt *Router) Notes() []string {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	out := slices.Clone(rt.notes)
+	var out []string
+	for _, class := range slices.Sorted(maps.Keys(rt.notes)) {
+		out = append(out, rt.notes[class]...)
+	}
 	if rt.change != "" {
 		out = append(out, rt.change)
 	}
@@ -201,8 +205,9 @@ func (rt *Router) ReadVersion(ctx context.Context) (router.RouterState, router.R
 func (rt *Router) read(ctx context.Context, classes []string) (router.RouterState, router.RouterVersion, error) {
 	rs := router.RouterState{Weights: router.Weights{}, States: router.States{}, Kept: router.Kept{}}
 	v := router.RouterVersion{}
-	var topo, notes []string
+	var topo []string
 	for _, class := range classes {
+		var notes []string
 		byRegion, err := rt.list(ctx, class)
 		if err != nil {
 			return router.RouterState{}, nil, err
@@ -251,6 +256,7 @@ func (rt *Router) read(ctx context.Context, classes []string) (router.RouterStat
 		}
 		v[class] = ver
 		rt.mu.Lock()
+		rt.notes[class] = notes
 		if broken {
 			delete(rt.last, class)
 		} else {
@@ -258,9 +264,6 @@ func (rt *Router) read(ctx context.Context, classes []string) (router.RouterStat
 		}
 		rt.mu.Unlock()
 	}
-	rt.mu.Lock()
-	rt.notes = notes
-	rt.mu.Unlock()
 	if len(topo) > 0 {
 		return router.RouterState{}, nil, fmt.Errorf("%s: %w: %v have weighted records in a class they must never serve; weight 0 is no cut-off on Route 53 (an all-unhealthy or all-zero set answers every record): delete those records",
 			rt, router.ErrRouterTopology, topo)

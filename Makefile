@@ -126,7 +126,15 @@ bench: build emulators
 ## installed (make emulators), local directories stand in otherwise. `make demo KEEP=1` leaves
 ## the clouds running to explore (docs/demo.md); `make demo-stop` stops them.
 HAPROXY ?= $(shell command -v haproxy 2>/dev/null || { test -x /usr/sbin/haproxy && echo /usr/sbin/haproxy; })
-demo: build haproxy
+# demo-haproxy installs HAProxy where it can (Debian's apt, as root or with password-less sudo);
+# anywhere else (macOS, another Linux, no root) the demo goes on without it and says so. With
+# HAPROXY= on the command line nothing is installed.
+.PHONY: demo-haproxy
+demo-haproxy:
+	@command -v haproxy >/dev/null 2>&1 || test -x /usr/sbin/haproxy || \
+	  { command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || sudo -n true 2>/dev/null; } && $(MAKE) --no-print-directory haproxy; } || \
+	  echo "HAProxy is not installed and cannot be installed here (no apt-get, or no root): the demo's HAProxy steps are skipped"
+demo: build $(if $(filter command line,$(origin HAPROXY)),,demo-haproxy)
 	@$(MAKE) --no-print-directory demo-stop >/dev/null
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== 1. generate a sample model repository (real formats, tiny weights)"

@@ -126,7 +126,15 @@ bench: build emulators
 ## installed (make emulators), local directories stand in otherwise. `make demo KEEP=1` leaves
 ## the clouds running to explore (docs/demo.md); `make demo-stop` stops them.
 HAPROXY ?= $(shell command -v haproxy 2>/dev/null || { test -x /usr/sbin/haproxy && echo /usr/sbin/haproxy; })
-demo: build haproxy
+# demo-haproxy installs HAProxy where it can (Debian's apt, as root or with password-less sudo);
+# anywhere else (macOS, another Linux, no root) the demo goes on without it and says so. With
+# HAPROXY= on the command line nothing is installed.
+.PHONY: demo-haproxy
+demo-haproxy:
+	@command -v haproxy >/dev/null 2>&1 || test -x /usr/sbin/haproxy || \
+	  { command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || sudo -n true 2>/dev/null; } && $(MAKE) --no-print-directory haproxy; } || \
+	  echo "HAProxy is not installed and cannot be installed here (no apt-get, or no root): the demo's HAProxy steps are skipped"
+demo: build $(if $(filter command line,$(origin HAPROXY)),,demo-haproxy)
 	@$(MAKE) --no-print-directory demo-stop >/dev/null
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== 1. generate a sample model repository (real formats, tiny weights)"
@@ -190,12 +198,12 @@ demo: build haproxy
 	@echo; echo "== 14. failover: evacuate eu-west-1 from a sample fleet (an EU-only and a global class), file router"
 	@rm -rf $(DEMO)/failover && cp -r internal/sample/failover $(DEMO)/failover
 	@echo "-- what if eu-central-1 is still restoring? The EU-only class has nowhere to go: refused, exit 3"
-	$(LIFEBOAT) failover plan --fleet $(DEMO)/failover/fleet.yaml --evacuate eu-west-1 --signals $(DEMO)/failover/signals-eu-cold.json; \
+	$(LIFEBOAT) failover plan --fleet $(DEMO)/failover/fleet.yaml --region eu-west-1 --signals $(DEMO)/failover/signals-eu-cold.json; \
 	  rc=$$?; echo "plan exit code: $$rc (3 = refused for safety)"; test $$rc -eq 3
 	@echo "-- the plan with both EU regions warm"
-	$(LIFEBOAT) failover plan --fleet $(DEMO)/failover/fleet.yaml --evacuate eu-west-1 --signals $(DEMO)/failover/signals.json
+	$(LIFEBOAT) failover plan --fleet $(DEMO)/failover/fleet.yaml --region eu-west-1 --signals $(DEMO)/failover/signals.json
 	@echo "-- run it: lock, journal, every step applied and read back"
-	$(LIFEBOAT) failover run --fleet $(DEMO)/failover/fleet.yaml --evacuate eu-west-1 --signals $(DEMO)/failover/signals.json \
+	$(LIFEBOAT) failover run --fleet $(DEMO)/failover/fleet.yaml --region eu-west-1 --signals $(DEMO)/failover/signals.json \
 	  --yes --reason "make demo: eu-west-1 drill"
 	$(LIFEBOAT) failover status --fleet $(DEMO)/failover/fleet.yaml
 	@echo; echo "== 15. the same evacuation through a real HAProxy (Runtime API), when it is installed"
@@ -203,7 +211,7 @@ demo: build haproxy
 	  set -e; H=$(HAPROXY); cd $(DEMO)/failover && $$H -D -p haproxy.pid -f haproxy.cfg && \
 	  for i in $$(seq 100); do test -S admin.sock && break; sleep 0.1; done; \
 	  trap 'kill $$(cat haproxy.pid) 2>/dev/null' EXIT; \
-	  $(LIFEBOAT) failover run --fleet fleet-haproxy.yaml --evacuate eu-west-1 --signals signals.json --yes --reason "make demo: HAProxy drill"; \
+	  $(LIFEBOAT) failover run --fleet fleet-haproxy.yaml --region eu-west-1 --signals signals.json --yes --reason "make demo: HAProxy drill"; \
 	  $(LIFEBOAT) failover status --fleet fleet-haproxy.yaml; \
 	else echo "HAProxy is not installed (make haproxy), or HAPROXY= was given: skipped"; fi
 	@echo; echo "== 16. the drill: lose eu-west-1 on purpose (an EU-only and a global class) in the three clouds, through"

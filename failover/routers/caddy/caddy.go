@@ -236,6 +236,67 @@ func unseen(route map[string]any) []string {
 	return why
 }
 
+// fallbacks refuses Caddy's own way to leak: the error routes (handle_errors) of a server that
+// holds a class's route. When every upstream of the route fails, Caddy hands the request to the
+// server's error routes, and a reverse_proxy there sends the class wherever it points, whatever
+// the route's weights say. Such a server is refused (ErrRouterTopology), never half-managed.
+func (c *Router) fallbacks(ctx context.Context) error {
+	code, _, b, err := c.Do(ctx, http.MethodGet, "/config/apps/http/servers", "", nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return router.Status("caddy GET /config/apps/http/servers", code, b)
+	}
+	var servers map[string]map[string]any
+	if err := json.Unmarshal(b, &servers); err != nil {
+		return fmt.Errorf("caddy GET /config/apps/http/servers: %v", err)
+	}
+	ids := map[string]string{} // route id → class
+	for class, id := range c.Routes {
+		ids[id] = class
+	}
+	var why []string
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		srv := servers[name]
+		var classes []string
+		walkJSON(srv["routes"], func(m map[string]any) {
+			if id, ok := m["@id"].(string); ok && ids[id] != "" {
+				classes = append(classes, ids[id])
+			}
+		})
+		proxies := 0
+		walkJSON(srv["errors"], func(m map[string]any) {
+			if m["handler"] == "reverse_proxy" {
+				proxies++
+			}
+		})
+		if len(classes) > 0 && proxies > 0 {
+			slices.Sort(classes)
+			why = append(why, fmt.Sprintf("server %s (class %s): its error routes (handle_errors) proxy a failed request to upstreams of their own", name, strings.Join(classes, ", ")))
+		}
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("caddy: %w: %s: a fallback that can carry the class to any region when its upstreams fail; remove the reverse_proxy from the server's errors routes", router.ErrRouterTopology, strings.Join(why, "; "))
+	}
+	return nil
+}
+
+// walkJSON calls fn on every object within v (decoded JSON), depth first.
+func walkJSON(v any, fn func(map[string]any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		fn(x)
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			walkJSON(x[k], fn)
+		}
+	case []any:
+		for _, e := range x {
+			walkJSON(e, fn)
+		}
+	}
+}
+
 // parse reads a class's upstreams and weights from its route.
 func (c *Router) parse(class string, route map[string]any) (map[string]int, map[string]router.State, error) {
 	h, err := ProxyHandler(route)
@@ -295,6 +356,9 @@ func (c *Router) Read(ctx context.Context) (router.RouterState, error) {
 func (c *Router) ReadVersion(ctx context.Context) (router.RouterState, router.RouterVersion, error) {
 	rs := router.RouterState{Weights: router.Weights{}, States: router.States{}}
 	v := router.RouterVersion{}
+	if err := c.fallbacks(ctx); err != nil {
+		return rs, nil, err
+	}
 	for _, class := range slices.Sorted(maps.Keys(c.Routes)) {
 		route, etag, err := c.Route(ctx, class)
 		if err != nil {
@@ -317,6 +381,9 @@ func (c *Router) ReadVersion(ctx context.Context) (router.RouterState, router.Ro
 // sends no Etag is refused unless AllowNoETag, which compares the route with since right before an
 // unconditional PATCH.
 func (c *Router) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
+	if err := c.fallbacks(ctx); err != nil {
+		return err
+	}
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		route, now, err := c.Route(ctx, class)
 		if err != nil {
@@ -399,6 +466,9 @@ func (c *Router) routeBody(class string, route map[string]any, desired router.Ro
 // with weight 0), cut-off ones are left out; a PATCH with If-Match on the ETag of the route just
 // read (unconditional on what any run saw: the executor uses ApplyIf).
 func (c *Router) Apply(ctx context.Context, desired router.RouterState) error {
+	if err := c.fallbacks(ctx); err != nil {
+		return err
+	}
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		if err := c.applyClass(ctx, class, desired); err != nil {
 			return err

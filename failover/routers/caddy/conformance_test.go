@@ -5,12 +5,14 @@ package caddy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,4 +152,62 @@ func TestConformance(t *testing.T) {
 			return driver(p.URL)
 		},
 	})
+}
+
+// Caddy's own leak: when every upstream of a class's route fails, the server's error routes
+// (handle_errors) take the request, and a reverse_proxy there sends it wherever it points. A
+// server holding a class route with such a fallback is refused before anything is written.
+func TestErrorRoutesFallbackRefused(t *testing.T) {
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(config(t)), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	srv := cfg["apps"].(map[string]any)["http"].(map[string]any)["servers"].(map[string]any)["eu-only"].(map[string]any)
+	srv["errors"] = map[string]any{"routes": []any{map[string]any{"handle": []any{map[string]any{
+		"handler": "reverse_proxy", "upstreams": []any{map[string]any{"dial": dials["us-east-1"]}},
+	}}}}}
+	b, _ := json.Marshal(cfg)
+	c := emulators.StartCaddy(t, string(b))
+	d := driver(c.Admin)
+	_, err := d.Read(t.Context())
+	if !errors.Is(err, router.ErrRouterTopology) || !strings.Contains(err.Error(), "server eu-only (class eu-only)") {
+		t.Fatalf("read with a handle_errors fallback: %v, want ErrRouterTopology naming server eu-only", err)
+	}
+	t.Logf("refused: %v", err)
+	before := routeJSON(t, c.Admin, "route-eu")
+	want := start.Clone()
+	want.Weights["eu-only"]["eu-west-1"], want.Weights["eu-only"]["eu-central-1"] = 0, 100
+	if err := d.Apply(t.Context(), want); !errors.Is(err, router.ErrRouterTopology) {
+		t.Fatalf("apply with a handle_errors fallback: %v, want ErrRouterTopology", err)
+	}
+	if err := router.ApplyIf(t.Context(), d, want, router.RouterVersion{"eu-only": "x", "global": "y"}, nil); !errors.Is(err, router.ErrRouterTopology) {
+		t.Fatalf("apply-if with a handle_errors fallback: %v, want ErrRouterTopology", err)
+	}
+	if after := routeJSON(t, c.Admin, "route-eu"); after != before {
+		t.Fatalf("the refused write changed the route:\n%s\n%s", before, after)
+	}
+	// the same fallback in a server that holds no class route is not this fleet's concern
+	delete(srv, "errors")
+	cfg["apps"].(map[string]any)["http"].(map[string]any)["servers"].(map[string]any)["other"] = map[string]any{
+		"listen": []string{"127.0.0.1:0"}, "automatic_https": map[string]any{"disable": true},
+		"errors": map[string]any{"routes": []any{map[string]any{"handle": []any{map[string]any{
+			"handler": "reverse_proxy", "upstreams": []any{map[string]any{"dial": dials["us-east-1"]}},
+		}}}}},
+	}
+	b, _ = json.Marshal(cfg)
+	c2 := emulators.StartCaddy(t, string(b))
+	if _, err := driver(c2.Admin).Read(t.Context()); err != nil {
+		t.Fatalf("read with a fallback in a server of no class: %v", err)
+	}
+}
+
+func routeJSON(t *testing.T, admin, id string) string {
+	t.Helper()
+	resp, err := http.Get(admin + "/id/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

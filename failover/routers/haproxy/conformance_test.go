@@ -3,6 +3,7 @@
 package haproxy
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -81,4 +82,40 @@ func TestConformance(t *testing.T) {
 			return &Router{Socket: routertest.SilentListener(t, "unix"), Backends: backends, Classes: classes}
 		},
 	})
+}
+
+// HAProxy's own leak: a backup server takes a backend's traffic when none of its active servers
+// can (all down, or all drained), whatever weight Lifeboat gave the others, and weight 0 does not
+// keep persistent connections off a server. So in a class backend, a server of a region outside
+// the class is accepted only cut off (maint, weight 0): a backup server of another region at
+// weight 0, ready, is refused before anything is written.
+func TestBackupServerOfAnotherRegionRefused(t *testing.T) {
+	h := emulators.StartHAProxy(t, config())
+	d := &Router{Socket: h.Socket, Backends: backends, Classes: classes}
+	if out, err := d.Command(t.Context(), "add server be_eu/us-east-1 127.0.0.1:10009 backup weight 0"); err != nil || !strings.Contains(out, "New server registered") {
+		t.Fatalf("add backup server: %v %q", err, out)
+	}
+	// added servers start in maint: cut off, it can take nothing, and the router is accepted
+	rs, err := d.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := router.CheckTopology(classes, rs); err != nil {
+		t.Fatalf("a cut-off backup server of another region: %v, want accepted", err)
+	}
+	if err := d.Set(t.Context(), "set server be_eu/us-east-1 state ready"); err != nil {
+		t.Fatal(err)
+	}
+	rs, err = d.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Weights["eu-only"]["us-east-1"] != 0 {
+		t.Fatalf("backup server weight reads %d, want 0", rs.Weights["eu-only"]["us-east-1"])
+	}
+	err = router.CheckTopology(classes, rs)
+	if !errors.Is(err, router.ErrRouterTopology) || !strings.Contains(err.Error(), "eu-only/us-east-1 (weight 0, ready)") {
+		t.Fatalf("a ready backup server of another region at weight 0: %v, want ErrRouterTopology naming eu-only/us-east-1", err)
+	}
+	t.Logf("refused: %v", err)
 }

@@ -161,6 +161,7 @@ func New(c Config) (*Router, error) {
 		if c.HTTPClient != nil {
 			o.HTTPClient = c.HTTPClient
 		}
+		o.HTTPClient = boundedClient{o.HTTPClient}
 	})
 	return rt, nil
 }
@@ -662,3 +663,38 @@ func noCredentials(err error) bool {
 	return strings.Contains(msg, "get identity: ") || strings.Contains(msg, "failed to retrieve credentials") ||
 		strings.Contains(msg, "failed to refresh cached credentials")
 }
+
+// boundedClient bounds every answer's body to router.MaxBody: a list page is a few hundred
+// record sets, and an endpoint that answers without end is refused, not read into memory.
+type boundedClient struct{ c aws.HTTPClient }
+
+func (b boundedClient) Do(r *http.Request) (*http.Response, error) {
+	resp, err := b.c.Do(r)
+	if err == nil && resp != nil && resp.Body != nil {
+		resp.Body = &boundedBody{rc: resp.Body, left: router.MaxBody}
+	}
+	return resp, err
+}
+
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, err := b.rc.Read(one[:]); n == 0 && err != nil {
+			return 0, err // the end (io.EOF) right at the bound, or the body's own error
+		}
+		return 0, fmt.Errorf("route53: answer larger than %d bytes", router.MaxBody)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -354,5 +357,25 @@ func TestDrainAndUnnamed(t *testing.T) {
 	}
 	if notes := strings.Join(d.Notes(), "\n"); !strings.Contains(notes, "global: eu-west-1 is drained at weight 0 but still answered when every non-zero record is unhealthy") {
 		t.Fatalf("notes %q", notes)
+	}
+}
+
+// An endpoint whose answer has no end is refused once past router.MaxBody, not read into memory.
+func TestAnswerBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/xml")
+		io.WriteString(w, `<?xml version="1.0"?><ListResourceRecordSetsResponse xmlns="https://route53.amazonaws.com/doc/2013-04-01/"><ResourceRecordSets>`)
+		pad := strings.Repeat("<!-- padding padding padding padding padding padding padding -->", 1024)
+		for i := 0; i < (router.MaxBody/len(pad))+2; i++ {
+			if _, err := io.WriteString(w, pad); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	d := newDriver(t, testConfig(srv.URL, testRecords(".example.com")))
+	_, err := d.Read(tctx(t))
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("read of an endless answer: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -722,6 +723,23 @@ func (s *Server) getZone(w http.ResponseWriter, zone string) {
 // Seed is a seed file's content: zones and their record sets.
 type Seed struct {
 	Zones map[string][]Record `json:"zones"`
+}
+
+// LoadFile adds the zones and record sets of a JSON seed file (see testdata/seed.json). Unknown
+// fields are an error, so a misspelt one is not silently a record without it.
+func (s *Server) LoadFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var sd Seed
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sd); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	s.Load(sd)
+	return nil
 }
 
 // Load adds a seed's zones and record sets.

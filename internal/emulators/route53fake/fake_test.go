@@ -3,6 +3,7 @@ package route53fake
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +197,22 @@ func TestFailNext(t *testing.T) {
 	}
 	if s.Requests("ListResourceRecordSets") != 1 {
 		t.Fatalf("served %d lists", s.Requests("ListResourceRecordSets"))
+	}
+}
+
+// The demo's seed file loads: its zone and record sets, listed in Route 53's order.
+func TestLoadFile(t *testing.T) {
+	s := New()
+	if err := s.LoadFile("testdata/seed.json"); err != nil {
+		t.Fatal(err)
+	}
+	recs := s.Records("Z0123456789ABCDEFGHIJ")
+	if len(recs) != 5 || recs[0].Name != "api.example.com." || recs[4].Name != "eu.api.example.com." || *recs[0].Weight != 30 {
+		t.Fatalf("seeded %+v", recs)
+	}
+	bad := t.TempDir() + "/bad.json"
+	os.WriteFile(bad, []byte(`{"zones": {"Z1": [{"Name": "a.", "Type": "A", "Wieght": 1}]}}`), 0o600)
+	if err := s.LoadFile(bad); err == nil || !strings.Contains(err.Error(), "Wieght") {
+		t.Fatalf("a misspelt field: %v", err)
 	}
 }

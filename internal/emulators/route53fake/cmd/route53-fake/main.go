@@ -4,12 +4,11 @@
 //
 //	route53-fake -listen 127.0.0.1:0 -zone Z0123456789ABCDEFGHIJ -seed records.json
 //
-// A seed file is {"zones": {"Z…": [{"Name": "api.example.com.", "Type": "A", "SetIdentifier":
+// A seed file (see ../../testdata/seed.json) is {"zones": {"Z…": [{"Name": "api.example.com.", "Type": "A", "SetIdentifier":
 // "us-east-1", "Weight": 10, "TTL": 30, "ResourceRecords": [{"Value": "192.0.2.1"}]}, …]}}.
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -33,15 +32,9 @@ func main() {
 		s.AddZone(*zone)
 	}
 	if *seed != "" {
-		b, err := os.ReadFile(*seed)
-		if err != nil {
+		if err := s.LoadFile(*seed); err != nil {
 			fail(err)
 		}
-		var sd route53fake.Seed
-		if err := json.Unmarshal(b, &sd); err != nil {
-			fail(fmt.Errorf("%s: %v", *seed, err))
-		}
-		s.Load(sd)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

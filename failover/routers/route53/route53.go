@@ -65,8 +65,8 @@ type Config struct {
 // every non-zero record is unhealthy: Notes says so), a withdrawn one (maint) has none: the
 // driver deletes them and recreates them exactly when the region comes back, from
 // RouterState.Kept (the journal's copy) or else from what this process deleted. Every write is
-// one ChangeResourceRecordSets batch per class of DELETEs of the record sets exactly as last read
-// and CREATEs of the new ones, never an UPSERT: Route 53 applies a batch all-or-nothing and
+// one ChangeResourceRecordSets batch per class of DELETEs of every record set of the class exactly
+// as last read (unchanged ones too) and CREATEs of them as they must be, never an UPSERT: Route 53 applies a batch all-or-nothing and
 // refuses a DELETE that does not match the stored record in every field, so another writer's
 // edit is router.ErrRouterConflict and nothing is overwritten. A write returns once GetChange
 // says INSYNC.
@@ -211,6 +211,7 @@ func (rt *Router) read(ctx context.Context, classes []string) (router.RouterStat
 		var notes []string
 		byRegion, err := rt.list(ctx, class)
 		if err != nil {
+			rt.forget(class)
 			return router.RouterState{}, nil, err
 		}
 		ver := digest(byRegion)
@@ -227,6 +228,7 @@ func (rt *Router) read(ctx context.Context, classes []string) (router.RouterStat
 			}
 			for _, rec := range recs[1:] {
 				if rec.Weight != recs[0].Weight {
+					rt.forget(class)
 					return router.RouterState{}, nil, fmt.Errorf("%s: class %s: region %s's records at %s carry different weights (%s %d, %s %d): the driver cannot map them to one weight",
 						rt, class, r, rt.cfg.Records[class], recs[0].Type, recs[0].Weight, rec.Type, rec.Weight)
 				}
@@ -270,6 +272,14 @@ func (rt *Router) read(ctx context.Context, classes []string) (router.RouterStat
 			rt, router.ErrRouterTopology, topo)
 	}
 	return rs, v, nil
+}
+
+// forget drops what this process last read of class: a class it could not read is written only
+// after a read that succeeds.
+func (rt *Router) forget(class string) {
+	rt.mu.Lock()
+	delete(rt.last, class)
+	rt.mu.Unlock()
 }
 
 // list reads one class's record sets, every type, following pages until the name changes; by
@@ -434,7 +444,7 @@ func (rt *Router) plan(class string, desired router.RouterState, cur map[string]
 	elig := rt.cfg.Classes[class]
 	name := rt.cfg.Records[class]
 	next := map[string][]Record{}
-	var changes []types.Change
+	var changes, guards []types.Change
 	regions := map[string]bool{}
 	for r := range cur {
 		regions[r] = true
@@ -484,9 +494,12 @@ func (rt *Router) plan(class string, desired router.RouterState, cur map[string]
 				n := rec
 				n.Weight = int64(w)
 				recs = append(recs, n)
-				if !same {
-					changes = append(changes, types.Change{Action: types.ChangeActionDelete, ResourceRecordSet: rec.sdk()},
-						types.Change{Action: types.ChangeActionCreate, ResourceRecordSet: n.sdk()})
+				pair := []types.Change{{Action: types.ChangeActionDelete, ResourceRecordSet: rec.sdk()},
+					{Action: types.ChangeActionCreate, ResourceRecordSet: n.sdk()}}
+				if same {
+					guards = append(guards, pair...)
+				} else {
+					changes = append(changes, pair...)
 				}
 			}
 			next[r] = recs
@@ -504,6 +517,12 @@ func (rt *Router) plan(class string, desired router.RouterState, cur map[string]
 			}
 			next[r] = recs
 		}
+	}
+	if len(changes) > 0 {
+		// The unchanged regions' record sets go in the batch too, deleted and created as they
+		// are: a batch fails whole if any of them is no longer as read, so it is conditional on
+		// every record set of the class this run read, not only on those it changes.
+		changes = append(changes, guards...)
 	}
 	if len(next) > 0 {
 		total := int64(0)

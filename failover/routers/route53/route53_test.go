@@ -379,3 +379,35 @@ func TestAnswerBounded(t *testing.T) {
 		t.Fatalf("read of an endless answer: %v", err)
 	}
 }
+
+// Another writer's edit of a region this write does not change still refuses the batch: the
+// unchanged record sets are in it too (deleted and created as read), so the write is conditional
+// on the whole class as read, and the other's edit stays.
+func TestEditOfAnUnchangedRegionIsConflict(t *testing.T) {
+	rig := newFakeRig(t)
+	d := newDriver(t, testConfig(rig.url, rig.names))
+	_, v := mustRead(t, d)
+	rig.fake.Edit(testZone, func(r route53fake.Record) bool {
+		return r.Name == rig.names["global"] && r.SetIdentifier == "ap-southeast-1"
+	}, func(r *route53fake.Record) { r.Weight = ptr(int64(9)) })
+	want := testStart.Clone()
+	want.Weights["global"]["us-east-1"] = 45 // ap-southeast-1 and eu-west-1 as they were read
+	err := d.ApplyIf(tctx(t), want, v, func() error { return nil })
+	if !errors.Is(err, router.ErrRouterConflict) {
+		t.Fatalf("ApplyIf after an edit of a region it does not change: %v, want ErrRouterConflict", err)
+	}
+	rs, _ := mustRead(t, d)
+	if rs.Weights["global"]["ap-southeast-1"] != 9 || rs.Weights["global"]["us-east-1"] != 41 {
+		t.Fatalf("after the refused batch: %s", rs.Weights.Text())
+	}
+	// and on the version just read, the same write goes through, the unchanged regions as they are
+	_, v = mustRead(t, d)
+	want.Weights["global"]["ap-southeast-1"] = 9
+	if err := d.ApplyIf(tctx(t), want, v, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rs, _ = mustRead(t, d)
+	if df := router.Diff(want, rs); len(df) > 0 {
+		t.Fatalf("after the write: %v", df)
+	}
+}

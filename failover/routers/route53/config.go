@@ -145,6 +145,9 @@ func (c *FleetConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 // set identifier names a class or region of the fleet; no two regions share a set identifier.
 func (c *FleetConfig) Check(d *fleet.Decoder, f *fleet.Fleet) {
 	d.RequireRouter(f, c.HostedZoneID != "", "hosted_zone_id", "the Route 53 hosted zone holding the records")
+	if f.Router.Backends != nil {
+		d.Errf(d.Line("router.backends"), "router.backends", "not used by driver route53: each class's DNS name goes under router.records")
+	}
 	classes := slices.Sorted(maps.Keys(f.Tenants))
 	for _, class := range slices.Sorted(maps.Keys(c.Records)) {
 		if _, ok := f.Tenants[class]; !ok {

@@ -64,6 +64,7 @@ func TestFleetConfigErrors(t *testing.T) {
 		{"shared-id.yaml", `fleet.yaml:17: router.set_identifiers.us-east-1: set identifier "us-east-1" is also region eu-west-1's`},
 		{"bad-poll.yaml", `fleet.yaml:16: router.poll_interval: want a positive duration`},
 		{"unknown-key.yaml", `fleet.yaml:16: router.hosted_zone`},
+		{"backends.yaml", `fleet.yaml:13: router.backends: not used by driver route53`},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			_, err := parseFleet(t, c.file)

@@ -629,6 +629,9 @@ func (rt *Router) call(ctx context.Context, fn func(context.Context) error) erro
 // credentials and other API errors are plain errors. The message carries no credential.
 func (rt *Router) fail(what string, err error) error {
 	msg := describe(err)
+	if noCredentials(err) {
+		return fmt.Errorf("%s: %s: no usable AWS credentials in the SDK's default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO, web identity, the instance's or task's role): %s", rt, what, msg)
+	}
 	if unreachable(err) {
 		return fmt.Errorf("%s: %s: %s: %w", rt, what, msg, router.ErrRouterUnreachable)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -410,4 +411,27 @@ func TestEditOfAnUnchangedRegionIsConflict(t *testing.T) {
 	if df := router.Diff(want, rs); len(df) > 0 {
 		t.Fatalf("after the write: %v", df)
 	}
+}
+
+// Without credentials anywhere in the SDK's default chain nothing is sent, and the error is a
+// configuration problem, not the router being unreachable.
+func TestNoCredentials(t *testing.T) {
+	rig := newFakeRig(t)
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	c := testConfig(rig.url, rig.names)
+	c.Credentials = nil
+	d := newDriver(t, c)
+	_, err := d.Read(tctx(t))
+	if err == nil || errors.Is(err, router.ErrRouterUnreachable) || !strings.Contains(err.Error(), "credentials") {
+		t.Fatalf("read without credentials: %v", err)
+	}
+	if n := rig.fake.Requests("ListResourceRecordSets"); n != 0 {
+		t.Fatalf("%d requests sent without credentials", n)
+	}
+	t.Logf("%v", err)
 }

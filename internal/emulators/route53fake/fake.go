@@ -149,6 +149,10 @@ type ChangeRecord struct {
 type Server struct {
 	// PendingPolls is how many GetChange calls of a change answer PENDING before INSYNC.
 	PendingPolls int
+	// BeforeChange, when set, is called with the 1-based number of each ChangeResourceRecordSets
+	// request before the fake looks at it (and without its lock held): another writer's edit made
+	// there lands between a client's read and its batch, deterministically.
+	BeforeChange func(n int)
 
 	mu       sync.Mutex
 	zones    map[string][]Record // zone id → record sets
@@ -329,6 +333,9 @@ func (s *Server) count(op string) {
 
 func (s *Server) change(w http.ResponseWriter, r *http.Request, zone string) {
 	s.count("ChangeResourceRecordSets")
+	if s.BeforeChange != nil {
+		s.BeforeChange(s.Requests("ChangeResourceRecordSets"))
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "InvalidInput", "reading the request: "+err.Error())

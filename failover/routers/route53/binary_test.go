@@ -47,7 +47,6 @@ func binRecords() []route53fake.Record {
 	}
 }
 
-
 const binSignals = `{"weights": {"eu-only": {"eu-west-1": 50, "eu-central-1": 50}, "global": {"us-east-1": 40, "eu-west-1": 30, "ap-southeast-1": 30}},
  "regions": {
  "us-east-1": {"warm": true, "healthy": true, "queue_wait_ms": 20, "running": 0, "prefill_tokens_per_s": 9600},

@@ -121,7 +121,7 @@ bench: build emulators
 	$(GO) run ./cmd/bench -lifeboat $(LIFEBOAT) -dir $(CURDIR)/.bench -go $(GO) \
 	  -rclone $(BIN)/rclone -rclone-pkg github.com/rclone/rclone@$(RCLONE_VERSION)
 
-## demo: the main job on an embedded sample — no cloud account needed. Steps 15 and 16 use HAProxy
+## demo: the main job on an embedded sample — no cloud account needed. Steps 15 and 17 use HAProxy
 ## when it is installed (`make demo HAPROXY=` does without it); the emulators are used when
 ## installed (make emulators), local directories stand in otherwise. `make demo KEEP=1` leaves
 ## the clouds running to explore (docs/demo.md); `make demo-stop` stops them.
@@ -214,14 +214,31 @@ demo: build $(if $(filter command line,$(origin HAPROXY)),,demo-haproxy)
 	  $(LIFEBOAT) failover run --fleet fleet-haproxy.yaml --region eu-west-1 --signals signals.json --yes --reason "make demo: HAProxy drill"; \
 	  $(LIFEBOAT) failover status --fleet fleet-haproxy.yaml; \
 	else echo "HAProxy is not installed (make haproxy), or HAPROXY= was given: skipped"; fi
-	@echo; echo "== 16. the drill: lose eu-west-1 on purpose (an EU-only and a global class) in the three clouds, through"
+	@echo; echo "== 16. the same evacuation on Route 53 weighted records: route53-fake serves Route 53's API on loopback"
+	@echo "   (no AWS account), driven through the real AWS SDK; each step is one DELETE+CREATE batch (a compare-and-swap),"
+	@echo "   waited on until INSYNC; eu-west-1's records are drained to weight 0, then deleted; abort recreates them"
+	@echo "   from the journal, exactly"
+	$(GO) build -o $(BIN)/route53-fake ./internal/emulators/route53fake/cmd/route53-fake
+	@set -e; cd $(DEMO)/failover && rm -f route53.url && \
+	  { $(BIN)/route53-fake -seed route53-zone.json -pending-polls 2 > route53.url 2> route53.log & echo $$! > route53.pid; } && \
+	  trap 'kill $$(cat route53.pid) 2>/dev/null' EXIT; \
+	  for i in $$(seq 100); do test -s route53.url && break; sleep 0.1; done; test -s route53.url; \
+	  sed -i "s#@ENDPOINT@#$$(cat route53.url)#" fleet-route53.yaml; \
+	  export AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo AWS_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null; \
+	  echo "$$ lifeboat failover run --fleet fleet-route53.yaml --region eu-west-1 --signals signals.json --yes"; \
+	  $(LIFEBOAT) failover run --fleet fleet-route53.yaml --region eu-west-1 --signals signals.json --yes --reason "make demo: Route 53 drill"; \
+	  echo "$$ lifeboat failover status --fleet fleet-route53.yaml"; \
+	  $(LIFEBOAT) failover status --fleet fleet-route53.yaml; \
+	  echo "$$ lifeboat failover abort --fleet fleet-route53.yaml --signals signals.json --yes"; \
+	  $(LIFEBOAT) failover abort --fleet fleet-route53.yaml --signals signals.json --yes --reason "make demo: back"
+	@echo; echo "== 17. the drill: lose eu-west-1 on purpose (an EU-only and a global class) in the three clouds, through"
 	@echo "   HAProxy when it is installed (else the file router), with"
 	@echo "   game-day faults (a lost tokenizer, the router down for a second, the orchestrator killed mid-ramp),"
 	@echo "   measured against the SLA: verify -> restore+boot -> evacuate -> traffic -> hold -> fail back -> verify -> tear down"
 	@rm -rf $(DEMO)/drill && mkdir -p $(DEMO)/drill/state && cp internal/sample/drill/drill.yaml internal/sample/drill/weights.json $(DEMO)/drill/
 	@HAPROXY="$(HAPROXY)" bash mk/demo-drill.sh $(LIFEBOAT) $(DEMO)/drill $(DEMO)/clouds.env
 	@echo; echo "Open $(DEMO)/drill/report/report.html (self-contained) or paste $(DEMO)/drill/report/report.md into a ticket."
-	@echo; echo "== 17. the model in a registry: push the sample to a local OCI registry (distribution), sign it,"
+	@echo; echo "== 18. the model in a registry: push the sample to a local OCI registry (distribution), sign it,"
 	@echo "   verify the signature, boot from the registry replica with a fleet whose trust: requires it"
 	@KEEP="$(KEEP)" bash mk/demo-registry.sh $(LIFEBOAT) $(BIN)/registry $(DEMO)/manifest.json $(DEMO)/sample $(DEMO)/registry
 ifeq ($(KEEP),)

@@ -321,6 +321,10 @@ func TestRoute53BinaryConcurrentEditStops(t *testing.T) {
 	if w := r.zone()["global"]["us-east-1"].Weight; w == nil || *w != 41 {
 		t.Fatalf("the other writer's weight was overwritten: %v", w)
 	}
+	// one batch per step: the refused batch carried both classes' changes, and none of them landed
+	if n := len(r.fake.Changes()); n != 1 {
+		t.Fatalf("%d change batches accepted, want only the first step's: a refused step must leave every class as it was", n)
+	}
 	if !strings.Contains(res.Stdout+res.Stderr, "nothing was overwritten") {
 		t.Fatalf("the refusal does not say nothing was overwritten:\n%s\n%s", res.Stdout, res.Stderr)
 	}

@@ -65,8 +65,9 @@ type Config struct {
 // every non-zero record is unhealthy: Notes says so), a withdrawn one (maint) has none: the
 // driver deletes them and recreates them exactly when the region comes back, from
 // RouterState.Kept (the journal's copy) or else from what this process deleted. Every write is
-// one ChangeResourceRecordSets batch per class of DELETEs of every record set of the class exactly
-// as last read (unchanged ones too) and CREATEs of them as they must be, never an UPSERT: Route 53 applies a batch all-or-nothing and
+// one ChangeResourceRecordSets batch (all the step's classes) of DELETEs of every record set of
+// each class it changes exactly as last read (unchanged ones too) and CREATEs of them as they
+// must be, never an UPSERT: Route 53 applies a batch all-or-nothing and
 // refuses a DELETE that does not match the stored record in every field, so another writer's
 // edit is router.ErrRouterConflict and nothing is overwritten. A write returns once GetChange
 // says INSYNC.
@@ -391,8 +392,19 @@ func (rt *Router) ApplyIf(ctx context.Context, desired router.RouterState, since
 	return rt.write(ctx, desired, since, fence)
 }
 
-// write writes desired's classes; since nil: unconditionally (on the records just read).
+// write writes desired's classes as ONE batch (a step is all-or-nothing across its classes:
+// Route 53 applies a batch whole or refuses it whole); since nil: unconditionally (on the
+// records just read).
 func (rt *Router) write(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
+	type planned struct {
+		class string
+		cur   map[string][]Record
+		next  map[string][]Record
+	}
+	var (
+		all     []types.Change
+		classes []planned
+	)
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		if rt.cfg.Records[class] == "" {
 			return fmt.Errorf("%s: class %s: no record name for it (router.records)", rt, class)
@@ -415,23 +427,34 @@ func (rt *Router) write(ctx context.Context, desired router.RouterState, since r
 		if len(changes) == 0 {
 			continue
 		}
-		if err := fence(); err != nil {
-			return err
-		}
-		if err := rt.send(ctx, class, changes); err != nil {
-			return err
-		}
-		rt.mu.Lock()
-		for r, recs := range cur.byRegion {
-			if _, ok := next[r]; !ok {
-				if rt.deleted[class] == nil {
-					rt.deleted[class] = map[string][]Record{}
+		all = append(all, changes...)
+		classes = append(classes, planned{class, cur.byRegion, next})
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	if err := fence(); err != nil {
+		return err
+	}
+	names := make([]string, len(classes))
+	for i, p := range classes {
+		names[i] = p.class
+	}
+	if err := rt.send(ctx, names, all); err != nil {
+		return err
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, p := range classes {
+		for r, recs := range p.cur {
+			if _, ok := p.next[r]; !ok {
+				if rt.deleted[p.class] == nil {
+					rt.deleted[p.class] = map[string][]Record{}
 				}
-				rt.deleted[class][r] = recs
+				rt.deleted[p.class][r] = recs
 			}
 		}
-		rt.last[class] = &classRead{byRegion: next, version: digest(next)}
-		rt.mu.Unlock()
+		rt.last[p.class] = &classRead{byRegion: p.next, version: digest(p.next)}
 	}
 	return nil
 }
@@ -556,11 +579,15 @@ func (rt *Router) kept(class, region string, k router.Kept) ([]Record, error) {
 		rt, class, region, rt.cfg.Records[class], id)
 }
 
-// send writes one class's batch and waits until Route 53 says it is INSYNC.
-func (rt *Router) send(ctx context.Context, class string, changes []types.Change) error {
-	name := rt.cfg.Records[class]
+// send writes one batch (the changes of classes) and waits until Route 53 says it is INSYNC.
+func (rt *Router) send(ctx context.Context, classes []string, changes []types.Change) error {
+	what := "class " + strings.Join(classes, ", class ")
+	var names []string
+	for _, c := range classes {
+		names = append(names, rt.cfg.Records[c])
+	}
 	in := &route53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(rt.cfg.HostedZoneID), ChangeBatch: &types.ChangeBatch{
-		Comment: aws.String("lifeboat: class " + class), Changes: changes}}
+		Comment: aws.String("lifeboat: " + what), Changes: changes}}
 	var resp *route53.ChangeResourceRecordSetsOutput
 	// Sent once, never retried by the SDK: had a batch landed and its answer been lost, the
 	// retry's DELETEs would no longer match and read as someone else's edit. A lost answer is
@@ -573,23 +600,23 @@ func (rt *Router) send(ctx context.Context, class string, changes []types.Change
 	})
 	var icb *types.InvalidChangeBatch
 	if errors.As(err, &icb) {
-		return fmt.Errorf("%s: class %s: Route 53 refused the batch (%s): someone else changed the record sets at %s since this run read them; nothing was overwritten: %w",
-			rt, class, router.FirstLine(strings.Join(icb.Messages, "; ")), name, router.ErrRouterConflict)
+		return fmt.Errorf("%s: %s: Route 53 refused the batch (%s): someone else changed the record sets at %s since this run read them; nothing was overwritten: %w",
+			rt, what, router.FirstLine(strings.Join(icb.Messages, "; ")), strings.Join(names, ", "), router.ErrRouterConflict)
 	}
 	if err != nil {
-		return rt.fail("ChangeResourceRecordSets "+name, err)
+		return rt.fail("ChangeResourceRecordSets "+strings.Join(names, ", "), err)
 	}
 	id := ""
 	if resp.ChangeInfo != nil {
 		id = aws.ToString(resp.ChangeInfo.Id)
 	}
-	return rt.waitInSync(ctx, class, id)
+	return rt.waitInSync(ctx, what, id)
 }
 
 // waitInSync polls GetChange every PollInterval until INSYNC, bounded by ctx.
-func (rt *Router) waitInSync(ctx context.Context, class, id string) error {
+func (rt *Router) waitInSync(ctx context.Context, what, id string) error {
 	short := id[strings.LastIndex(id, "/")+1:]
-	rt.note(fmt.Sprintf("%s: change %s PENDING", class, short))
+	rt.note(fmt.Sprintf("%s: change %s PENDING", what, short))
 	for {
 		var resp *route53.GetChangeOutput
 		err := rt.call(ctx, func(ctx context.Context) (err error) {
@@ -598,16 +625,16 @@ func (rt *Router) waitInSync(ctx context.Context, class, id string) error {
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("%s: class %s: change %s was accepted but is still PENDING when the wait ended: %v: %w", rt, class, short, ctx.Err(), router.ErrRouterUnreachable)
+				return fmt.Errorf("%s: %s: change %s was accepted but is still PENDING when the wait ended: %v: %w", rt, what, short, ctx.Err(), router.ErrRouterUnreachable)
 			}
 			return rt.fail("GetChange "+short, err)
 		}
 		if resp.ChangeInfo != nil && resp.ChangeInfo.Status == types.ChangeStatusInsync {
-			rt.note(fmt.Sprintf("%s: change %s INSYNC", class, short))
+			rt.note(fmt.Sprintf("%s: change %s INSYNC", what, short))
 			return nil
 		}
 		if err := wait.Sleep(ctx, rt.cfg.PollInterval); err != nil {
-			return fmt.Errorf("%s: class %s: change %s was accepted but is still PENDING when the wait ended: %v: %w", rt, class, short, err, router.ErrRouterUnreachable)
+			return fmt.Errorf("%s: %s: change %s was accepted but is still PENDING when the wait ended: %v: %w", rt, what, short, err, router.ErrRouterUnreachable)
 		}
 	}
 }

@@ -422,7 +422,7 @@ func (g *Router) refs(class string, obj *unstructured.Unstructured) (rule map[st
 			kind = KindService // the Gateway API's default
 		}
 		if kg, known := KindGroup(kind); !known || kg != group {
-			return nil, nil, topo("spec.rules[0].backendRefs[%d] is a %s (group %q), not a Service, ServiceImport, InferencePool or InferencePoolImport", i, providers.Sanitize(kind, 60), providers.Sanitize(group, 60))
+			return nil, nil, topo("spec.rules[0].backendRefs[%d] is a backend of kind %s (group %q), not a Service, ServiceImport, InferencePool or InferencePoolImport", i, providers.Sanitize(kind, 60), providers.Sanitize(group, 60))
 		}
 		if fl, _ := bm["filters"].([]any); len(fl) > 0 {
 			return nil, nil, topo("spec.rules[0].backendRefs[%d] (%s) has filters of its own", i, providers.Sanitize(name, 63))

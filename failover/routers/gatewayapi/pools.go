@@ -72,8 +72,10 @@ func objErr(ctx context.Context, at string, gvr schema.GroupVersionResource, err
 	switch {
 	case kubeclient.Canceled(ctx, err):
 		return fmt.Errorf("%s: %w", at, context.Canceled)
+	case apierrors.IsNotFound(err) && gvr.Group == "":
+		return fmt.Errorf("%s: not found (is it created, in that namespace?); %s", at, notAGuess)
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%s: not found (is it created, in that namespace, and are the %s CRDs installed?); %s", at, res, notAGuess)
+		return fmt.Errorf("%s: not found (is it created, in that namespace, and is the %s CRD installed?); %s", at, res, notAGuess)
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 		return fmt.Errorf("%s: cannot be read: %s (the driver needs get on %s); %s", at, kubeclient.Message(err), res, notAGuess)
 	case !kubeclient.Answered(err):

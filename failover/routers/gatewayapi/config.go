@@ -66,7 +66,11 @@ func (c *FleetConfig) Keys(d *fleet.Decoder) yamlnode.Fields {
 // targets decodes router.services (or its synonym router.targets): region → backend.
 func (c *FleetConfig) targets(d *fleet.Decoder, n *yaml.Node, at, key string) {
 	if c.key != "" {
-		d.Errf(n.Line, at, "router.%s is given too: give each region's backend under one of services and targets (they mean the same)", c.key)
+		line := d.Line(at)
+		if line == 0 {
+			line = n.Line
+		}
+		d.Errf(line, at, "router.%s is given too: give each region's backend under one of services and targets (they mean the same)", c.key)
 		return
 	}
 	c.key, c.Services, c.lines = key, map[string]Backend{}, map[string]int{}
@@ -150,18 +154,18 @@ func decodeTarget(d *fleet.Decoder, n *yaml.Node, at string) (Backend, bool) {
 		}
 		ok = false
 	case b.Kind == KindService && !dnsLabel(b.Name), b.Kind == KindServiceImport && !dnsLabel(b.Name):
-		d.Errf(lines["name"], yamlnode.Join(at, "name"), "%q is not a %s name (lower-case letters, digits, '-'; at most 63)", b.Name, b.Kind)
+		d.Errf(lines["name"], yamlnode.Join(at, "name"), "%q is not %s name (lower-case letters, digits, '-'; at most 63)", b.Name, an(b.Kind))
 		ok = false
 	case !dnsSubdomain(b.Name):
-		d.Errf(lines["name"], yamlnode.Join(at, "name"), "%q is not a %s name (lower-case letters, digits, '-', '.'; at most 253)", b.Name, b.Kind)
+		d.Errf(lines["name"], yamlnode.Join(at, "name"), "%q is not %s name (lower-case letters, digits, '-', '.'; at most 253)", b.Name, an(b.Kind))
 		ok = false
 	}
 	switch {
 	case KindHasPort(b.Kind) && lines["port"] == 0:
-		d.Errf(n.Line, yamlnode.Join(at, "port"), "required for a %s: the port its backendRef names (1-65535)", b.Kind)
+		d.Errf(n.Line, yamlnode.Join(at, "port"), "required for %s: the port its backendRef names (1-65535)", an(b.Kind))
 		ok = false
 	case !KindHasPort(b.Kind) && lines["port"] != 0:
-		d.Errf(lines["port"], yamlnode.Join(at, "port"), "a backendRef to an %s carries no port (the pool's targetPorts are its own): remove it", b.Kind)
+		d.Errf(lines["port"], yamlnode.Join(at, "port"), "a backendRef to %s carries no port (the pool's targetPorts are its own): remove it", an(b.Kind))
 		ok = false
 	}
 	if want, _ := KindGroup(b.Kind); group != nil && *group != want {
@@ -209,4 +213,12 @@ func (c *FleetConfig) Open(f *fleet.Fleet) (router.Driver, error) {
 // Identity is the cluster and namespace the routes are in.
 func (c *FleetConfig) Identity() []string {
 	return []string{Driver, c.Kubeconfig, c.Context, c.Namespace}
+}
+
+// an is kind with its indefinite article: "a Service", "an InferencePool".
+func an(kind string) string {
+	if strings.ContainsRune("AEIOU", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }

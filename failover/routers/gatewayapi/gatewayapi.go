@@ -241,7 +241,7 @@ func NewForCluster(cfg Config, c *kubeclient.Cluster) (*Router, error) {
 		}
 		for _, r := range cfg.Classes[class] {
 			if _, ok := cfg.Services[r]; !ok {
-				return nil, fmt.Errorf("gateway-api: region %s (of class %s) has no backend Service (router.services.%s)", r, class, r)
+				return nil, fmt.Errorf("gateway-api: region %s (of class %s) has no backend (router.services.%s)", r, class, r)
 			}
 		}
 	}
@@ -563,7 +563,7 @@ func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired r
 		}
 		b, ok := g.cfg.Services[r]
 		if !ok {
-			return nil, fmt.Errorf("gateway-api: httproute %s/%s of class %s: region %s has no backend Service (router.services.%s)", g.namespace, obj.GetName(), class, r, r)
+			return nil, fmt.Errorf("gateway-api: httproute %s/%s of class %s: region %s has no backend (router.services.%s)", g.namespace, obj.GetName(), class, r, r)
 		}
 		m := backendRef(b, g.namespace)
 		m["weight"] = int64(w)

@@ -13,7 +13,9 @@
 // drained one a backendRef with weight 0 (kept, so the gateway lets its connections finish), a
 // withdrawn one (maint) has no backendRef. Every write is an update conditional on the route's
 // metadata.resourceVersion as this run last read or wrote it back (the API server's
-// compare-and-swap: 409 Conflict is router.ErrRouterConflict, never re-read and retried). A route
+// compare-and-swap: 409 Conflict is router.ErrRouterConflict, never re-read and retried, unless
+// the route differs from what this run saw in its status alone — a gateway controller's report,
+// which moves the resourceVersion too — when the write is sent once more on it). A route
 // Lifeboat cannot map region by region — a backend that is no region's (another name, namespace,
 // port, kind or group), a second rule, a filter that mirrors, redirects or hands the request to
 // an extension, backendRefs with filters of their own, a backend of a kind none of the above — is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,9 +200,10 @@ type Router struct {
 	Attempts int
 
 	mu sync.Mutex
-	// last is each class's route as this run last read or wrote it back: ApplyIf writes on it
-	// when its resourceVersion is the one the executor says it saw.
-	last map[string]*unstructured.Unstructured
+	// seen is each class's route at the last few versions this run read or wrote back (newest
+	// last): ApplyIf writes on the one whose resourceVersion the executor says it saw, which may
+	// be older than the last read when a controller's status report came between.
+	seen map[string][]*unstructured.Unstructured
 	// notes is what the gateway controllers report on each class's route.
 	notes map[string][]string
 	// poolNotes is what the last read found of each pool and import (its selector, endpoint
@@ -261,7 +263,7 @@ func NewForCluster(cfg Config, c *kubeclient.Cluster) (*Router, error) {
 		seen[b] = r
 	}
 	return &Router{cfg: cfg, namespace: ns, server: c.Server, routes: dc.Resource(HTTPRoutes).Namespace(ns), dyn: dc,
-		last: map[string]*unstructured.Unstructured{}, notes: map[string][]string{}}, nil
+		seen: map[string][]*unstructured.Unstructured{}, notes: map[string][]string{}}, nil
 }
 
 func (g *Router) String() string { return "gateway-api:" + g.server + "/namespaces/" + g.namespace }
@@ -363,7 +365,9 @@ func (g *Router) ReadVersion(ctx context.Context) (router.RouterState, router.Ro
 func (g *Router) remember(class string, obj *unstructured.Unstructured) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.last[class] = obj
+	if seen := g.seen[class]; len(seen) == 0 || seen[len(seen)-1].GetResourceVersion() != obj.GetResourceVersion() {
+		g.seen[class] = append(seen[max(0, len(seen)-maxSeen+1):], obj)
+	}
 	g.notes[class] = conditions(class, obj)
 }
 
@@ -586,7 +590,10 @@ func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired r
 
 // ApplyIf updates each class's route on the resourceVersion this run last saw (since): the API
 // server refuses with 409 a route changed since, which is router.ErrRouterConflict — nothing
-// overwritten, never re-read and retried. fence runs immediately before each update.
+// overwritten, never re-read and retried — unless all that changed is the route's status (a
+// gateway controller reporting its conditions, which moves the resourceVersion too): then the
+// write is sent once more on the route as it is now (retryAfterStatus). fence runs immediately
+// before each update.
 func (g *Router) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		want, ok := since[class]
@@ -594,9 +601,14 @@ func (g *Router) ApplyIf(ctx context.Context, desired router.RouterState, since 
 			return fmt.Errorf("%s: class %s: httproute %s/%s: this run has not read it back, so it cannot write it conditionally: %w", g, class, g.namespace, g.cfg.Routes[class], router.ErrRouterConflict)
 		}
 		g.mu.Lock()
-		base := g.last[class]
+		var base *unstructured.Unstructured
+		for _, o := range g.seen[class] {
+			if o.GetResourceVersion() == want {
+				base = o
+			}
+		}
 		g.mu.Unlock()
-		if base == nil || base.GetResourceVersion() != want {
+		if base == nil {
 			// what this run saw is not at hand: read it, and write only if it is still that
 			obj, err := g.get(ctx, class)
 			if err != nil {
@@ -615,11 +627,51 @@ func (g *Router) ApplyIf(ctx context.Context, desired router.RouterState, since 
 		if err := fence(); err != nil {
 			return err
 		}
-		if err := g.update(ctx, class, next); err != nil {
+		err = g.update(ctx, class, next)
+		if errors.Is(err, router.ErrRouterConflict) {
+			err = g.retryAfterStatus(ctx, class, base, desired, fence, err)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// maxSeen bounds Router.seen per class.
+const maxSeen = 8
+
+// retryAfterStatus handles a 409 on a write conditional on base: a gateway controller writing
+// its conditions on the route's status (as every one does after each change of the spec) moves
+// the route's resourceVersion without changing anything this run read. When the route as read
+// now holds exactly what base held — spec, generation, labels, annotations and the rest of its
+// metadata, everything but status, resourceVersion and managedFields — the write is sent once
+// more, conditional on the route as read now; any other difference is the conflict (conflict).
+func (g *Router) retryAfterStatus(ctx context.Context, class string, base *unstructured.Unstructured, desired router.RouterState, fence func() error, conflict error) error {
+	obj, err := g.get(ctx, class)
+	if err != nil || !sameButStatus(base, obj) {
+		return conflict
+	}
+	next, err := g.rewrite(class, obj, desired)
+	if err != nil {
+		return err
+	}
+	if err := fence(); err != nil {
+		return err
+	}
+	return g.update(ctx, class, next)
+}
+
+// sameButStatus: a and b differ at most in status, resourceVersion and managedFields.
+func sameButStatus(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy()
+		delete(c.Object, "status")
+		unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
+		unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
+		return c.Object
+	}
+	return a.GetGeneration() == b.GetGeneration() && reflect.DeepEqual(strip(a), strip(b))
 }
 
 func (g *Router) update(ctx context.Context, class string, obj *unstructured.Unstructured) error {

@@ -12,13 +12,19 @@
 #     temporary module with Traefik's own three replace lines (`go install` refuses them); the
 #     largest: ~2500 packages. Here, niced under three other engineers' builds, go mod tidy took
 #     ~5 min and the build 67 min (4021 s); on an idle 2-core runner expect well under half that.
-#   The Gateway API CRDs v1.6.3 and kwok's CRDs are read from the Go module cache at test time
-#     (`go mod download`, seconds), never copied into the repository.
+#   The Gateway API CRDs v1.6.3, the Inference Extension's v1.6.2 (InferencePool,
+#     InferencePoolImport), the MCS API's v0.5.2 (ServiceImport) and kwok's CRDs are read from
+#     the Go module cache at test time (`go mod download`, seconds), never copied into the
+#     repository.
 KUBE_BIN        := $(CURDIR)/bin
 KUBE_VERSION    ?= v1.37.2
 KWOK_VERSION    ?= v0.8.0
 TRAEFIK_VERSION ?= v3.6.12
 GATEWAY_API_VERSION ?= v1.6.3
+# InferencePool / InferencePoolImport and ServiceImport CRDs (emulators.GatewayAPIInferenceExtensionVersion,
+# emulators.MCSAPIVersion): the gateway-api router driver's other backend kinds.
+GIE_VERSION     ?= v1.6.2
+MCS_API_VERSION ?= v0.5.2
 KUBE_CMDS := $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kube-controller-manager $(KUBE_BIN)/kube-scheduler
 SUDO ?= $(if $(filter 0,$(shell id -u)),,sudo)
 KUBE_GO := $(or $(GO),go)
@@ -53,4 +59,5 @@ $(KUBE_BIN)/traefik:
 
 # The CRDs' modules in the module cache (the tests find them with `go mod download -json`).
 kube-crds:
-	@cd $(CURDIR) && $(KUBE_GO) mod download sigs.k8s.io/gateway-api@$(GATEWAY_API_VERSION) sigs.k8s.io/kwok@$(KWOK_VERSION)
+	@cd $(CURDIR) && $(KUBE_GO) mod download sigs.k8s.io/gateway-api@$(GATEWAY_API_VERSION) sigs.k8s.io/kwok@$(KWOK_VERSION) \
+	  sigs.k8s.io/gateway-api-inference-extension@$(GIE_VERSION) sigs.k8s.io/mcs-api@$(MCS_API_VERSION)

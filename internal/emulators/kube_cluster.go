@@ -36,6 +36,13 @@ import (
 const (
 	KwokVersion       = "v0.8.0"
 	GatewayAPIVersion = "v1.6.3"
+	// GatewayAPIInferenceExtensionVersion is sigs.k8s.io/gateway-api-inference-extension, whose
+	// InferencePool (inference.networking.k8s.io/v1) and InferencePoolImport
+	// (inference.networking.x-k8s.io/v1alpha1) CRDs the control plane loads.
+	GatewayAPIInferenceExtensionVersion = "v1.6.2"
+	// MCSAPIVersion is sigs.k8s.io/mcs-api, whose ServiceImport CRD (multicluster.x-k8s.io) the
+	// control plane loads.
+	MCSAPIVersion = "v0.5.2"
 )
 
 // The fake nodes kwok manages (see kube.go).
@@ -65,10 +72,20 @@ const (
 	FaultNotReady = "NotReady"
 )
 
-// installCRDs installs the Gateway API CRDs (standard channel) and kwok's PortForward and Logs
-// CRDs from the Go module cache, and waits until they are Established.
+// installCRDs installs the Gateway API CRDs (standard channel), the Gateway API Inference
+// Extension's InferencePool and InferencePoolImport, the Multi-Cluster Services API's
+// ServiceImport and kwok's PortForward and Logs CRDs from the Go module cache, and waits until
+// they are Established.
 func (k *Kube) installCRDs(ctx context.Context) error {
 	gwDir, err := moduleDir("sigs.k8s.io/gateway-api", GatewayAPIVersion)
+	if err != nil {
+		return err
+	}
+	gieDir, err := moduleDir("sigs.k8s.io/gateway-api-inference-extension", GatewayAPIInferenceExtensionVersion)
+	if err != nil {
+		return err
+	}
+	mcsDir, err := moduleDir("sigs.k8s.io/mcs-api", MCSAPIVersion)
 	if err != nil {
 		return err
 	}
@@ -83,6 +100,10 @@ func (k *Kube) installCRDs(ctx context.Context) error {
 	} {
 		crds = append(crds, filepath.Join(gwDir, "config", "crd", "standard", "gateway.networking.k8s.io_"+f+".yaml"))
 	}
+	crds = append(crds,
+		filepath.Join(gieDir, "config", "crd", "bases", "inference.networking.k8s.io_inferencepools.yaml"),
+		filepath.Join(gieDir, "config", "crd", "bases", "inference.networking.x-k8s.io_inferencepoolimports.yaml"),
+		filepath.Join(mcsDir, "config", "crd", "multicluster.x-k8s.io_serviceimports.yaml"))
 	for _, f := range []string{"portforwards", "clusterportforwards", "logs", "clusterlogs"} {
 		crds = append(crds, filepath.Join(kwokDir, "kustomize", "crd", "bases", "kwok.x-k8s.io_"+f+".yaml"))
 	}
@@ -95,7 +116,7 @@ func (k *Kube) installCRDs(ctx context.Context) error {
 		all = append(append(all, data...), "\n---\n"...)
 	}
 	if err := k.apply(ctx, "", all, false); err != nil {
-		return fmt.Errorf("kube: installing the Gateway API and kwok CRDs: %w", err)
+		return fmt.Errorf("kube: installing the Gateway API, Inference Extension, MCS and kwok CRDs: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,22 +35,94 @@ const FieldManager = "lifeboat"
 // MaxWeight is the Gateway API's largest backendRef weight.
 const MaxWeight = 1_000_000
 
-// Backend is a region's Service port: the backendRef that carries a class's traffic to it.
-type Backend struct {
-	Namespace string // "" is the route's namespace
-	Name      string
-	Port      int
+// The kinds a region's backend may be: a backendRef's group and kind, the resource the driver
+// reads for it, and whether its backendRef carries a port.
+const (
+	KindService             = "Service"
+	KindServiceImport       = "ServiceImport"
+	KindInferencePool       = "InferencePool"
+	KindInferencePoolImport = "InferencePoolImport"
+)
+
+type kindInfo struct {
+	gvr   schema.GroupVersionResource
+	ports bool // its backendRef needs a port (a Service's or ServiceImport's); a pool's has none
 }
 
+var kinds = map[string]kindInfo{
+	KindService:             {schema.GroupVersionResource{Group: "", Version: "v1", Resource: "services"}, true},
+	KindServiceImport:       {schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "serviceimports"}, true},
+	KindInferencePool:       {InferencePools, false},
+	KindInferencePoolImport: {InferencePoolImports, false},
+}
+
+// Kinds is the backend kinds a region may have, sorted.
+func Kinds() []string { return slices.Sorted(maps.Keys(kinds)) }
+
+// KindGroup is kind's API group ("" for a Service, the core group), and whether kind is one of Kinds.
+func KindGroup(kind string) (string, bool) {
+	k, ok := kinds[kind]
+	return k.gvr.Group, ok
+}
+
+// KindHasPort says whether a backendRef to kind carries a port (Service, ServiceImport).
+func KindHasPort(kind string) bool { return kinds[kind].ports }
+
+// InferencePools and InferencePoolImports are the Gateway API Inference Extension's resources
+// the driver reads for a region whose backend is a pool or a pool's import.
+var (
+	InferencePools       = schema.GroupVersionResource{Group: "inference.networking.k8s.io", Version: "v1", Resource: "inferencepools"}
+	InferencePoolImports = schema.GroupVersionResource{Group: "inference.networking.x-k8s.io", Version: "v1alpha1", Resource: "inferencepoolimports"}
+	services             = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+)
+
+// Backend is a region's backend: the object (a Service port, a ServiceImport port, an
+// InferencePool or an InferencePoolImport) whose backendRef carries a class's traffic to it.
+type Backend struct {
+	Kind      string // "" is a Service
+	Namespace string // "" is the route's namespace
+	Name      string
+	Port      int // a Service's or ServiceImport's; 0 for a pool
+}
+
+// kind is b's kind, "" read as Service.
+func (b Backend) kind() string {
+	if b.Kind == "" {
+		return KindService
+	}
+	return b.Kind
+}
+
+// key is b as the driver compares backends in namespace ns (the routes'): the kind spelled
+// out, the namespace "" when it is ns, no port for a kind without one.
+func (b Backend) key(ns string) Backend {
+	b.Kind = b.kind()
+	if b.Namespace == ns {
+		b.Namespace = ""
+	}
+	if !KindHasPort(b.Kind) {
+		b.Port = 0
+	}
+	return b
+}
+
+// String is "[namespace/]name:port" for a Service (the fleet's string form), else the kind
+// before it: "InferencePool [namespace/]name", "ServiceImport [namespace/]name:port".
 func (b Backend) String() string {
-	s := b.Name + ":" + strconv.Itoa(b.Port)
+	s := b.Name
 	if b.Namespace != "" {
 		s = b.Namespace + "/" + s
+	}
+	if KindHasPort(b.kind()) || b.Port != 0 {
+		s += ":" + strconv.Itoa(b.Port)
+	}
+	if b.kind() != KindService {
+		s = b.kind() + " " + s
 	}
 	return s
 }
 
-// ParseBackend reads "[namespace/]service:port".
+// ParseBackend reads a Service port: "[namespace/]service:port".
 func ParseBackend(s string) (Backend, error) {
 	var b Backend
 	rest := s
@@ -74,6 +147,20 @@ func ParseBackend(s string) (Backend, error) {
 	return b, nil
 }
 
+// dnsSubdomain: an object name that is a DNS subdomain (lower-case letters, digits, '-', '.';
+// at most 253), as an InferencePool's or an import's name may be.
+func dnsSubdomain(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !dnsLabel(l) {
+			return false
+		}
+	}
+	return true
+}
+
 func dnsLabel(s string) bool {
 	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
 		return false
@@ -93,7 +180,8 @@ type Config struct {
 	Namespace  string // of the HTTPRoutes; "" is the context's namespace
 	// Routes is, per tenant class, its HTTPRoute's name (router.backends).
 	Routes map[string]string
-	// Services is, per region, its backend (router.services).
+	// Services is, per region, its backend (router.services or router.targets): a Service, a
+	// ServiceImport, an InferencePool or an InferencePoolImport.
 	Services map[string]Backend
 	// Classes is each class's eligible regions (the fleet's tenants).
 	Classes map[string][]string
@@ -106,16 +194,21 @@ type Router struct {
 	namespace string
 	server    string
 	routes    dynamic.ResourceInterface
+	dyn       dynamic.Interface // the pools, the imports and the endpoint pickers' Services
 	// Attempts is how often the unconditional Apply re-reads after a conflict (0: 3). The
 	// executor's ApplyIf never does.
 	Attempts int
 
 	mu sync.Mutex
-	// last is each class's route as this run last read or wrote it back: ApplyIf writes on it
-	// when its resourceVersion is the one the executor says it saw.
-	last map[string]*unstructured.Unstructured
+	// seen is each class's route at the last few versions this run read or wrote back (newest
+	// last): ApplyIf writes on the one whose resourceVersion the executor says it saw, which may
+	// be older than the last read when a controller's status report came between.
+	seen map[string][]*unstructured.Unstructured
 	// notes is what the gateway controllers report on each class's route.
 	notes map[string][]string
+	// poolNotes is what the last read found of each pool and import (its selector, endpoint
+	// picker and status conditions).
+	poolNotes []string
 }
 
 // Compile-time capability checks.
@@ -150,23 +243,27 @@ func NewForCluster(cfg Config, c *kubeclient.Cluster) (*Router, error) {
 		}
 		for _, r := range cfg.Classes[class] {
 			if _, ok := cfg.Services[r]; !ok {
-				return nil, fmt.Errorf("gateway-api: region %s (of class %s) has no backend Service (router.services.%s)", r, class, r)
+				return nil, fmt.Errorf("gateway-api: region %s (of class %s) has no backend (router.services.%s)", r, class, r)
 			}
 		}
 	}
 	seen := map[Backend]string{}
 	for _, r := range slices.Sorted(maps.Keys(cfg.Services)) {
 		b := cfg.Services[r]
-		if b.Namespace == ns {
-			b.Namespace = ""
+		if _, ok := kinds[b.kind()]; !ok {
+			return nil, fmt.Errorf("gateway-api: region %s: backend kind %q is not one of %s (router.services.%s)", r, b.Kind, strings.Join(Kinds(), ", "), r)
 		}
+		if b.Name == "" || (KindHasPort(b.kind()) && (b.Port < 1 || b.Port > 65535)) {
+			return nil, fmt.Errorf("gateway-api: region %s: backend %s has no name or no port (router.services.%s)", r, b, r)
+		}
+		b = b.key(ns)
 		if other, dup := seen[b]; dup {
 			return nil, fmt.Errorf("gateway-api: regions %s and %s have the same backend %s (router.services): a route could not tell them apart", other, r, b)
 		}
 		seen[b] = r
 	}
-	return &Router{cfg: cfg, namespace: ns, server: c.Server, routes: dc.Resource(HTTPRoutes).Namespace(ns),
-		last: map[string]*unstructured.Unstructured{}, notes: map[string][]string{}}, nil
+	return &Router{cfg: cfg, namespace: ns, server: c.Server, routes: dc.Resource(HTTPRoutes).Namespace(ns), dyn: dc,
+		seen: map[string][]*unstructured.Unstructured{}, notes: map[string][]string{}}, nil
 }
 
 func (g *Router) String() string { return "gateway-api:" + g.server + "/namespaces/" + g.namespace }
@@ -178,7 +275,9 @@ func (g *Router) MaxWeight() int { return MaxWeight }
 func (g *Router) ZeroWeightIsDrain() bool { return true }
 
 // Notes is what the gateway controllers last reported on each class's route (its parents'
-// Accepted and ResolvedRefs conditions), one line per class and parent, sorted.
+// Accepted and ResolvedRefs conditions), one line per class and parent, sorted; then, per region
+// whose backend is an InferencePool or an InferencePoolImport, what the last read found of it:
+// the pool's selector and endpoint picker, and the status conditions its controllers wrote.
 func (g *Router) Notes() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -186,7 +285,7 @@ func (g *Router) Notes() []string {
 	for _, c := range slices.Sorted(maps.Keys(g.notes)) {
 		out = append(out, g.notes[c]...)
 	}
-	return out
+	return append(out, g.poolNotes...)
 }
 
 func (g *Router) route(class string) (string, error) {
@@ -253,13 +352,22 @@ func (g *Router) ReadVersion(ctx context.Context) (router.RouterState, router.Ro
 		}
 		g.remember(class, obj)
 	}
+	notes, err := g.checkPools(ctx)
+	if err != nil {
+		return rs, nil, err
+	}
+	g.mu.Lock()
+	g.poolNotes = notes
+	g.mu.Unlock()
 	return rs, v, nil
 }
 
 func (g *Router) remember(class string, obj *unstructured.Unstructured) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.last[class] = obj
+	if seen := g.seen[class]; len(seen) == 0 || seen[len(seen)-1].GetResourceVersion() != obj.GetResourceVersion() {
+		g.seen[class] = append(seen[max(0, len(seen)-maxSeen+1):], obj)
+	}
 	g.notes[class] = conditions(class, obj)
 }
 
@@ -274,7 +382,7 @@ type ref struct {
 func (g *Router) refs(class string, obj *unstructured.Unstructured) (rule map[string]any, out []ref, err error) {
 	at := fmt.Sprintf("gateway-api: httproute %s/%s of class %s", g.namespace, obj.GetName(), class)
 	topo := func(format string, args ...any) error {
-		return fmt.Errorf("%s: %w: %s; Lifeboat manages a route of one rule whose backendRefs are the class's regions' Services (router.services), no more", at, router.ErrRouterTopology, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s: %w: %s; Lifeboat manages a route of one rule whose backendRefs are the class's regions' backends (router.services), no more", at, router.ErrRouterTopology, fmt.Sprintf(format, args...))
 	}
 	rules, found, err := unstructured.NestedSlice(obj.Object, "spec", "rules")
 	if err != nil {
@@ -314,19 +422,20 @@ func (g *Router) refs(class string, obj *unstructured.Unstructured) (rule map[st
 		kind, _ := bm["kind"].(string)
 		name, _ := bm["name"].(string)
 		ns, _ := bm["namespace"].(string)
-		if group != "" || (kind != "" && kind != "Service") {
-			return nil, nil, topo("spec.rules[0].backendRefs[%d] is a %s (group %q), not a Service", i, providers.Sanitize(kind, 60), providers.Sanitize(group, 60))
+		if kind == "" {
+			kind = KindService // the Gateway API's default
+		}
+		if kg, known := KindGroup(kind); !known || kg != group {
+			return nil, nil, topo("spec.rules[0].backendRefs[%d] is a backend of kind %s (group %q), not a Service, ServiceImport, InferencePool or InferencePoolImport", i, providers.Sanitize(kind, 60), providers.Sanitize(group, 60))
 		}
 		if fl, _ := bm["filters"].([]any); len(fl) > 0 {
 			return nil, nil, topo("spec.rules[0].backendRefs[%d] (%s) has filters of its own", i, providers.Sanitize(name, 63))
 		}
 		port, _ := number(bm["port"])
-		if ns == g.namespace {
-			ns = ""
-		}
-		region, ok := g.regionOf(Backend{Namespace: ns, Name: name, Port: int(port)})
+		b := Backend{Kind: kind, Namespace: ns, Name: name, Port: int(port)}.key(g.namespace)
+		region, ok := g.regionOf(b)
 		if !ok {
-			return nil, nil, topo("spec.rules[0].backendRefs[%d] is %s, no region's backend (router.services)", i, providers.Sanitize(Backend{Namespace: ns, Name: name, Port: int(port)}.String(), 140))
+			return nil, nil, topo("spec.rules[0].backendRefs[%d] is %s, no region's backend (router.services)", i, providers.Sanitize(b.String(), 140))
 		}
 		if j, dup := seen[region]; dup {
 			return nil, nil, topo("spec.rules[0].backendRefs[%d] and [%d] are both region %s", j, i, region)
@@ -334,8 +443,8 @@ func (g *Router) refs(class string, obj *unstructured.Unstructured) (rule map[st
 		if elig, known := g.cfg.Classes[class]; known && !slices.Contains(elig, region) {
 			// a hand edit put an ineligible region's Service into the class's route: whatever its
 			// weight (0 is a drain, still reachable), the route breaks residency
-			return nil, nil, topo("spec.rules[0].backendRefs[%d] is %s, region %s's Service, which class %s must never reach (its regions: %s)",
-				i, providers.Sanitize(Backend{Namespace: ns, Name: name, Port: int(port)}.String(), 140), region, class, strings.Join(elig, ", "))
+			return nil, nil, topo("spec.rules[0].backendRefs[%d] is %s, region %s's %s, which class %s must never reach (its regions: %s)",
+				i, providers.Sanitize(b.String(), 140), region, kind, class, strings.Join(elig, ", "))
 		}
 		seen[region] = i
 		w := int64(1) // the Gateway API's default
@@ -347,6 +456,22 @@ func (g *Router) refs(class string, obj *unstructured.Unstructured) (rule map[st
 		out = append(out, ref{region: region, weight: int(w), m: bm})
 	}
 	return rule, out, nil
+}
+
+// backendRef is a new backendRef to b from a route in namespace ns: group and kind, name, the
+// namespace when it is another, the port when the kind has one.
+func backendRef(b Backend, ns string) map[string]any {
+	m := map[string]any{"kind": b.kind(), "name": b.Name}
+	if group, _ := KindGroup(b.kind()); group != "" {
+		m["group"] = group
+	}
+	if KindHasPort(b.kind()) {
+		m["port"] = int64(b.Port)
+	}
+	if b.Namespace != "" && b.Namespace != ns {
+		m["namespace"] = b.Namespace
+	}
+	return m
 }
 
 func mirrorTarget(f map[string]any) string {
@@ -373,12 +498,12 @@ func number(v any) (int64, bool) {
 	return 0, false
 }
 
+// regionOf is the region whose backend is b (compared by kind, namespace, name and, for a kind
+// with ports, port).
 func (g *Router) regionOf(b Backend) (string, bool) {
+	b = b.key(g.namespace)
 	for r, s := range g.cfg.Services {
-		if s.Namespace == g.namespace {
-			s.Namespace = ""
-		}
-		if s == b {
+		if s.key(g.namespace) == b {
 			return r, true
 		}
 	}
@@ -442,12 +567,10 @@ func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired r
 		}
 		b, ok := g.cfg.Services[r]
 		if !ok {
-			return nil, fmt.Errorf("gateway-api: httproute %s/%s of class %s: region %s has no backend Service (router.services.%s)", g.namespace, obj.GetName(), class, r, r)
+			return nil, fmt.Errorf("gateway-api: httproute %s/%s of class %s: region %s has no backend (router.services.%s)", g.namespace, obj.GetName(), class, r, r)
 		}
-		m := map[string]any{"kind": "Service", "name": b.Name, "port": int64(b.Port), "weight": int64(w)}
-		if b.Namespace != "" && b.Namespace != g.namespace {
-			m["namespace"] = b.Namespace
-		}
+		m := backendRef(b, g.namespace)
+		m["weight"] = int64(w)
 		brs = append(brs, m)
 	}
 	if len(brs) == 0 {
@@ -467,7 +590,10 @@ func (g *Router) rewrite(class string, obj *unstructured.Unstructured, desired r
 
 // ApplyIf updates each class's route on the resourceVersion this run last saw (since): the API
 // server refuses with 409 a route changed since, which is router.ErrRouterConflict — nothing
-// overwritten, never re-read and retried. fence runs immediately before each update.
+// overwritten, never re-read and retried — unless all that changed is the route's status (a
+// gateway controller reporting its conditions, which moves the resourceVersion too): then the
+// write is sent once more on the route as it is now (retryAfterStatus). fence runs immediately
+// before each update.
 func (g *Router) ApplyIf(ctx context.Context, desired router.RouterState, since router.RouterVersion, fence func() error) error {
 	for _, class := range slices.Sorted(maps.Keys(desired.Weights)) {
 		want, ok := since[class]
@@ -475,9 +601,14 @@ func (g *Router) ApplyIf(ctx context.Context, desired router.RouterState, since 
 			return fmt.Errorf("%s: class %s: httproute %s/%s: this run has not read it back, so it cannot write it conditionally: %w", g, class, g.namespace, g.cfg.Routes[class], router.ErrRouterConflict)
 		}
 		g.mu.Lock()
-		base := g.last[class]
+		var base *unstructured.Unstructured
+		for _, o := range g.seen[class] {
+			if o.GetResourceVersion() == want {
+				base = o
+			}
+		}
 		g.mu.Unlock()
-		if base == nil || base.GetResourceVersion() != want {
+		if base == nil {
 			// what this run saw is not at hand: read it, and write only if it is still that
 			obj, err := g.get(ctx, class)
 			if err != nil {
@@ -496,11 +627,51 @@ func (g *Router) ApplyIf(ctx context.Context, desired router.RouterState, since 
 		if err := fence(); err != nil {
 			return err
 		}
-		if err := g.update(ctx, class, next); err != nil {
+		err = g.update(ctx, class, next)
+		if errors.Is(err, router.ErrRouterConflict) {
+			err = g.retryAfterStatus(ctx, class, base, desired, fence, err)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// maxSeen bounds Router.seen per class.
+const maxSeen = 8
+
+// retryAfterStatus handles a 409 on a write conditional on base: a gateway controller writing
+// its conditions on the route's status (as every one does after each change of the spec) moves
+// the route's resourceVersion without changing anything this run read. When the route as read
+// now holds exactly what base held — spec, generation, labels, annotations and the rest of its
+// metadata, everything but status, resourceVersion and managedFields — the write is sent once
+// more, conditional on the route as read now; any other difference is the conflict (conflict).
+func (g *Router) retryAfterStatus(ctx context.Context, class string, base *unstructured.Unstructured, desired router.RouterState, fence func() error, conflict error) error {
+	obj, err := g.get(ctx, class)
+	if err != nil || !sameButStatus(base, obj) {
+		return conflict
+	}
+	next, err := g.rewrite(class, obj, desired)
+	if err != nil {
+		return err
+	}
+	if err := fence(); err != nil {
+		return err
+	}
+	return g.update(ctx, class, next)
+}
+
+// sameButStatus: a and b differ at most in status, resourceVersion and managedFields.
+func sameButStatus(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy()
+		delete(c.Object, "status")
+		unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
+		unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
+		return c.Object
+	}
+	return a.GetGeneration() == b.GetGeneration() && reflect.DeepEqual(strip(a), strip(b))
 }
 
 func (g *Router) update(ctx context.Context, class string, obj *unstructured.Unstructured) error {
@@ -552,40 +723,84 @@ func conditions(class string, obj *unstructured.Unstructured) []string {
 	var out []string
 	for _, p := range parents {
 		pm, _ := p.(map[string]any)
-		pr, _ := pm["parentRef"].(map[string]any)
-		name, _ := pr["name"].(string)
-		parent := name
-		if ns, _ := pr["namespace"].(string); ns != "" {
-			parent = ns + "/" + name
-		}
-		if sec, _ := pr["sectionName"].(string); sec != "" {
-			parent += "/" + sec
-		}
 		ctl, _ := pm["controllerName"].(string)
 		conds, _ := pm["conditions"].([]any)
 		var parts []string
 		for _, want := range []string{"Accepted", "ResolvedRefs"} {
 			s := want + "=?"
 			for _, c := range conds {
-				cm, _ := c.(map[string]any)
-				if cm["type"] != want {
-					continue
-				}
-				status, _ := cm["status"].(string)
-				s = want + "=" + status
-				if status != "True" {
-					reason, _ := cm["reason"].(string)
-					msg, _ := cm["message"].(string)
-					s += " (" + strings.TrimSuffix(reason+": "+msg, ": ") + ")"
-				}
-				if og, ok := number(cm["observedGeneration"]); ok && og < gen {
-					s += fmt.Sprintf(" [for generation %d of %d]", og, gen)
+				if cm, _ := c.(map[string]any); cm["type"] == want {
+					s = condition(cm, gen)
 				}
 			}
 			parts = append(parts, s)
 		}
-		out = append(out, providers.Sanitize(fmt.Sprintf("%s: gateway %s (%s): %s", at, parent, ctl, strings.Join(parts, ", ")), 400))
+		out = append(out, providers.Sanitize(fmt.Sprintf("%s: gateway %s (%s): %s", at, parentName(pm), ctl, strings.Join(parts, ", ")), 400))
 	}
 	slices.Sort(out)
 	return out
+}
+
+// parentName is a status parent's parentRef as "[namespace/]name[/section]".
+func parentName(pm map[string]any) string {
+	pr, _ := pm["parentRef"].(map[string]any)
+	name, _ := pr["name"].(string)
+	parent := name
+	if ns, _ := pr["namespace"].(string); ns != "" {
+		parent = ns + "/" + name
+	}
+	if sec, _ := pr["sectionName"].(string); sec != "" {
+		parent += "/" + sec
+	}
+	return parent
+}
+
+// condition is one status condition as "Type=Status", with its reason and message when it is
+// not True and the generation it was written for when that is not the object's.
+func condition(cm map[string]any, gen int64) string {
+	typ, _ := cm["type"].(string)
+	status, _ := cm["status"].(string)
+	s := typ + "=" + status
+	if status != "True" {
+		reason, _ := cm["reason"].(string)
+		msg, _ := cm["message"].(string)
+		s += " (" + strings.TrimSuffix(reason+": "+msg, ": ") + ")"
+	}
+	if og, ok := number(cm["observedGeneration"]); ok && og < gen {
+		s += fmt.Sprintf(" [for generation %d of %d]", og, gen)
+	}
+	return s
+}
+
+// allConditions is every condition in conds: Accepted and ResolvedRefs first, the others by
+// type; "no conditions" when there are none.
+func allConditions(conds []any, gen int64) string {
+	rank := func(t string) string {
+		switch t {
+		case "Accepted":
+			return "0"
+		case "ResolvedRefs":
+			return "1"
+		}
+		return "2" + t
+	}
+	var cms []map[string]any
+	for _, c := range conds {
+		if cm, ok := c.(map[string]any); ok {
+			cms = append(cms, cm)
+		}
+	}
+	slices.SortFunc(cms, func(a, b map[string]any) int {
+		ta, _ := a["type"].(string)
+		tb, _ := b["type"].(string)
+		return strings.Compare(rank(ta), rank(tb))
+	})
+	var parts []string
+	for _, cm := range cms {
+		parts = append(parts, condition(cm, gen))
+	}
+	if len(parts) == 0 {
+		return "no conditions"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -612,3 +612,70 @@ func TestGatewayAPIRBACRole(t *testing.T) {
 	}
 	t.Logf("without update: %v", err)
 }
+
+// A gateway controller writes its conditions on the route's status between this run's read and
+// its write (every controller does after each change of the spec): the resourceVersion moves,
+// nothing this run read does, and the write goes through on the route as it is now, the
+// controller's status kept. A change of the route's metadata (a label) in the same place is
+// someone else's edit: ErrRouterConflict, nothing overwritten.
+func TestGatewayAPIStatusWriteIsNoConflict(t *testing.T) {
+	r := newKubeRig(t)
+	r.start(t)
+	ctx := testbed.Ctx(t)
+	g := r.driver(t)
+	_, v, err := g.ReadVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func() {
+		obj := r.get(t, "route-eu")
+		unstructured.SetNestedSlice(obj.Object, []any{map[string]any{
+			"parentRef": map[string]any{"name": "gw"}, "controllerName": "example.com/gateway-controller",
+			"conditions": []any{map[string]any{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
+				"observedGeneration": obj.GetGeneration(), "lastTransitionTime": "2026-01-01T00:00:00Z"}},
+		}}, "status", "parents")
+		if _, err := r.dyn.Resource(HTTPRoutes).Namespace(r.ns).UpdateStatus(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := router.RouterState{Weights: router.Weights{"eu-only": {"eu-west-1": 20, "eu-central-1": 80}}}
+	fences := 0
+	if err := g.ApplyIf(ctx, want, v, func() error {
+		if fences++; fences == 1 {
+			report() // in the fence: after every check of ours, before our write
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("write after a status report: %v", err)
+	}
+	if fences != 2 {
+		t.Fatalf("fence called %d times, want once per write sent (2)", fences)
+	}
+	obj := r.get(t, "route-eu")
+	if got := backendRefs(t, obj); !slices.Equal(got, []string{"svc-eu-central-1:80", "svc-eu-west-1:20"}) {
+		t.Fatalf("route-eu: %v", got)
+	}
+	if p, _, _ := unstructured.NestedSlice(obj.Object, "status", "parents"); len(p) != 1 {
+		t.Fatalf("the controller's status is gone: %v", p)
+	}
+	// a label is someone's edit, not a report
+	_, v, err = g.ReadVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Weights["eu-only"] = map[string]int{"eu-west-1": 50, "eu-central-1": 50}
+	err = g.ApplyIf(ctx, want, v, func() error {
+		obj := r.get(t, "route-eu")
+		obj.SetLabels(map[string]string{"owner": "someone-else"})
+		if _, err := r.dyn.Resource(HTTPRoutes).Namespace(r.ns).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	})
+	if !errors.Is(err, router.ErrRouterConflict) {
+		t.Fatalf("write after a label edit: %v, want ErrRouterConflict", err)
+	}
+	if got := backendRefs(t, r.get(t, "route-eu")); !slices.Equal(got, []string{"svc-eu-central-1:80", "svc-eu-west-1:20"}) {
+		t.Fatalf("written over the label edit: %v", got)
+	}
+}

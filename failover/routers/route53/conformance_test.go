@@ -1,7 +1,6 @@
 package route53
 
 import (
-	"fmt"
 	"net"
 	"testing"
 	"time"

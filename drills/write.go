@@ -251,6 +251,28 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 			p("| %+.2f s | %s | %s | %s | %s | %s |\n", r.Offset, r.Phase, mdEscape(r.Class), mdEscape(orDash(r.Region)), mdEscape(orDash(r.Via)), mdEscape(r.Error))
 		}
 	}
+	if len(rep.StopChecks) > 0 {
+		p("\n## Stop conditions\n\nEvaluated before each ramp and fail-back write.\n\n| time | before step | condition | result | why | query |\n|---|---|---|---|---|---|\n")
+		for _, c := range rep.StopChecks {
+			step, name, res := "—", c.Name, "pass"
+			if c.Step != nil {
+				step = fmt.Sprint(*c.Step + 1)
+			}
+			if c.Region != "" {
+				name += " (" + c.Region + ")"
+			}
+			switch {
+			case c.Overridden:
+				res = "overridden"
+			case c.Pass:
+			case c.DryRun:
+				res = "FAIL (dry run)"
+			default:
+				res = "HOLD"
+			}
+			p("| %s | %s | %s | %s | %s | %s |\n", c.Time.Format("15:04:05"), step, mdEscape(name), res, mdEscape(c.Why), mdCode(c.Query, true))
+		}
+	}
 	td := rep.Teardown
 	left := "nothing"
 	if len(td.Left) > 0 {

@@ -188,7 +188,7 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 		// The rules are checked again from the second step on (and on a resume's first); the
 		// stop conditions before every write, the first one included.
 		if held, stop, err := e.checkBefore(s, o, plan, k, h, &cur, k > 0 || o.resumed); err != nil || held != "" {
-			if err == nil && o.RollbackOnFail && plan.Event.Kind != Abort && k > 0 {
+			if err == nil && o.RollbackOnFail && plan.Event.Kind != Abort && (k > 0 || o.resumed) {
 				// the way back is not held by the conditions that turned it back
 				ro := o
 				ro.Overrides = append(slices.Clone(o.Overrides), stop...)

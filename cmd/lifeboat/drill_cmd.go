@@ -125,6 +125,12 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 					return err
 				}
 			}
+			if !dryRun && !ignoreCalendar {
+				// before anything is written (the report directory included)
+				if skipped, err := a.drillSkip(ctx, r); skipped || err != nil {
+					return err
+				}
+			}
 			if reportDir != "" {
 				// before the drill, not after it: the directory is ours, private, no link
 				if err := localfile.PrepareDir(reportDir, "report directory"); err != nil {
@@ -133,11 +139,6 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			}
 			if dryRun {
 				return a.drillDryRun(ctx, r)
-			}
-			if !ignoreCalendar {
-				if skipped, err := a.drillSkip(ctx, r); skipped || err != nil {
-					return err
-				}
 			}
 			if err := drills.CheckApprovals(r.Drill, approveAll, a.canAsk()); err != nil {
 				return usageErr("%v", err) // nothing ran, nothing is recorded

@@ -238,14 +238,37 @@ func TestStopConditionHoldsMidRun(t *testing.T) {
 // that many failing evaluations in a row.
 func TestStopConditionEmptyDownDryRunConsecutive(t *testing.T) {
 	rig := newStopRig(t, false)
+	// the hold is notified with the condition; the Prometheus token (read from the environment,
+	// sent to Prometheus, which ignores it) is in no output, journal record or notification
+	const token = "pr0m-T0KEN-s3cr3t-9a8b"
+	var hook receiver
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { hook.record(req) }))
+	defer hs.Close()
 	rig.fleet(t, "10ms", `  - {name: absent, query: 'max(lifeboat_test_absent)', max: 1}
+notify:
+  - {name: oncall, url_env: LB_TEST_STOP_HOOK, format: json}
 `)
-	r := cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes")
+	fl := readFile(t, "fleet.yaml")
+	os.WriteFile("fleet.yaml", []byte(strings.Replace(fl, "timeout: 3s}", "timeout: 3s, bearer_token_env: LB_TEST_PROM_TOKEN}", 1)), 0o644)
+	env := []string{"LB_TEST_STOP_HOOK=" + hs.URL, "LB_TEST_PROM_TOKEN=" + token}
+	r := cli(t, env, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes")
 	if r.code != 1 || !strings.Contains(r.stdout, "before step 1/3: stop condition absent: empty result: the query returned no series (on_empty: hold)") ||
 		readFile(t, filepath.Join(rig.dir, "weights.json")) != cliWeights {
 		t.Fatalf("empty result: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	r = cli(t, nil, "failover", "abort", "--fleet", "fleet.yaml", "--signals", "warm.json", "--yes")
+	hook.mu.Lock()
+	bodies := hook.bodies
+	hook.mu.Unlock()
+	if len(bodies) != 2 || bodies[1]["event"] != "failover.hold" || !strings.Contains(fmtAny(bodies[1]["detail"]), "stop condition absent: empty result") ||
+		!strings.Contains(fmtAny(bodies[1]["detail"]), "(query: max(lifeboat_test_absent))") {
+		t.Fatalf("hold notification: %v", bodies)
+	}
+	all, _ := json.Marshal(bodies)
+	recs, _ := json.Marshal(journalRecords(t, rig.dir))
+	if s := r.stdout + r.stderr + string(all) + string(recs) + cli(t, env, "failover", "status", "--fleet", "fleet.yaml", "-o", "json").stdout; strings.Contains(s, token) {
+		t.Fatalf("the Prometheus token leaked:\n%s", s)
+	}
+	r = cli(t, env, "failover", "abort", "--fleet", "fleet.yaml", "--signals", "warm.json", "--yes")
 	if r.code != 0 {
 		t.Fatalf("abort of a run that wrote nothing: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}

@@ -85,6 +85,8 @@ func renderStops(w io.Writer, stops []failover.StopResult) {
 		switch {
 		case r.Overridden:
 			mark = "OVERRIDDEN"
+		case r.Attempts == 0:
+			mark = "NOT EVALUATED"
 		case r.Pass:
 		case r.DryRun:
 			mark = "FAIL (dry_run: never holds)"

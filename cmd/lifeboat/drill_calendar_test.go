@@ -90,7 +90,7 @@ func TestDrillCalendarAndStopConditions(t *testing.T) {
 			t.Fatalf("evaluation %+v", s)
 		}
 	}
-	if md := readFile(t, filepath.Join(out, "report.md")); !strings.Contains(md, "## Stop conditions") {
-		t.Fatal("report.md has no stop conditions section")
+	if md, html := readFile(t, filepath.Join(out, "report.md")), readFile(t, filepath.Join(out, "report.html")); !strings.Contains(md, "## Stop conditions") || !strings.Contains(html, "<h2>Stop conditions</h2>") {
+		t.Fatal("report.md or report.html has no stop conditions section")
 	}
 }

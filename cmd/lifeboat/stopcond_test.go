@@ -296,6 +296,23 @@ notify:
 		t.Fatalf("abort: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 
+	// Prometheus answering an error, or a result that is not an instant vector, holds
+	rig.fleet(t, "10ms", `  - {name: broken, query: 'max(lifeboat_test_error_ratio', max: 0.05}
+  - {name: ranged, query: 'lifeboat_test_error_ratio[1m]', max: 0.05}
+`)
+	r = cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json")
+	if r.code != 0 || !strings.Contains(r.stdout, "FAIL (would hold) broken: no value: prometheus: HTTP 400: bad_data:") ||
+		!strings.Contains(r.stdout, `FAIL (would hold) ranged: no value: prometheus: result type "matrix": a stop condition wants an instant vector or a scalar`) {
+		t.Fatalf("plan with a PromQL error and a range vector: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "warm.json", "--yes")
+	if r.code != 1 || !strings.Contains(r.stdout, "before step 1/3: stop condition broken: no value: prometheus: HTTP 400: bad_data:") {
+		t.Fatalf("run with a PromQL error: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r = cli(t, nil, "failover", "abort", "--fleet", "fleet.yaml", "--signals", "warm.json", "--yes"); r.code != 0 {
+		t.Fatalf("abort: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
 	rig.fleet(t, "10ms", `  - {name: error-ratio, query: 'max(lifeboat_test_error_ratio)', max: 0.05}
 `)
 	rig.prom.Stop()

@@ -303,6 +303,7 @@ func (c *StopChecker) Query(ctx context.Context, q string) ([]StopSample, error)
 		}
 		req.SetBasicAuth(p.BasicAuth.Username, pw)
 	}
+	where := providers.Redact(p.URL) // the fleet file's URL; a token in its query is not repeated
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		var ue *url.Error
@@ -310,18 +311,18 @@ func (c *StopChecker) Query(ctx context.Context, q string) ([]StopSample, error)
 			err = ue.Err // the URL is in the fleet file; the error alone says what happened
 		}
 		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w at %s did not answer within prometheus.timeout %s", ErrPrometheus, p.URL, p.Timeout)
+			return nil, fmt.Errorf("%w at %s did not answer within prometheus.timeout %s", ErrPrometheus, where, p.Timeout)
 		}
-		return nil, fmt.Errorf("%w at %s did not answer: %v", ErrPrometheus, p.URL, err)
+		return nil, fmt.Errorf("%w at %s did not answer: %v", ErrPrometheus, where, err)
 	}
 	defer resp.Body.Close()
 	body, err := router.ReadBoundedN(resp.Body, MaxPrometheusAnswer)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %s: reading the answer: %v", ErrPrometheus, p.URL, err)
+		return nil, fmt.Errorf("%w at %s: reading the answer: %v", ErrPrometheus, where, err)
 	}
 	samples, err := ParseQueryAnswer(resp.StatusCode, body)
 	if err != nil {
-		return nil, fmt.Errorf("%w (at %s)", err, p.URL)
+		return nil, fmt.Errorf("%w (at %s)", err, where)
 	}
 	return samples, nil
 }

@@ -23,9 +23,12 @@ var sdkModules = []string{
 	"oras.land/",
 }
 
-// sdkStores are the store packages, each registered with providers.Register; the only product
-// packages below cmd that may link a cloud SDK.
-var sdkStores = []string{"providers/s3", "providers/gcs", "providers/azure", "providers/oci"}
+// sdkStores are the packages whose kind is a cloud API — the store packages, each registered with
+// providers.Register, and the route53 router driver (Route 53 has no API but the SDK's, and the
+// driver must speak it exactly: its error types are the driver's conflict signal) — linked only
+// by blank import from cmd/lifeboat/kinds.go; the only product packages below cmd that may link
+// a cloud SDK.
+var sdkStores = []string{"providers/s3", "providers/gcs", "providers/azure", "providers/oci", "failover/routers/route53"}
 
 // depPkg is what the check needs of one `go list -deps` entry.
 type depPkg struct {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,10 +303,9 @@ func TestRoute53BinaryResumeThenAbort(t *testing.T) {
 // writer's record is left as it made it.
 func TestRoute53BinaryConcurrentEditStops(t *testing.T) {
 	r := newBinRig(t, "10ms")
-	edited := false
+	var edited atomic.Bool // set on the fake's handler goroutine
 	r.fake.BeforeChange = func(n int) {
-		if n == 2 && !edited { // the run's second batch: someone else's edit lands just before it
-			edited = true
+		if n == 2 && edited.CompareAndSwap(false, true) { // the run's second batch: someone else's edit lands just before it
 			r.fake.Edit(binZone, func(rec route53fake.Record) bool {
 				return rec.Name == binNames["global"] && rec.SetIdentifier == "us-east-1"
 			}, func(rec *route53fake.Record) { rec.Weight = ptr(int64(41)) })
@@ -315,7 +315,7 @@ func TestRoute53BinaryConcurrentEditStops(t *testing.T) {
 	if res.Code != 3 {
 		t.Fatalf("run with a concurrent edit: exit %d, want 3\n%s\n%s", res.Code, res.Stdout, res.Stderr)
 	}
-	if !edited {
+	if !edited.Load() {
 		t.Fatal("the run made fewer than two change batches: the edit never raced it")
 	}
 	if w := r.zone()["global"]["us-east-1"].Weight; w == nil || *w != 41 {

@@ -304,13 +304,13 @@ func TestRoute53BinaryResumeThenAbort(t *testing.T) {
 func TestRoute53BinaryConcurrentEditStops(t *testing.T) {
 	r := newBinRig(t, "10ms")
 	var edited atomic.Bool // set on the fake's handler goroutine
-	r.fake.BeforeChange = func(n int) {
+	r.fake.SetBeforeChange(func(n int) {
 		if n == 2 && edited.CompareAndSwap(false, true) { // the run's second batch: someone else's edit lands just before it
 			r.fake.Edit(binZone, func(rec route53fake.Record) bool {
 				return rec.Name == binNames["global"] && rec.SetIdentifier == "us-east-1"
 			}, func(rec *route53fake.Record) { rec.Weight = ptr(int64(41)) })
 		}
-	}
+	})
 	res := r.run(t, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "signals.json", "--yes", "--reason", "test: race")
 	if res.Code != 3 {
 		t.Fatalf("run with a concurrent edit: exit %d, want 3\n%s\n%s", res.Code, res.Stdout, res.Stderr)

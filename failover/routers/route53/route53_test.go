@@ -441,7 +441,7 @@ func TestNoCredentials(t *testing.T) {
 // wherever they are in the listing.
 func TestReadWhenTheServerIgnoresTheStart(t *testing.T) {
 	rig := newFakeRig(t)
-	rig.fake.IgnoreStart = true
+	rig.fake.SetIgnoreStart(true)
 	d := newDriver(t, testConfig(rig.url, rig.names))
 	rs, _ := mustRead(t, d)
 	if df := router.Diff(testStart, rs); len(df) > 0 {

@@ -149,13 +149,6 @@ type ChangeRecord struct {
 type Server struct {
 	// PendingPolls is how many GetChange calls of a change answer PENDING before INSYNC.
 	PendingPolls int
-	// BeforeChange, when set, is called with the 1-based number of each ChangeResourceRecordSets
-	// request before the fake looks at it (and without its lock held): another writer's edit made
-	// there lands between a client's read and its batch, deterministically.
-	BeforeChange func(n int)
-	// IgnoreStart makes ListResourceRecordSets ignore name, type, identifier and maxitems and
-	// answer the whole zone in one page, as naive fakes do (Route 53 itself never does).
-	IgnoreStart bool
 
 	mu       sync.Mutex
 	zones    map[string][]Record // zone id → record sets
@@ -166,6 +159,26 @@ type Server struct {
 	requests map[string]int // operation → calls
 	failNext []int          // HTTP statuses to answer the next requests with
 	failed   int            // requests answered from failNext
+	// beforeChange (SetBeforeChange) and ignoreStart (SetIgnoreStart), under mu.
+	beforeChange func(n int)
+	ignoreStart  bool
+}
+
+// SetBeforeChange makes the fake call fn with the 1-based number of each ChangeResourceRecordSets
+// request before it looks at it (without its lock held): another writer's edit made there lands
+// between a client's read and its batch, deterministically.
+func (s *Server) SetBeforeChange(fn func(n int)) {
+	s.mu.Lock()
+	s.beforeChange = fn
+	s.mu.Unlock()
+}
+
+// SetIgnoreStart makes ListResourceRecordSets ignore name, type, identifier and maxitems and
+// answer the whole zone in one page, as naive fakes do (Route 53 itself never does).
+func (s *Server) SetIgnoreStart(on bool) {
+	s.mu.Lock()
+	s.ignoreStart = on
+	s.mu.Unlock()
 }
 
 // New returns a fake with no zones.
@@ -336,8 +349,11 @@ func (s *Server) count(op string) {
 
 func (s *Server) change(w http.ResponseWriter, r *http.Request, zone string) {
 	s.count("ChangeResourceRecordSets")
-	if s.BeforeChange != nil {
-		s.BeforeChange(s.Requests("ChangeResourceRecordSets"))
+	s.mu.Lock()
+	hook := s.beforeChange
+	s.mu.Unlock()
+	if hook != nil {
+		hook(s.Requests("ChangeResourceRecordSets"))
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	if err != nil {
@@ -585,9 +601,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, zone string) {
 		return
 	}
 	recs = slices.Clone(recs)
+	ignoreStart := s.ignoreStart
 	s.mu.Unlock()
 	start := 0
-	if s.IgnoreStart {
+	if ignoreStart {
 		name, maxItems = "", len(recs)
 	}
 	if name != "" {

@@ -266,3 +266,33 @@ func TestWatchStalledRegionDoesNotStallOthers(t *testing.T) {
 		t.Fatalf("watch after SIGTERM: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
+
+// The replicas are quick-verified as check does: a local bundle is UNVERIFIED (nothing failed,
+// no native checksums: ok, as check passes it), a missing one NOT_FOUND (not ok), each with the
+// time it was verified.
+func TestWatchOnceReplicaVerification(t *testing.T) {
+	clitest.Binary(t)
+	l, m := fixture(t, sample.Options{NoLoRA: true})
+	dir := failoverDir(t)
+	fleet := strings.Replace(cliFleet, "manifest: m.json", "manifest: "+m, 1)
+	fleet = strings.Replace(fleet, "us-east-1: {replica: ./r,", "us-east-1: {replica: "+l.Root+",", 1)
+	os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(fleet), 0o644)
+	r := cli(t, nil, "watch", "--fleet", "fleet.yaml", "--signals", "warm.json", "--once")
+	if r.code != 0 {
+		t.Fatalf("watch --once: exit %d\n%s", r.code, r.stderr)
+	}
+	for series, want := range map[string]string{
+		`lifeboat_replica_verify_ok{region="us-east-1",status="UNVERIFIED"}`: "1",
+		`lifeboat_replica_verify_ok{region="eu-west-1",status="NOT_FOUND"}`:  "0",
+	} {
+		if got := metricLine(r.stdout, series); got != want {
+			t.Errorf("%s = %q, want %s", series, got, want)
+		}
+	}
+	if metricLine(r.stdout, `lifeboat_replica_verified_timestamp_seconds{region="us-east-1"}`) == "" {
+		t.Errorf("no verification time for us-east-1")
+	}
+	if t.Failed() {
+		t.Fatalf("metrics:\n%s", r.stdout)
+	}
+}

@@ -141,6 +141,9 @@ func planOutcome(p *failover.Plan, class string) outcome {
 }
 
 func (a *app) runWatch(ctx context.Context, wf watchFlags) error {
+	if err := a.checkOutput("text"); err != nil {
+		return err
+	}
 	f, err := a.loadFleet(wf.fleet)
 	if err != nil {
 		return err
@@ -246,10 +249,15 @@ func (a *app) runWatch(ctx context.Context, wf watchFlags) error {
 // It is bounded: the probes by --probe-timeout, everything by --interval.
 func (w *watcher) evaluate(parent context.Context) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(parent, max(w.wf.interval, 2*w.wf.probeTimeout))
+	ctx, cancel := context.WithTimeout(parent, max(w.wf.interval, 3*w.wf.probeTimeout))
 	defer cancel()
 	snap := &watchSnapshot{at: start}
-	if st, err := w.exec.Status(ctx); st == nil {
+	// the lock and drift get --probe-timeout of their own: a slow state store or router read
+	// here leaves the plans their time
+	sctx, scancel := context.WithTimeout(ctx, w.wf.probeTimeout)
+	st, err := w.exec.Status(sctx)
+	scancel()
+	if st == nil {
 		w.errs.WithLabelValues("status").Inc()
 	} else {
 		snap.lockKnown = true

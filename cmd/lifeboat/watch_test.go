@@ -85,13 +85,17 @@ func TestWatchOnceSignalsChange(t *testing.T) {
 // switchable serves an engine-sim, or answers /health 503 while down is set, or never answers
 // while stall is set (a silent listener: the connection is accepted, nothing comes back).
 type switchable struct {
-	h           http.Handler
-	down, stall atomic.Bool
+	h, saturated       http.Handler
+	down, stall, queue atomic.Bool
 }
 
 func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.stall.Load() {
 		<-r.Context().Done()
+		return
+	}
+	if s.queue.Load() {
+		s.saturated.ServeHTTP(w, r) // the same engine with a standing queue
 		return
 	}
 	if s.down.Load() && r.URL.Path == "/health" {
@@ -117,7 +121,8 @@ func watchLiveFleet(t *testing.T) map[string]*switchable {
 	}
 	sw, url := map[string]*switchable{}, map[string]string{}
 	for _, r := range []string{"us-east-1", "eu-west-1", "eu-central-1"} {
-		sw[r] = &switchable{h: enginesim.NewServer(m, enginesim.ServerOptions{InterTokenDelay: time.Millisecond})}
+		sw[r] = &switchable{h: enginesim.NewServer(m, enginesim.ServerOptions{InterTokenDelay: time.Millisecond}),
+			saturated: enginesim.NewServer(m, enginesim.ServerOptions{InterTokenDelay: time.Millisecond, Saturate: true, SaturateWait: 10 * time.Millisecond})}
 		hs := httptest.NewServer(sw[r])
 		t.Cleanup(hs.Close)
 		url[r] = hs.URL
@@ -140,7 +145,8 @@ state: file://./state
 }
 
 // Live engines: a region whose /health stops answering 200 turns evacuating its neighbour's
-// eu-only class from complete to refused (residency), and its own warm and healthy to 0.
+// eu-only class from complete to refused (residency), and its own warm and healthy to 0; an
+// engine whose queue grows shows its queue wait.
 func TestWatchOnceLiveEngines(t *testing.T) {
 	sw := watchLiveFleet(t)
 	once := func() string {
@@ -171,6 +177,15 @@ func TestWatchOnceLiveEngines(t *testing.T) {
 		if got := metricLine(out, series); got != want {
 			t.Fatalf("after eu-central-1 went down: %s = %q, want %s\n%s", series, got, want, out)
 		}
+	}
+	// us-east-1's engine grows a standing queue: its queue wait goes from 0 to a wait
+	if got := metricLine(out, `lifeboat_region_queue_wait_seconds{region="us-east-1"}`); got != "0" {
+		t.Fatalf("us-east-1's queue wait before its queue grew: %q\n%s", got, out)
+	}
+	sw["us-east-1"].queue.Store(true)
+	out = once()
+	if got := metricLine(out, `lifeboat_region_queue_wait_seconds{region="us-east-1"}`); got == "" || got == "0" {
+		t.Fatalf("us-east-1's queue wait after its queue grew: %q\n%s", got, out)
 	}
 }
 

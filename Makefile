@@ -35,6 +35,8 @@ TEST_TAGS := $(TAGS),integration
 include mk/emulators.mk
 # `routers`: haproxy (Debian package) and caddy into ./bin; each only when missing.
 include mk/routers.mk
+# `prometheus`: Debian's prometheus for the stop-condition tests; only when missing.
+include mk/prometheus.mk
 # `chromium`: Debian's chromium for the drill report's browser test; only when missing.
 include mk/browser.mk
 # `oracles`: the npm reference implementations of the differential tokenizer / template tests.
@@ -72,7 +74,7 @@ build:
 ## has nothing to find. They still run in every `make test`, only without -race.
 RACE ?= 1
 NORACE ?= ^TestFamilyBrokenVariants$$
-test: fmt-check vet cross-build staticcheck emulators oracles routers chromium kube ci-tools cosign
+test: fmt-check vet cross-build staticcheck emulators oracles routers prometheus chromium kube ci-tools cosign
 	$(GO) test -tags $(TEST_TAGS) $(if $(filter 1,$(RACE)),-race -skip '$(NORACE)') -timeout 30m -count=1 ./...
 	$(if $(filter 1,$(RACE)),$(GO) test -tags $(TEST_TAGS) -run '$(NORACE)' -timeout 30m -count=1 ./manifest/lint)
 

@@ -87,20 +87,23 @@ type Traffic struct {
 
 // Drill is a parsed drill file. Paths are resolved against the drill file's directory.
 type Drill struct {
-	File      string        `json:"file"`
-	Name      string        `json:"name"`
-	Fleet     string        `json:"fleet"`
-	Lose      string        `json:"lose"`
-	RTO       time.Duration `json:"-"` // 0: the fleet's sla.rto
-	Steps     []string      `json:"steps"`
-	Skip      []string      `json:"skip,omitempty"`
-	Approve   []string      `json:"approve,omitempty"`
-	Hold      time.Duration `json:"-"`
-	Failback  time.Duration `json:"-"` // how long the failback may wait for the dwell and ramp
-	LockTTL   time.Duration `json:"-"`
-	Traffic   Traffic       `json:"traffic"`
-	Faults    []Fault       `json:"faults"`
-	Expect    []Expectation `json:"expect"`
+	File     string        `json:"file"`
+	Name     string        `json:"name"`
+	Fleet    string        `json:"fleet"`
+	Lose     string        `json:"lose"`
+	RTO      time.Duration `json:"-"` // 0: the fleet's sla.rto
+	Steps    []string      `json:"steps"`
+	Skip     []string      `json:"skip,omitempty"`
+	Approve  []string      `json:"approve,omitempty"`
+	Hold     time.Duration `json:"-"`
+	Failback time.Duration `json:"-"` // how long the failback may wait for the dwell and ramp
+	LockTTL  time.Duration `json:"-"`
+	Traffic  Traffic       `json:"traffic"`
+	Faults   []Fault       `json:"faults"`
+	Expect   []Expectation `json:"expect"`
+	// Calendar is when the drill does not start (timezone, blocked_windows, blocked_dates,
+	// blocking_conditions).
+	Calendar  Calendar `json:"-"`
 	StepLines map[string]int
 	// KeyLines is the line of each top-level key (lose, fleet, sla, skip, ...), for the
 	// problems found when the drill is checked against its fleet.
@@ -170,7 +173,7 @@ func Parse(data []byte, name string) (*Drill, error) {
 	for i := 0; i+1 < len(root.Content) && root.Kind == yaml.MappingNode; i += 2 {
 		lines[root.Content[i].Value] = root.Content[i].Line
 	}
-	c.Mapping(root, "", true, yamlnode.Fields{
+	fields := yamlnode.Fields{
 		"name":  func(n *yaml.Node, at string) { d.Name = c.Str(n, at, true); lines[at] = n.Line },
 		"fleet": func(n *yaml.Node, at string) { d.Fleet = c.Str(n, at, true); lines[at] = n.Line },
 		"lose":  func(n *yaml.Node, at string) { d.Lose = c.Str(n, at, true); lines[at] = n.Line },
@@ -212,7 +215,12 @@ func Parse(data []byte, name string) (*Drill, error) {
 				d.Expect = append(d.Expect, expectation(c, en, fmt.Sprintf("%s[%d]", at, i)))
 			}
 		},
-	})
+	}
+	for k, fn := range calendarFields(c, &d.Calendar, lines) {
+		fields[k] = fn
+	}
+	c.Mapping(root, "", true, fields)
+	d.Calendar.resolve()
 	for _, req := range []string{"name", "fleet", "lose"} {
 		if _, ok := lines[req]; !ok && root.Kind == yaml.MappingNode {
 			c.Errf(root.Line, req, "required")

@@ -42,6 +42,9 @@ type HistoryEntry struct {
 	// Evidence is the report's evidence block; Reports the SHA-256 of each report file written
 	// (none without --report) and ReportDir where they were written. drill history --verify
 	// checks a report directory against them.
+	// Skipped says why a drill run did not start: a blocked window or date of its calendar, or
+	// a blocking stop condition failing (Verdict SKIPPED; nothing ran, nothing changed).
+	Skipped   string       `json:"skipped,omitempty"`
 	Evidence  *Evidence    `json:"evidence,omitempty"`
 	Reports   []ReportFile `json:"reports,omitempty"`
 	ReportDir string       `json:"report_dir,omitempty"`
@@ -89,15 +92,20 @@ func Entry(rep *Report) HistoryEntry {
 func AppendHistory(ctx context.Context, s providers.Store, rep *Report, dir string, reports ReportDigests) error {
 	e := Entry(rep)
 	e.Reports, e.ReportDir = reports.files(), dir
+	return appendEntry(ctx, s, e)
+}
+
+// appendEntry writes e as a new history object (never over another).
+func appendEntry(ctx context.Context, s providers.Store, e HistoryEntry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	name := safeName(rep.Drill)
+	name := safeName(e.Drill)
 	for i := 0; i < 5; i++ {
-		key := fmt.Sprintf("%s/%s-%s.json", historyDir, rep.Started.UTC().Format("20060102T150405.000Z"), name)
+		key := fmt.Sprintf("%s/%s-%s.json", historyDir, e.Started.UTC().Format("20060102T150405.000Z"), name)
 		if i > 0 {
-			key = fmt.Sprintf("%s/%s-%s-%d.json", historyDir, rep.Started.UTC().Format("20060102T150405.000Z"), name, i)
+			key = fmt.Sprintf("%s/%s-%s-%d.json", historyDir, e.Started.UTC().Format("20060102T150405.000Z"), name, i)
 		}
 		_, err = s.Write(ctx, key, bytes.NewReader(b), providers.WriteOptions{Size: int64(len(b)), IfNotExists: true})
 		if !errors.Is(err, providers.ErrPreconditionFailed) {
@@ -108,6 +116,16 @@ func AppendHistory(ctx context.Context, s providers.Store, rep *Report, dir stri
 		return fmt.Errorf("drill history in %s: %w", s, err)
 	}
 	return nil
+}
+
+// VerdictSkipped is the verdict of a drill run its calendar skipped.
+const VerdictSkipped = "SKIPPED"
+
+// AppendSkip records in the history that a drill run did not start, and why.
+func AppendSkip(ctx context.Context, s providers.Store, d *Drill, started time.Time, why string) error {
+	e := HistoryEntry{Drill: d.Name, Started: started.UTC(), Verdict: VerdictSkipped, Lost: d.Lose, Skipped: cutRunes(why, maxHistorySummary),
+		StepsFailed: []string{}, ExpectFailed: []string{}, Summary: cutRunes("skipped: "+why, maxHistorySummary)}
+	return appendEntry(ctx, s, e)
 }
 
 func safeName(s string) string {

@@ -467,6 +467,14 @@ th{background:#f5f5f5}.verdict{display:inline-block;padding:2px 10px;border-radi
 			p("<p>… and %d more (every request is in report.json).</p>\n", len(failed)-maxFailedShown)
 		}
 	}
+	if len(rep.StopChecks) > 0 {
+		p("<h2>Stop conditions</h2><p>Evaluated before each ramp and fail-back write.</p><table><tr><th>time</th><th>before step</th><th>condition</th><th>result</th><th>why</th><th>query</th></tr>\n")
+		for _, c := range rep.StopChecks {
+			step, name, res := stopRow(c)
+			p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"reason\">%s</td><td><code>%s</code></td></tr>\n", c.Time.Format("15:04:05"), step, esc(name), res, esc(c.Why), esc(c.Query))
+		}
+		p("</table>\n")
+	}
 	td := rep.Teardown
 	p("<h2>Teardown</h2><p>Stopped %d candidate(s); faults put back: %s; temp dir removed: %v; lock released: %v; left behind: %s.</p>\n",
 		len(td.Stopped), esc(orNone(td.FaultsUndone)), td.TempRemoved, td.LockReleased, esc(orNone(td.Left)))

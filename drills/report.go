@@ -44,11 +44,14 @@ type Report struct {
 	Boots    []BootSummary  `json:"boots"`
 	Plan     *failover.Plan `json:"plan,omitempty"`
 	Runs     []string       `json:"journal_runs"`
-	Weights  []WeightPoint  `json:"weights"`
-	Requests []Request      `json:"requests"`
-	Classes  []ClassTraffic `json:"traffic"`
-	Teardown Teardown       `json:"teardown"`
-	Evidence Evidence       `json:"evidence"`
+	// StopChecks are the fleet's stop conditions as evaluated before each ramp and fail-back
+	// write (the failover executor's), in order.
+	StopChecks []failover.StopResult `json:"stop_conditions,omitempty"`
+	Weights    []WeightPoint         `json:"weights"`
+	Requests   []Request             `json:"requests"`
+	Classes    []ClassTraffic        `json:"traffic"`
+	Teardown   Teardown              `json:"teardown"`
+	Evidence   Evidence              `json:"evidence"`
 }
 
 // SLAResult compares the recovery time computed from the journal with the RTO.

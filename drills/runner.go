@@ -169,6 +169,12 @@ func (r *Runner) Check() error {
 			}
 		}
 	}
+	for i, name := range d.Calendar.Blocking {
+		if f.StopCondition(name) == nil {
+			names := f.StopConditionNames()
+			at(d.Calendar.BlockingLine, fmt.Sprintf("blocking_conditions[%d]", i), "%q is not a stop condition of %s (stop_conditions: %s)%s", name, f.File, orNone(names), didYouMean(name, names))
+		}
+	}
 	if f.Router.Driver == "" {
 		at(d.KeyLines["fleet"], "fleet", "%s has no router: a drill moves traffic through it", f.File)
 	}

@@ -55,7 +55,7 @@ func (x *run) liveSignals() *failover.LiveSignals {
 func (x *run) executor(p *process) *failover.Executor {
 	ex := &failover.Executor{Fleet: x.exFl, Store: processStore{Store: x.state, p: p}, Router: processRouter(x.router.driver(), p),
 		Signals: x.liveSignals(), Log: x.log(), Holder: x.holder(), LockTTL: x.Drill.LockTTL, Now: x.Now, BeforeChange: x.ownRun,
-		OpenSigned: x.OpenSigned, Warn: x.Warn, Trusted: x.trusted}
+		OpenSigned: x.OpenSigned, Warn: x.Warn, Trusted: x.trusted, OnStop: x.stopCheck}
 	return ex
 }
 
@@ -254,4 +254,11 @@ func (x *run) lastSignals() map[string]failover.RegionSignal {
 		return map[string]failover.RegionSignal{}
 	}
 	return sig
+}
+
+// stopCheck records an evaluation of a stop condition in the report.
+func (x *run) stopCheck(r failover.StopResult) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.rep.StopChecks = append(x.rep.StopChecks, r)
 }

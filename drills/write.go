@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"lifeboat/drills/junit"
+	"lifeboat/failover"
 	"lifeboat/providers"
 	"lifeboat/providers/localfile"
 )
@@ -251,6 +252,13 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 			p("| %+.2f s | %s | %s | %s | %s | %s |\n", r.Offset, r.Phase, mdEscape(r.Class), mdEscape(orDash(r.Region)), mdEscape(orDash(r.Via)), mdEscape(r.Error))
 		}
 	}
+	if len(rep.StopChecks) > 0 {
+		p("\n## Stop conditions\n\nEvaluated before each ramp and fail-back write.\n\n| time | before step | condition | result | why | query |\n|---|---|---|---|---|---|\n")
+		for _, c := range rep.StopChecks {
+			step, name, res := stopRow(c)
+			p("| %s | %s | %s | %s | %s | %s |\n", c.Time.Format("15:04:05"), step, mdEscape(name), res, mdEscape(c.Why), mdCode(c.Query, true))
+		}
+	}
 	td := rep.Teardown
 	left := "nothing"
 	if len(td.Left) > 0 {
@@ -266,6 +274,28 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 		p("\nFailover journal runs: %s.\n", strings.Join(runs, ", "))
 	}
 	return nil
+}
+
+// stopRow is a stop condition's evaluation as the reports' tables say it: the step it
+// preceded (1-based), the condition (and region) and the result.
+func stopRow(c failover.StopResult) (step, name, res string) {
+	step, name, res = "—", c.Name, "pass"
+	if c.Step != nil {
+		step = fmt.Sprint(*c.Step + 1)
+	}
+	if c.Region != "" {
+		name += " (" + c.Region + ")"
+	}
+	switch {
+	case c.Overridden:
+		res = "overridden"
+	case c.Pass:
+	case c.DryRun:
+		res = "FAIL (dry run)"
+	default:
+		res = "HOLD"
+	}
+	return step, name, res
 }
 
 // maxFailedShown bounds the failed requests listed in report.md and report.html.

@@ -79,6 +79,11 @@ type Executor struct {
 	// the run with nothing changed. A drill records there which runs are its own, so that its
 	// clean-up undoes those and never another operator's.
 	BeforeChange func(run string, token int64) error
+	// Stop evaluates the fleet's stop conditions before every write; nil: a StopChecker of
+	// the fleet's (when it has conditions). OnStop, when set, is told every evaluation (a
+	// drill's report lists them).
+	Stop   *StopChecker
+	OnStop func(StopResult)
 
 	// The fleet's trust: is enforced by Run before a run that moves traffic to the replicas
 	// takes the lock (see enforceTrust): OpenSigned reads the manifest and finds its signatures
@@ -90,7 +95,8 @@ type Executor struct {
 	Trusted    *signature.Enforced
 
 	// notes are the router's notes (NotingDriver) as last logged.
-	notes struct {
+	stopOnce sync.Once
+	notes    struct {
 		sync.Mutex
 		last string
 	}

@@ -53,7 +53,15 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 	plan.Complete = !plan.Refused && plan.Hold == "" && len(plan.Shed) == 0 && len(plan.Blocked) == 0
 	// A run that covered some classes (--class, --skip-blocked) resumes those only: every
 	// comparison, re-assert and write is restricted to them.
-	o.Event, o.Overrides, o.Immediate, o.resumed = plan.Event, plan.Overrides, plan.Immediate, true
+	// --override given to resume names stop conditions only (the CLI checks): they join the
+	// run's own overrides, each journaled below.
+	var extra []Rule
+	for _, r := range o.Overrides {
+		if !slices.Contains(plan.Overrides, r) && !slices.Contains(extra, r) {
+			extra = append(extra, r)
+		}
+	}
+	o.Event, o.Overrides, o.Immediate, o.resumed = plan.Event, append(slices.Clone(plan.Overrides), extra...), plan.Immediate, true
 	o.Classes, o.SkipBlocked = plan.Classes, false
 	h, err := e.history(ctx)
 	if err != nil {
@@ -100,6 +108,11 @@ func (e *Executor) resume(s *session, o RunOptions) (*Outcome, error) {
 	if _, err := s.j.Append(ctx, Record{Kind: RecResume, Reason: o.Reason, Detail: fmt.Sprintf("taking over run %s at step %d of %d", v.Run, v.NextStep+1, len(plan.Steps))}); err != nil {
 		return out, err
 	}
+	for _, r := range extra {
+		if _, err := s.j.Append(ctx, Record{Kind: RecOverride, Reason: o.Reason, Detail: fmt.Sprintf("rule %s bypassed by %s (on resume)", r, s.j.Holder)}); err != nil {
+			return out, err
+		}
+	}
 	s.lastRead = &cur
 	if v.InFlight >= 0 {
 		replanned, err := e.resumeInFlight(s, o, h, plan, v, cur, sig, out)
@@ -142,8 +155,12 @@ func (e *Executor) resumeInFlight(s *session, o RunOptions, h failoverState, pla
 	if i := slices.IndexFunc(vs, func(v Violation) bool { return v.Rule == RuleStep }); i >= 0 {
 		return e.replan(s, o, h, plan, k, cur, sig, vs[i], out)
 	}
-	if held, err := e.checkBefore(s, o, plan, k, h, &cur); err != nil || held != "" {
-		if err == nil {
+	if held, stop, err := e.checkBefore(s, o, plan, k, h, &cur, true); err != nil || held != "" {
+		if err == nil && len(stop) > 0 {
+			out.Held = fmt.Sprintf("before step %d/%d: %s", k+1, len(plan.Steps), held)
+			err = fmt.Errorf("%w before step %d/%d: %s; nothing more was written (when it clears, `lifeboat failover resume` evaluates it again and goes on; `lifeboat failover resume --override %s` goes on past it, journaled; or `lifeboat failover abort`)",
+				ErrHeld, k+1, len(plan.Steps), held, stop[0])
+		} else if err == nil {
 			out.Held = held
 			err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume` again, or `lifeboat failover abort`)", ErrHeld, k+1, len(plan.Steps), held)
 		}
@@ -182,7 +199,7 @@ func (e *Executor) settleLanded(s *session, plan *Plan, k int, now router.Router
 func (e *Executor) replan(s *session, o RunOptions, h failoverState, old *Plan, k int, cur router.RouterState, sig map[string]RegionSignal, v Violation, out *Outcome) (*Plan, error) {
 	ctx := s.ctx
 	ro := o
-	ro.Event, ro.Classes, ro.Overrides, ro.Immediate = old.Event, old.Classes, old.Overrides, old.Immediate
+	ro.Event, ro.Classes, ro.Immediate = old.Event, old.Classes, old.Immediate // ro.Overrides: the run's, and resume's own
 	next := MakePlan(e.Input(ctx, cur, sig, h, ro))
 	why := fmt.Sprintf("step %d of %d cannot be made from the router as it reads now (%s): the router restarted or reloaded during the step; the rest of the run is planned again from here", k+1, len(old.Steps), v)
 	if next.Refused {

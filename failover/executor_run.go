@@ -186,23 +186,30 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 			out.Held = err.Error()
 			return out, err
 		}
-		if k > 0 || o.resumed {
-			if held, err := e.checkBefore(s, o, plan, k, h, &cur); err != nil || held != "" {
-				if err == nil && o.RollbackOnFail && plan.Event.Kind != Abort {
-					return e.rollback(s, o, h, held, out)
-				}
-				if err == nil && plan.Event.Kind == Abort {
-					// resume goes on back to the baseline; aborting again is the same way
-					out.Held, out.Instead = held, finishInstead(h.out, Event{})
-					err = fmt.Errorf("%w at step %d of %d of the way back to the baseline: %s", ErrHeld, k+1, len(plan.Steps), held)
-				} else if err == nil {
-					out.Held = held
-					err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume`, or `lifeboat failover abort`)", ErrHeld, k+1, len(plan.Steps), held)
-				} else if errors.Is(err, ErrDrift) {
-					out.Held = err.Error()
-				}
-				return out, err
+		// The rules are checked again from the second step on (and on a resume's first); the
+		// stop conditions before every write, the first one included.
+		if held, stop, err := e.checkBefore(s, o, plan, k, h, &cur, k > 0 || o.resumed); err != nil || held != "" {
+			if err == nil && o.RollbackOnFail && plan.Event.Kind != Abort && (k > 0 || o.resumed) {
+				// the way back is not held by the conditions that turned it back
+				ro := o
+				ro.Overrides = append(slices.Clone(o.Overrides), stop...)
+				return e.rollback(s, ro, h, held, out)
 			}
+			if err == nil && plan.Event.Kind == Abort {
+				// resume goes on back to the baseline; aborting again is the same way
+				out.Held, out.Instead = held, finishInstead(h.out, Event{})
+				err = fmt.Errorf("%w at step %d of %d of the way back to the baseline: %s", ErrHeld, k+1, len(plan.Steps), held)
+			} else if err == nil && len(stop) > 0 {
+				out.Held = fmt.Sprintf("before step %d/%d: %s", k+1, len(plan.Steps), held)
+				err = fmt.Errorf("%w before step %d/%d: %s; nothing more was written (when it clears, `lifeboat failover resume` evaluates it again and goes on; `lifeboat failover resume --override %s` goes on past it, journaled; or `lifeboat failover abort`)",
+					ErrHeld, k+1, len(plan.Steps), held, stop[0])
+			} else if err == nil {
+				out.Held = held
+				err = fmt.Errorf("%w at step %d of %d: %s (fix it and run `lifeboat failover resume`, or `lifeboat failover abort`)", ErrHeld, k+1, len(plan.Steps), held)
+			} else if errors.Is(err, ErrDrift) {
+				out.Held = err.Error()
+			}
+			return out, err
 		}
 		if st.WaitForDrain {
 			if err := e.waitDrain(s, st, k); err != nil {
@@ -262,41 +269,99 @@ func (e *Executor) checkDrift(s *session, plan *Plan, k int, cur router.RouterSt
 		ErrHeld, k+1, len(plan.Steps), ErrDrift, why, next)
 }
 
-// checkBefore re-reads signals and checks step k from the router's current state; it returns
-// the hold reason ("" to go on), re-trying for o.HoldTimeout.
-func (e *Executor) checkBefore(s *session, o RunOptions, plan *Plan, k int, h failoverState, cur *router.RouterState) (string, error) {
+// checkBefore checks step k before it is written: with rules, the rules from fresh signals
+// and the router's current state; always, the fleet's stop conditions in the step's scope. It
+// returns the hold reason ("" to go on) and the names of the stop conditions that hold it,
+// re-trying for o.HoldTimeout.
+func (e *Executor) checkBefore(s *session, o RunOptions, plan *Plan, k int, h failoverState, cur *router.RouterState, rules bool) (string, []Rule, error) {
 	ctx := s.ctx
 	deadline := e.now().Add(o.HoldTimeout)
 	for {
-		sig, err := e.Signals.Signals(ctx, false)
-		if err != nil {
-			return "", err
+		var vs []Violation
+		if rules {
+			sig, err := e.Signals.Signals(ctx, false)
+			if err != nil {
+				return "", nil, err
+			}
+			in := e.Input(ctx, *cur, sig, h, o)
+			in.Event = plan.Event
+			vs = CheckStep(in, plan.Steps[k])
 		}
-		in := e.Input(ctx, *cur, sig, h, o)
-		in.Event = plan.Event
-		vs := CheckStep(in, plan.Steps[k])
+		stop, err := e.checkStop(ctx, o, plan, k, *cur)
+		if err != nil {
+			return "", nil, err
+		}
+		var names []Rule
+		for _, r := range stop {
+			vs = append(vs, r.Violation())
+			names = append(names, Rule(r.Name))
+		}
 		if len(vs) == 0 {
-			return "", nil
+			return "", nil, nil
 		}
 		why := vs[0].String()
+		if !vs[0].StopCondition() {
+			names = nil // the rules hold it: a stop condition failing too is on the record
+		}
 		step := k
 		if _, err := s.j.Append(ctx, Record{Kind: RecHold, Step: &step, Detail: why, Violations: vs}); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		e.log().Warn("hold", "step", k+1, "why", why)
 		if !e.now().Before(deadline) {
-			return why, nil
+			return why, names, nil
 		}
 		if err := wait.Sleep(ctx, e.Fleet.Failover.StepInterval); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if *cur, err = e.readRouter(ctx); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if err := e.checkDrift(s, plan, k, *cur); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
+}
+
+// stopChecker is e.Stop, or the fleet's own; nil when the fleet has no stop conditions.
+func (e *Executor) stopChecker() *StopChecker {
+	e.stopOnce.Do(func() {
+		if e.Stop == nil && len(e.Fleet.StopConditions) > 0 {
+			e.Stop = &StopChecker{Fleet: e.Fleet, Now: e.Now}
+		}
+	})
+	return e.Stop
+}
+
+// checkStop evaluates the stop conditions in the scope of step k (what it changes from cur),
+// logs and hands on every result, and returns those that hold the run.
+func (e *Executor) checkStop(ctx context.Context, o RunOptions, plan *Plan, k int, cur router.RouterState) ([]StopResult, error) {
+	c := e.stopChecker()
+	if c == nil {
+		return nil, nil
+	}
+	rs, err := c.Check(ctx, stepScope(cur, plan.Steps[k]), o.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	var held []StopResult
+	for _, r := range rs {
+		step := k
+		r.Step = &step
+		switch {
+		case r.Holds():
+			held = append(held, r)
+			e.log().Warn("stop condition fails", "step", k+1, "condition", r.Name, "region", r.Region, "why", r.Why)
+		case r.DryRun && !r.Pass:
+			e.log().Warn("stop condition fails (dry_run: reported, never holds)", "step", k+1, "condition", r.Name, "region", r.Region, "why", r.Why)
+		default:
+			e.log().Info("stop condition", "step", k+1, "condition", r.Name, "region", r.Region, "why", r.Why)
+		}
+		if e.OnStop != nil {
+			e.OnStop(r)
+		}
+	}
+	return held, nil
 }
 
 // waitClock is how the wait lines name the time they wait until: the UTC clock.

@@ -352,9 +352,22 @@ type Violation struct {
 	Class  string `json:"class,omitempty"`
 	Region string `json:"region,omitempty"`
 	Detail string `json:"detail"`
+	// A stop condition's violation (Rule is the condition's name): the query as sent, the value
+	// (absent when there was none: empty, NaN, Prometheus down), the threshold it broke and,
+	// of several series, the worst one's labels.
+	Query     string   `json:"query,omitempty"`
+	Value     *float64 `json:"value,omitempty"`
+	Threshold string   `json:"threshold,omitempty"`
+	Series    string   `json:"series,omitempty"`
 }
 
+// StopCondition reports whether the violation is a stop condition's.
+func (v Violation) StopCondition() bool { return v.Query != "" }
+
 func (v Violation) String() string {
+	if v.StopCondition() {
+		return StopResult{Name: string(v.Rule), Region: v.Region, Query: v.Query, Series: v.Series, Why: v.Detail}.String()
+	}
 	where := v.Class
 	if v.Region != "" {
 		where += "/" + v.Region

@@ -41,6 +41,10 @@ type Fleet struct {
 	// Probe is how the warm prober reaches every region's replicas (a region's own probe
 	// section replaces it): where the bearer token of a vLLM started with --api-key comes from.
 	Probe *ProbeConfig `json:"probe,omitempty"`
+	// Prometheus is the server stop conditions query (fleet_stop.go); nil: none.
+	Prometheus *Prometheus `json:"prometheus,omitempty"`
+	// StopConditions are checked before every router write of a failover or a drill.
+	StopConditions []StopCondition `json:"stop_conditions,omitempty"`
 }
 
 // ProbeConfig is a probe section: probe: {api_key_env: NAME} or {api_key_file: PATH}. It names
@@ -302,6 +306,7 @@ type fleetParser struct {
 
 type fleetLines struct {
 	model, regions, tenants, router, failover int
+	prometheus, stop                          int
 	tenant                                    map[string]int // class → line
 	tenantItem                                map[string]int // class NUL region → line
 	backend                                   map[string]int // class → line
@@ -363,9 +368,11 @@ func (p *fleetParser) parse(data []byte) *Fleet {
 				f.State = p.storeURL(n, at, s)
 			}
 		},
-		"notify": func(n *yaml.Node, at string) { f.Notify = p.notifyHooks(n, at) },
-		"trust":  func(n *yaml.Node, at string) { p.trust(f, n, at) },
-		"probe":  func(n *yaml.Node, at string) { f.Probe = p.probe(n, at) },
+		"notify":          func(n *yaml.Node, at string) { f.Notify = p.notifyHooks(n, at) },
+		"trust":           func(n *yaml.Node, at string) { p.trust(f, n, at) },
+		"probe":           func(n *yaml.Node, at string) { f.Probe = p.probe(n, at) },
+		"prometheus":      func(n *yaml.Node, at string) { f.Prometheus = p.prometheus(n, at) },
+		"stop_conditions": func(n *yaml.Node, at string) { p.stopConditions(f, n, at) },
 		"sla": func(n *yaml.Node, at string) {
 			p.mapping(n, at, false, map[string]func(*yaml.Node, string){
 				"rto": func(n *yaml.Node, at string) { f.SLA.RTO = p.Duration(n, at) },
@@ -378,6 +385,7 @@ func (p *fleetParser) parse(data []byte) *Fleet {
 	p.checkRouter(f)
 	p.checkPolicy(f)
 	p.checkLaunchers(f)
+	p.checkStop(f)
 	if settled > 0 {
 		p.Problems = append(p.Problems[:settled], UnrelatedProblems(p.Name, p.Problems[:settled], p.Problems[settled:])...)
 	}

@@ -39,11 +39,11 @@ func (a *app) drillCmd() *cobra.Command {
 
 func (a *app) drillRunCmd() *cobra.Command {
 	var (
-		reportDir, signKey              string
-		approveAll, dryRun, fromCurrent bool
+		reportDir, signKey                              string
+		approveAll, dryRun, fromCurrent, ignoreCalendar bool
 	)
 	c := &cobra.Command{
-		Use:   "run FILE [--report DIR [--sign-key KEY]] [--approve-all] [--from-current] [--dry-run] [-o text|json|junit]",
+		Use:   "run FILE [--report DIR [--sign-key KEY]] [--approve-all] [--from-current] [--ignore-calendar] [--dry-run] [-o text|json|junit]",
 		Short: "Run a drill file: lose a region on purpose, with game-day faults, and measure recovery against the SLA",
 		Long: `A drill strings together everything Lifeboat checks and leaves evidence an auditor accepts.
 Default steps (the drill file may reorder or skip them; teardown always runs):
@@ -82,6 +82,12 @@ holds the evidence: every digest, approval and journal record — is signed with
 report.json.sigstore.json beside it, checked by 'lifeboat manifest verify-sig DIR/report.json
 --key PUB' or cosign verify-blob (docs/signing.md).
 
+A drill file's calendar (blocked_windows, blocked_dates, blocking_conditions: docs/drill.md)
+is when it does not start: run inside a blocked window or on a blocked date, or while one of its
+blocking stop conditions fails (or cannot be evaluated), the drill is skipped — exit 0, one line
+saying why, and a SKIPPED entry in the drill history; nothing changes. Every run honours it (a
+cron job needs no flag); --ignore-calendar runs it anyway (a person who means to).
+
 When the fleet has a trust: section, the drill refuses (exit 3) a manifest that no accepted key
 signed, before anything changes.
 
@@ -116,6 +122,12 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 			}
 			if !dryRun {
 				if err := r.EnforceTrust(ctx); err != nil {
+					return err
+				}
+			}
+			if !dryRun && !ignoreCalendar {
+				// before anything is written (the report directory included)
+				if skipped, err := a.drillSkip(ctx, r); skipped || err != nil {
 					return err
 				}
 			}
@@ -177,9 +189,30 @@ store stayed unreachable; 130/143 interrupted (after the teardown).`,
 	f.StringVar(&signKey, "sign-key", "", "sign report.json (the evidence) with this PEM private key: report.json.sigstore.json beside it")
 	f.BoolVar(&approveAll, "approve-all", false, "approve every approval step (CI, scheduled drills)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the steps and the failover plan; change nothing")
+	f.BoolVar(&ignoreCalendar, "ignore-calendar", false, "run even inside a blocked window or date of the drill file, or while a blocking condition fails")
 	f.BoolVar(&fromCurrent, "from-current", false, "start even though a failover run left the router off the fleet's baseline: the router as found is the drill's baseline")
 	_ = c.MarkFlagDirname("report")
 	return c
+}
+
+// drillSkip checks the drill's calendar now: inside a blocked window or date, or with a
+// blocking condition failing, it prints one line saying why, records the skip in the drill
+// history and reports true (the drill exits 0, nothing changed).
+func (a *app) drillSkip(ctx context.Context, r *drills.Runner) (bool, error) {
+	why, _, err := r.Skip(ctx)
+	if err != nil || why == "" {
+		return false, err
+	}
+	st, err := a.openStateStore(ctx, r.Fleet.State)
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	if err := drills.AppendSkip(ctx, st, r.Drill, time.Now(), why); err != nil {
+		return false, err
+	}
+	fmt.Fprintf(a.stdout, "drill %s skipped: %s (recorded in the drill history; --ignore-calendar runs it anyway)\n", r.Drill.Name, why)
+	return true, nil
 }
 
 func rtoOf(r *drills.Runner) time.Duration {
@@ -583,6 +616,11 @@ func renderHistory(w io.Writer, h []drills.HistoryEntry, width int) {
 			}
 			prev = e.RecoverySeconds
 		}
+		if e.Skipped != "" {
+			rows = append(rows, row{cells: []string{e.Started.Format("2006-01-02 15:04:05"), cut(peerText(e.Drill, 200), 32), cut(peerText(e.Lost, 80), 20),
+				drills.VerdictSkipped, "—", "—", "—", "—", ""}, failed: []string{"skipped: " + peerText(e.Skipped, 500)}})
+			continue
+		}
 		r := row{cells: []string{e.Started.Format("2006-01-02 15:04:05"), cut(peerText(e.Drill, 200), 32), cut(peerText(e.Lost, 80), 20),
 			cut(peerText(e.Verdict, 10), 7), rec, fmt.Sprintf("%gs", e.RTOSeconds), margin(e), fmt.Sprintf("%d/%d", e.Detected, e.Faults), trend}}
 		for _, s := range e.StepsFailed {
@@ -617,11 +655,18 @@ func renderHistory(w io.Writer, h []drills.HistoryEntry, width int) {
 			fmt.Fprintf(w, "%s%s\n", lead, l)
 		}
 	}
-	pass := 0
+	pass, skipped := 0, 0
 	for _, e := range h {
-		if e.OK {
+		switch {
+		case e.Skipped != "":
+			skipped++
+		case e.OK:
 			pass++
 		}
+	}
+	if skipped > 0 {
+		fmt.Fprintf(w, "%d run(s): %d passed, %d failed, %d skipped by the calendar\n", len(h), pass, len(h)-pass-skipped, skipped)
+		return
 	}
 	fmt.Fprintf(w, "%d run(s): %d passed, %d failed\n", len(h), pass, len(h)-pass)
 }

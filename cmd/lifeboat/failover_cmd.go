@@ -56,6 +56,13 @@ plan — run, abort, resume, restore, rollback — is checked against named safe
 
 --override RULE bypasses one overridable rule, and is journaled.
 
+Stop conditions (stop_conditions: in the fleet file, docs/failover.md) are PromQL queries to the
+fleet's Prometheus, evaluated before every router write of run, resume, abort and restore: one
+that fails — its value past max: or min:, an empty result, NaN, a Prometheus that does not
+answer or answers an error — holds the run before that write (exit 1), naming the condition,
+the query as sent, the value and the threshold. A condition's name is a rule name: --override
+NAME bypasses it (journaled), on resume too.
+
 Exit codes: 0 done, the target reached; 1 held (a check failed between steps, or the router
 drifted from what the run last read back), drift (status), nothing to resume; 2 bad input;
 3 refused or held for safety (residency, no capacity, lock held, expired, a journal this fleet
@@ -217,10 +224,12 @@ func (f *failoverFlags) event(warn io.Writer) (failover.Event, error) {
 	return failover.Event{}, usageErr("%s", msg)
 }
 
-func (f *failoverFlags) rules() ([]failover.Rule, error) {
+// rules are the --override arguments: the overridable rules and the fleet's stop conditions
+// (stopOnly: resume, which overrides stop conditions only).
+func (f *failoverFlags) rules(fl *fleet.Fleet, stopOnly bool) ([]failover.Rule, error) {
 	var out []failover.Rule
 	for _, s := range f.overrides {
-		r, err := failover.ParseRule(s)
+		r, err := failover.ParseOverride(fl, s, stopOnly)
 		if err != nil {
 			return nil, usageErr("--override: %v", err)
 		}
@@ -410,7 +419,7 @@ unreachable.`,
 			if err != nil {
 				return err
 			}
-			rules, err := ff.rules()
+			rules, err := ff.rules(f, false)
 			if err != nil {
 				return err
 			}
@@ -452,13 +461,17 @@ unreachable.`,
 				}
 				defer fmt.Fprintf(a.stderr, "Plan saved to %s. Apply exactly this plan with: %s\n", ff.out, failover.CommandLine(ff.fleet, "run", "--plan", shell.Quote(ff.out), "--reason", "'…'"))
 			}
+			var stops []failover.StopResult
+			if len(f.StopConditions) > 0 {
+				stops = (&failover.StopChecker{Fleet: f}).Look(ctx, plan, rules)
+			}
 			if a.output == "json" {
-				err = a.writeJSON(newPlanDoc(f, plan))
+				err = a.writeJSON(newPlanDoc(f, plan, stops))
 				if !plan.Complete {
 					fmt.Fprintf(a.stderr, "VERDICT: %s\n", withFleet(plan.Verdict(), ff.fleet))
 				}
 			} else {
-				err = renderPlan(a.stdout, f, ff.fleet, plan)
+				err = renderPlan(a.stdout, f, ff.fleet, plan, stops)
 			}
 			if err != nil {
 				return err
@@ -702,7 +715,7 @@ func planSteps(st *failover.Status) int {
 func (a *app) failoverResumeCmd() *cobra.Command {
 	var ff failoverFlags
 	c := &cobra.Command{
-		Use:     "resume --fleet FILE [--reason TEXT]",
+		Use:     "resume --fleet FILE [--reason TEXT] [--override STOP-CONDITION]...",
 		Short:   "Continue a crashed or held run from its journal, or re-assert a finished run's state",
 		Example: `  lifeboat failover resume --fleet fleet.yaml`,
 		Long: `Resume takes the lock, then reads this fleet's latest run from the journal (a run another fleet
@@ -716,7 +729,11 @@ Everything the journal says is re-validated against the fleet before any write: 
 class or region the fleet lacks, weight outside a class's eligible regions, or a changed total
 is refused (exit 3) and the router is left as it is; each state is then checked like a step
 against the live signals (a failing check holds, exit 1). An expired failover is refused
-(exit 3): restore or abort it.`,
+(exit 3): restore or abort it.
+
+The fleet's stop conditions are evaluated again before each write: a run they held goes on
+once they pass. --override NAME goes on past a stop condition that still fails (journaled);
+the rules the run was planned under stay as its start journaled them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ff.yes = true
@@ -727,6 +744,7 @@ against the live signals (a failing check holds, exit 1). An expired failover is
 	c.Flags().StringVar(&ff.reason, "reason", "", "why (journaled)")
 	c.Flags().BoolVar(&ff.rollback, "rollback-on-fail", false, "when a check fails, step back to the baseline instead of holding")
 	c.Flags().DurationVar(&ff.holdTimeout, "hold-timeout", 0, "re-check a failed step for this long before holding")
+	c.Flags().StringArrayVar(&ff.overrides, "override", nil, "break-glass: go on past this stop condition (journaled; repeatable)")
 	return c
 }
 
@@ -817,7 +835,7 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 			return usageErr("%v", err)
 		}
 	}
-	rules, err := ff.rules()
+	rules, err := ff.rules(f, resume)
 	if err != nil {
 		return err
 	}
@@ -839,7 +857,7 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 	}
 	o.Plan = func(p *failover.Plan) {
 		if a.output != "json" {
-			_ = renderPlan(a.stderr, f, ff.fleet, p)
+			_ = renderPlan(a.stderr, f, ff.fleet, p, nil)
 		}
 	}
 	if !ff.yes {

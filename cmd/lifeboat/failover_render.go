@@ -64,16 +64,42 @@ type planDoc struct {
 	*failover.Plan
 	EstimatedS float64      `json:"estimated_s"`
 	Estimate   planEstimate `json:"estimate"`
+	// StopConditions are the fleet's stop conditions as they read now.
+	StopConditions []failover.StopResult `json:"stop_conditions,omitempty"`
 }
 
-func newPlanDoc(f *fleet.Fleet, p *failover.Plan) planDoc {
+func newPlanDoc(f *fleet.Fleet, p *failover.Plan, stops []failover.StopResult) planDoc {
 	e := estimatePlan(f, p)
-	return planDoc{Plan: p, EstimatedS: e.d.Seconds(), Estimate: e}
+	return planDoc{Plan: p, EstimatedS: e.d.Seconds(), Estimate: e, StopConditions: stops}
+}
+
+// renderStops prints each stop condition as it reads now: whether it would let a write
+// through, its value or why it has none, and the query as sent.
+func renderStops(w io.Writer, stops []failover.StopResult) {
+	if len(stops) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Stop conditions (evaluated again before every write; as they read now):")
+	for _, r := range stops {
+		mark := "PASS"
+		switch {
+		case r.Overridden:
+			mark = "OVERRIDDEN"
+		case r.Attempts == 0:
+			mark = "NOT EVALUATED"
+		case r.Pass:
+		case r.DryRun:
+			mark = "FAIL (dry_run: never holds)"
+		default:
+			mark = "FAIL (would hold)"
+		}
+		fmt.Fprintf(w, "  %s %s\n", mark, strings.TrimPrefix(r.String(), "stop condition "))
+	}
 }
 
 // renderPlan prints what a person decides on: the fleet, each region's signals, the estimated
 // duration, the steps (a cell a step changes is marked ~), and a verdict that cannot be missed.
-func renderPlan(w io.Writer, f *fleet.Fleet, fleetArg string, p *failover.Plan) error {
+func renderPlan(w io.Writer, f *fleet.Fleet, fleetArg string, p *failover.Plan, stops []failover.StopResult) error {
 	fmt.Fprintf(w, "Plan for %s\n", fleetLine(f))
 	d, how := estimatePlan(f, p).text(f)
 	fmt.Fprintf(w, "%s — %d step(s); estimated %s (%s); step_percent %d, spill_start_ms %d\n",
@@ -161,6 +187,7 @@ func renderPlan(w io.Writer, f *fleet.Fleet, fleetArg string, p *failover.Plan) 
 	for _, s := range p.Assumptions {
 		fmt.Fprintf(w, "assumed: %s\n", s)
 	}
+	renderStops(w, stops)
 	for _, r := range p.Overrides {
 		fmt.Fprintf(w, "OVERRIDE: rule %s is bypassed\n", r)
 	}

@@ -1,7 +1,6 @@
 package route53
 
 import (
-	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -151,5 +150,5 @@ func TestConformance(t *testing.T) {
 	if upserts != 0 {
 		t.Fatalf("the driver sent %d UPSERTs over the conformance run", upserts)
 	}
-	t.Log(fmt.Sprintf("%d fakes, 0 UPSERTs", len(rigs)))
+	t.Logf("%d fakes, 0 UPSERTs", len(rigs))
 }

@@ -293,6 +293,7 @@ func (rt *Router) list(ctx context.Context, class string) (map[string][]Record, 
 	}
 	out := map[string][]Record{}
 	seen := map[[2]string]bool{}
+	scanAll := false
 	for page := 0; ; page++ {
 		if page > 1000 {
 			return nil, fmt.Errorf("%s: listing %s: more than 1000 pages", rt, name)
@@ -305,8 +306,18 @@ func (rt *Router) list(ctx context.Context, class string) (map[string][]Record, 
 		if err != nil {
 			return nil, rt.fail("ListResourceRecordSets "+name, err)
 		}
-		for _, s := range resp.ResourceRecordSets {
-			if CanonicalName(aws.ToString(s.Name)) != name {
+		for i, s := range resp.ResourceRecordSets {
+			got := CanonicalName(aws.ToString(s.Name))
+			if page == 0 && i == 0 && dnsBefore(got, name) {
+				// Route 53 starts a listing at StartRecordName, in its DNS order; a server that
+				// answers a name before it ignores the start (some fakes and proxies): read
+				// every page then, keeping the class's name only.
+				scanAll = true
+			}
+			if got != name {
+				if scanAll {
+					continue
+				}
 				return out, nil
 			}
 			rec, err := fromSDK(s)
@@ -331,11 +342,20 @@ func (rt *Router) list(ctx context.Context, class string) (map[string][]Record, 
 		if !resp.IsTruncated {
 			return out, nil
 		}
-		if resp.NextRecordName == nil || CanonicalName(*resp.NextRecordName) != name {
+		if !scanAll && (resp.NextRecordName == nil || CanonicalName(*resp.NextRecordName) != name) {
 			return out, nil
 		}
 		in.StartRecordName, in.StartRecordType, in.StartRecordIdentifier = resp.NextRecordName, resp.NextRecordType, resp.NextRecordIdentifier
 	}
+}
+
+// dnsBefore says whether name a comes before b in Route 53's listing order: by labels from the
+// right (the top-level domain first), each compared as a string.
+func dnsBefore(a, b string) bool {
+	la, lb := strings.Split(strings.TrimSuffix(a, "."), "."), strings.Split(strings.TrimSuffix(b, "."), ".")
+	slices.Reverse(la)
+	slices.Reverse(lb)
+	return slices.Compare(la, lb) < 0
 }
 
 // checkTTL refuses a record whose TTL outlasts a failover step.

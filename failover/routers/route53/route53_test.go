@@ -435,3 +435,16 @@ func TestNoCredentials(t *testing.T) {
 	}
 	t.Logf("%v", err)
 }
+
+// A server that ignores StartRecordName and answers the whole zone from its first record (a
+// naive fake; Route 53 never does) is read right: the records of the class's name only, from
+// wherever they are in the listing.
+func TestReadWhenTheServerIgnoresTheStart(t *testing.T) {
+	rig := newFakeRig(t)
+	rig.fake.IgnoreStart = true
+	d := newDriver(t, testConfig(rig.url, rig.names))
+	rs, _ := mustRead(t, d)
+	if df := router.Diff(testStart, rs); len(df) > 0 {
+		t.Fatalf("read %v: %v", rs.Weights.Text(), df)
+	}
+}

@@ -153,6 +153,9 @@ type Server struct {
 	// request before the fake looks at it (and without its lock held): another writer's edit made
 	// there lands between a client's read and its batch, deterministically.
 	BeforeChange func(n int)
+	// IgnoreStart makes ListResourceRecordSets ignore name, type, identifier and maxitems and
+	// answer the whole zone in one page, as naive fakes do (Route 53 itself never does).
+	IgnoreStart bool
 
 	mu       sync.Mutex
 	zones    map[string][]Record // zone id → record sets
@@ -584,6 +587,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, zone string) {
 	recs = slices.Clone(recs)
 	s.mu.Unlock()
 	start := 0
+	if s.IgnoreStart {
+		name, maxItems = "", len(recs)
+	}
 	if name != "" {
 		from := Key{CanonicalName(name), typ, ident}
 		start = len(recs)

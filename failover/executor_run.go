@@ -164,6 +164,7 @@ func (e *Executor) steps(s *session, o RunOptions, plan *Plan, from int, h failo
 	for k := from; k < len(plan.Steps); k++ {
 		st := plan.Steps[k]
 		if k > 0 {
+			e.log().Info(fmt.Sprintf("waiting step_interval %s until %s before step %d/%d", pol.StepInterval, e.now().Add(pol.StepInterval).Format(waitClock), k+1, len(plan.Steps)))
 			if err := wait.Sleep(ctx, pol.StepInterval); err != nil {
 				return out, err
 			}
@@ -363,6 +364,9 @@ func (e *Executor) checkStop(ctx context.Context, o RunOptions, plan *Plan, k in
 	return held, nil
 }
 
+// waitClock is how the wait lines name the time they wait until: the UTC clock.
+const waitClock = "15:04:05Z"
+
 // waitDrain waits until every region withdrawn in st runs fewer than drain_running_below
 // requests, or drain_timeout passes.
 func (e *Executor) waitDrain(s *session, st *Step, k int) error {
@@ -371,6 +375,8 @@ func (e *Executor) waitDrain(s *session, st *Step, k int) error {
 	deadline := e.now().Add(pol.DrainTimeout)
 	poll := min(max(pol.StepInterval/4, 100*time.Millisecond), 5*time.Second)
 	detail := ""
+	e.log().Info(fmt.Sprintf("draining %s until %s (drain_timeout %s) or until its in-flight requests fall under drain_running_below %d, before step %d",
+		strings.Join(st.Withdraw, ", "), deadline.Format(waitClock), pol.DrainTimeout, pol.DrainRunningBelow, k+1))
 	for {
 		sig, err := e.Signals.Signals(ctx, false)
 		if err != nil {

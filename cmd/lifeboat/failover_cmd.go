@@ -922,8 +922,10 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 func (a *app) failoverStatusCmd() *cobra.Command {
 	var ff failoverFlags
 	var runs int
+	var watch bool
+	var every time.Duration
 	c := &cobra.Command{
-		Use:   "status --fleet FILE [--runs N] [-o text|json|yaml]",
+		Use:   "status --fleet FILE [--runs N] [--watch [--interval D]] [-o text|json|yaml]",
 		Short: "Show the latest run from the journal, the recent runs, the lock, the router's weights, and drift",
 		Example: `  lifeboat failover status --fleet fleet.yaml
   lifeboat failover status --fleet fleet.yaml --runs 30 -o json`,
@@ -935,12 +937,22 @@ Below it, the fleet's recent runs (--runs N, newest first): action, started, end
 and steps applied. The outcome is running (its holder writes it), dead (the lock names a holder
 gone on this host), interrupted (unfinished, the lock free), held, failed, aborted (stepped back to
 the baseline), done or refused; a run whose journal holds an object that is not a valid record is
-unreadable, with the reason, and the others are listed all the same.`,
+unreadable, with the reason, and the others are listed all the same.
+
+--watch redraws the status every --interval until interrupted (Ctrl-C ends it, exit 0): the
+run's step, when the next step is due, what holds it, the lock and the router. On a terminal the
+screen is redrawn; otherwise each refresh is a new block.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if runs < 1 {
 				return usageErr("--runs %d: want at least 1", runs)
+			}
+			if watch && a.output != "text" {
+				return usageErr("--watch redraws text: give no -o %s with it", a.output)
+			}
+			if watch && every <= 0 {
+				return usageErr("--interval %s: want a positive duration", every)
 			}
 			f, err := a.failoverFleet(&ff)
 			if err != nil {
@@ -951,6 +963,9 @@ unreadable, with the reason, and the others are listed all the same.`,
 				return err
 			}
 			defer closeFn()
+			if watch {
+				return a.watchStatus(ctx, f, e, every)
+			}
 			st, err := e.Status(ctx)
 			if err != nil && (st == nil || st.RouterError == "") {
 				return pasteable(err, ff.fleet)
@@ -988,6 +1003,8 @@ unreadable, with the reason, and the others are listed all the same.`,
 	}
 	ff.common(c)
 	c.Flags().IntVar(&runs, "runs", defaultStatusRuns, "how many of the fleet's recent runs to list, newest first")
+	c.Flags().BoolVarP(&watch, "watch", "w", false, "redraw every --interval until interrupted (text only)")
+	c.Flags().DurationVar(&every, "interval", 2*time.Second, "with --watch: how often to redraw")
 	return c
 }
 

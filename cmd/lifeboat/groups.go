@@ -10,7 +10,7 @@ var commandGroups = []struct {
 }{
 	{cobra.Group{ID: "jobs", Title: "The three jobs:"}, []string{"check", "drill", "failover"}},
 	{cobra.Group{ID: "replicas", Title: "Capture and copies (the DR manifest and its replicas):"}, []string{"manifest", "verify", "replicate", "restore"}},
-	{cobra.Group{ID: "serving", Title: "Boot and warm readiness:"}, []string{"boot", "probe", "engine-sim"}},
+	{cobra.Group{ID: "serving", Title: "Boot and warm readiness:"}, []string{"boot", "probe", "engine-sim", "watch"}},
 	{cobra.Group{ID: "other", Title: "Other commands:"}, []string{"demo", "version"}},
 }
 

@@ -83,7 +83,8 @@ func TestKubernetesArgsAreLifeboatCommands(t *testing.T) {
 	// the Job's check and the CronJob's drill at least: a walk that finds nothing proves nothing
 	joined := strings.Join(seen, "\n")
 	if !strings.Contains(joined, "Job/lifeboat-check container check: check --fleet") ||
-		!strings.Contains(joined, "CronJob/lifeboat-drill container drill: drill run") {
+		!strings.Contains(joined, "CronJob/lifeboat-drill container drill: drill run") ||
+		!strings.Contains(joined, "Deployment/lifeboat-watch container watch: watch --fleet") {
 		t.Fatalf("the container command lines found:\n%s", joined)
 	}
 	t.Logf("checked:\n%s", joined)

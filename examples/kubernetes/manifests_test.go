@@ -94,7 +94,7 @@ func manifests(t *testing.T) map[string][]byte {
 	return out
 }
 
-// podSpecs returns the pod specs of the Jobs and CronJobs in a manifest.
+// podSpecs returns the pod specs of the Jobs, CronJobs and Deployments in a manifest.
 func podSpecs(t *testing.T, file string, data []byte) map[string]corev1.PodSpec {
 	t.Helper()
 	specs := map[string]corev1.PodSpec{}
@@ -108,7 +108,7 @@ func podSpecs(t *testing.T, file string, data []byte) map[string]corev1.PodSpec 
 		switch u.GetKind() {
 		case "CronJob":
 			path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
-		case "Job":
+		case "Job", "Deployment":
 			path = []string{"spec", "template", "spec"}
 		default:
 			continue

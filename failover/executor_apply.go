@@ -111,7 +111,25 @@ func (e *Executor) reassert(s *session, o RunOptions, h failoverState, step int,
 	in.Immediate = true
 	// A drift may have changed a class's total (someone's edit): putting back the journaled
 	// total (validated against the run's start by validateJournaled) is the point.
-	vs := slices.DeleteFunc(CheckStep(in, stepTo(e.Fleet, target, o.Classes)), func(v Violation) bool { return v.Rule == RuleTotals && v.Region == "" })
+	st := stepTo(e.Fleet, target, o.Classes)
+	vs := slices.DeleteFunc(CheckStep(in, st), func(v Violation) bool { return v.Rule == RuleTotals && v.Region == "" })
+	// A re-assert is a router write like any step: the fleet's stop conditions hold it too.
+	if c := e.stopChecker(); c != nil {
+		rs, err := c.Check(ctx, stepScope(cur, st), o.Overrides)
+		if err != nil {
+			return cur, err
+		}
+		for _, r := range rs {
+			r.Step = &step
+			if r.Holds() {
+				vs = append(vs, r.Violation())
+				e.log().Warn("stop condition fails", "re-assert of step", step+1, "condition", r.Name, "region", r.Region, "why", r.Why)
+			}
+			if e.OnStop != nil {
+				e.OnStop(r)
+			}
+		}
+	}
 	if len(vs) > 0 {
 		why := vs[0].String()
 		_, _ = s.j.Append(ctx, Record{Kind: RecHold, Step: &step, Detail: "re-assert: " + why, Violations: vs})

@@ -211,6 +211,15 @@ func TestStopConditionHoldsMidRun(t *testing.T) {
 	}
 	rig.exp.set("lifeboat_test_error_ratio", 0.5)
 	rig.waitValue(t, "max(lifeboat_test_error_ratio)", 0.5)
+	// a re-assert is a router write too: the router "forgot" the finished run (back at step 1's
+	// document), and resume's re-assert is held by the failing condition, nothing written
+	done := readFile(t, filepath.Join(rig.dir, "weights.json"))
+	os.WriteFile(filepath.Join(rig.dir, "weights.json"), []byte(before), 0o644)
+	r = cli(t, nil, "failover", "resume", "--fleet", "fleet.yaml", "--signals", "warm.json")
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "stop condition error-ratio: 0.5 > max 0.05") || readFile(t, filepath.Join(rig.dir, "weights.json")) != before {
+		t.Fatalf("re-assert while a stop condition fails: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	os.WriteFile(filepath.Join(rig.dir, "weights.json"), []byte(done), 0o644)
 	r = cli(t, nil, "failover", "abort", "--fleet", "fleet.yaml", "--signals", "warm.json", "--yes", "--reason", "back")
 	if r.code != 1 || !strings.Contains(r.stdout, "stop condition error-ratio: 0.5 > max 0.05") {
 		t.Fatalf("abort while it fails: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -409,7 +409,11 @@ func (e *Executor) waitDrain(s *session, st *Step, k int) error {
 // preflight reads every region's signals with the warm prober, as run does before planning:
 // a resume after Ctrl-C or kill -9 is a new process that has probed nothing yet.
 func (e *Executor) preflight(ctx context.Context) (map[string]RegionSignal, error) {
-	e.log().Info("preflight: reading every region's signals (live: the warm prober, /health, /metrics)")
+	from := "live: the warm prober, /health, /metrics"
+	if d, ok := e.Signals.(interface{ Describe() string }); ok {
+		from = d.Describe()
+	}
+	e.log().Info("preflight: reading every region's signals (" + from + ")")
 	sig, err := e.Signals.Signals(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("preflight: %w", err)

@@ -150,6 +150,16 @@ func ParseSignals(data []byte, name string, f *fleet.Fleet) (*SignalsFile, error
 type StaticSignals struct {
 	Regions map[string]RegionSignal
 	Func    func(preflight bool) map[string]RegionSignal
+	// From names where the signals were recorded (the --signals file), for the log.
+	From string
+}
+
+// Describe says where the signals come from, for the preflight line.
+func (s *StaticSignals) Describe() string {
+	if s.From != "" {
+		return "recorded, from " + s.From + "; no region is probed"
+	}
+	return "recorded; no region is probed"
 }
 
 // Signals returns the recorded signals.

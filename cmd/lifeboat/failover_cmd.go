@@ -266,7 +266,7 @@ func (a *app) executor(ctx context.Context, f *fleet.Fleet, ff *failoverFlags) (
 			store.Close()
 			return nil, nil, err
 		}
-		src = &failover.StaticSignals{Regions: s.Regions}
+		src = &failover.StaticSignals{Regions: s.Regions, From: ff.signals}
 	}
 	e := &failover.Executor{Fleet: f, Store: store, Router: rtr, Signals: src, Log: a.progressLog(),
 		OpenSigned: a.signedOpener(manifest.MaxManifestBytes), Warn: func(w string) { fmt.Fprintln(a.stderr, w) }, Trusted: ff.trusted}

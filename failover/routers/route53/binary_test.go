@@ -203,7 +203,10 @@ func TestRoute53BinaryEvacuateAndRestore(t *testing.T) {
 	if n := len(r.fake.Changes()); n != 0 {
 		t.Fatalf("plan wrote %d change batches", n)
 	}
-	r.succeed(t, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "signals.json", "--yes", "--reason", "test: evacuate")
+	run := r.succeed(t, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--signals", "signals.json", "--yes", "--reason", "test: evacuate")
+	if !strings.Contains(run.Stderr, "reading every region's signals (recorded, from signals.json; no region is probed)") {
+		t.Fatalf("run --signals does not say its signals come from the file:\n%s", run.Stderr)
+	}
 	evac := r.fake.Changes()
 	zeroAt, goneAt := replay(t, binRecords(), evac)
 	for _, cell := range []string{"eu-only/eu-west-1", "global/eu-west-1"} {

@@ -91,7 +91,7 @@ func TestKubeBootFailureVerdicts(t *testing.T) {
 		{"image pull", withPodAnnotation(emulators.FaultAnnotation, emulators.FaultImagePull), false, "IMAGE_PULL", []string{"ImagePullBackOff", "vllm/vllm-openai@"}, "60s"},
 		{"crash loop", withPodAnnotation(emulators.FaultAnnotation, emulators.FaultCrashLoop), true, "CRASH_LOOP", []string{"CrashLoopBackOff", "last exit code 1", "CUDA out of memory? no: tokenizer missing"}, "60s"},
 		{"oom killed", withPodAnnotation(emulators.FaultAnnotation, emulators.FaultOOMKilled), false, "OOM_KILLED", []string{"OOMKilled", "exit code 137", "limit 32Gi"}, "60s"},
-		{"not ready", withPodAnnotation(emulators.FaultAnnotation, emulators.FaultNotReady), false, "NOT_READY", []string{"readiness probe fails", "Readiness probe failed: HTTP probe failed with statuscode: 503"}, "45s"},
+		{"not ready", withPodAnnotation(emulators.FaultAnnotation, emulators.FaultNotReady), false, "NOT_READY", []string{"readiness probe fails", "Readiness probe failed: HTTP probe failed with statuscode: 503"}, "90s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -123,10 +123,13 @@ bench: build emulators
 	$(GO) run ./cmd/bench -lifeboat $(LIFEBOAT) -dir $(CURDIR)/.bench -go $(GO) \
 	  -rclone $(BIN)/rclone -rclone-pkg github.com/rclone/rclone@$(RCLONE_VERSION)
 
-## demo: the main job on an embedded sample — no cloud account needed. Steps 15 and 17 use HAProxy
-## when it is installed (`make demo HAPROXY=` does without it); the emulators are used when
-## installed (make emulators), local directories stand in otherwise. `make demo KEEP=1` leaves
-## the clouds running to explore (docs/demo.md); `make demo-stop` stops them.
+## demo: the main job on an embedded sample — no cloud account needed. It installs what it shows
+## first, each only when missing (the S3 and Azure emulators and the OCI registry: Go and npm
+## builds, minutes the first time; HAProxy with apt as root). `make demo DEMO_INSTALL=0` installs
+## nothing and `HAPROXY=` does without HAProxy: local directories then stand in for the missing
+## clouds and the registry step is skipped, and the demo's last lines say what stood in for what.
+## `make demo KEEP=1` leaves the clouds running to explore (docs/demo.md); `make demo-stop` stops them.
+DEMO_INSTALL ?= 1
 HAPROXY ?= $(shell command -v haproxy 2>/dev/null || { test -x /usr/sbin/haproxy && echo /usr/sbin/haproxy; })
 # demo-haproxy installs HAProxy where it can (Debian's apt, as root or with password-less sudo);
 # anywhere else (macOS, another Linux, no root) the demo goes on without it and says so. With
@@ -136,7 +139,13 @@ demo-haproxy:
 	@command -v haproxy >/dev/null 2>&1 || test -x /usr/sbin/haproxy || \
 	  { command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || sudo -n true 2>/dev/null; } && $(MAKE) --no-print-directory haproxy; } || \
 	  echo "HAProxy is not installed and cannot be installed here (no apt-get, or no root): the demo's HAProxy steps are skipped"
-demo: build $(if $(filter command line,$(origin HAPROXY)),,demo-haproxy)
+# demo-emulators: a failed install (no npm, no network) is said, and the demo goes on with
+# stand-ins; its summary says which.
+.PHONY: demo-emulators
+demo-emulators:
+	@$(MAKE) --no-print-directory emulators || \
+	  echo "could not install every emulator (above): the demo goes on, and its last lines say what stood in for what"
+demo: build $(if $(filter 0,$(DEMO_INSTALL)),,demo-emulators $(if $(filter command line,$(origin HAPROXY)),,demo-haproxy))
 	@$(MAKE) --no-print-directory demo-stop >/dev/null
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "== 1. generate a sample model repository (real formats, tiny weights)"
@@ -243,6 +252,14 @@ demo: build $(if $(filter command line,$(origin HAPROXY)),,demo-haproxy)
 	@echo; echo "== 18. the model in a registry: push the sample to a local OCI registry (distribution), sign it,"
 	@echo "   verify the signature, boot from the registry replica with a fleet whose trust: requires it"
 	@KEEP="$(KEEP)" bash mk/demo-registry.sh $(LIFEBOAT) $(BIN)/registry $(DEMO)/manifest.json $(DEMO)/sample $(DEMO)/registry
+	@echo; echo "== What ran here (and what stood in)"; \
+	  awk '$$1=="S3"||$$1=="GCS"||$$1=="Azure" { n=$$1; $$1=""; $$2=""; sub(/^ +/, ""); printf "  %-10s %s\n", n":", $$0 }' $(DEMO)/clouds.log; \
+	  h="$(HAPROXY)"; if [ -n "$$h" ]; then echo "  HAProxy:   $$h (real; steps 15 and 17)"; else echo "  HAProxy:   not installed: steps 15 skipped, 17 used the file router"; fi; \
+	  if [ -x $(BIN)/registry ]; then echo "  registry:  distribution's registry on loopback (step 18)"; else echo "  registry:  not installed: step 18 skipped"; fi; \
+	  echo "  Route 53:  route53-fake, the documented API on loopback, through the real AWS SDK (no AWS account)"; \
+	  echo "  vLLM:      lifeboat engine-sim, the vLLM-compatible simulator (no GPU; tiny weights)"; \
+	  if grep -q 'stand-in' $(DEMO)/clouds.log || [ -z "$$h" ] || [ ! -x $(BIN)/registry ]; then \
+	    echo "  Not the full version: 'make emulators' (and HAProxy: 'make haproxy', Debian as root), then make demo again."; fi
 ifeq ($(KEEP),)
 	@kill $$(cat $(DEMO)/clouds.pid) 2>/dev/null || true
 	@echo "The demo's clouds are stopped. make demo KEEP=1 keeps them up to explore (docs/demo.md)."
@@ -274,15 +291,33 @@ RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 SIGN_KEY ?=
 RELEASE_TOOL = $(GO) run ./cmd/release
 need-sign-key = @test -n "$(SIGN_KEY)" || { echo "make $@: SIGN_KEY=PATH (the private key that signs it) is needed: nothing is released unsigned (docs/release.md)" >&2; exit 2; }
+# A release is built from a clean commit: a binary of a dirty tree says dirty=true for ever, and
+# its source cannot be named. The usual cause is the signing key itself, made in the checkout
+# (docs/release.md keeps it outside). ALLOW_DIRTY=1 builds anyway (the tests do, in a checkout
+# under work).
+ALLOW_DIRTY ?=
+need-clean-tree = @test "$(DIRTY)" != true || test -n "$(ALLOW_DIRTY)" || { \
+	echo "make $@: the checkout has uncommitted or untracked files, so every binary would be stamped dirty=true:"; \
+	git status --porcelain 2>/dev/null | sed 's/^/    /'; \
+	echo "commit them or move them out of the checkout (a signing key belongs outside it; docs/release.md); ALLOW_DIRTY=1 builds anyway"; \
+	exit 2; } >&2
+# RELEASE_PUB: the release public key published in the repository (once the first release is cut).
+# When it exists, a SIGN_KEY that is not its pair is refused before anything is built: users
+# verify against the published key.
+RELEASE_PUB ?= $(CURDIR)/lifeboat.pub
 release:
 	$(need-sign-key)
-	mkdir -p $(DIST) && rm -f $(DIST)/lifeboat_* $(DIST)/SHA256SUMS $(DIST)/SHA256SUMS.sigstore.json
+	$(need-clean-tree)
+	mkdir -p $(DIST) && rm -f $(DIST)/lifeboat_* $(DIST)/SHA256SUMS $(DIST)/SHA256SUMS.sigstore.json $(DIST)/lifeboat.pub
+	$(RELEASE_TOOL) pubkey -key $(SIGN_KEY) $(if $(wildcard $(RELEASE_PUB)),-check $(RELEASE_PUB)) > $(DIST)/lifeboat.pub.tmp && \
+	  mv $(DIST)/lifeboat.pub.tmp $(DIST)/lifeboat.pub
 	set -e; for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
 	  echo "building lifeboat_$${os}_$${arch}"; \
 	  GOOS=$$os GOARCH=$$arch $(GOBUILD) -o $(DIST)/lifeboat_$${os}_$${arch} ./cmd/lifeboat; done
 	cd $(DIST) && sha256sum lifeboat_* > SHA256SUMS
 	$(RELEASE_TOOL) sign -key $(SIGN_KEY) $(DIST)/SHA256SUMS
-	@echo "release $(VERSION) in $(DIST): verify with: cd $(DIST) && sha256sum -c SHA256SUMS"
+	@echo "release $(VERSION) in $(DIST): verify with: cd $(DIST) && sha256sum -c SHA256SUMS"; \
+	  echo "publish $(DIST)/lifeboat.pub with it$(if $(wildcard $(RELEASE_PUB)),, and commit it as lifeboat.pub: this is the first release, and users verify against it)"
 
 ## image: the container image, built without a Docker daemon by cmd/release: FROM scratch,
 ## the GOBUILD binary for each of IMAGE_PLATFORMS, the CA bundle CA_CERTS, user 65532; every
@@ -298,6 +333,7 @@ CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 SOURCE_URL ?=
 image:
 	$(need-sign-key)
+	$(need-clean-tree)
 	mkdir -p $(DIST)/image
 	set -e; for p in $(IMAGE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
 	  GOOS=$$os GOARCH=$$arch $(GOBUILD) -o $(DIST)/image/lifeboat_$${os}_$${arch} ./cmd/lifeboat; done

@@ -33,6 +33,9 @@ const usage = `usage:
   release verify-image -key PUBKEY REGISTRY/REPO@sha256:…
   release sign -key KEY FILE…          (writes FILE.sigstore.json)
   release verify -key PUBKEY FILE…     (checks FILE.sigstore.json)
+  release pubkey -key KEY [-check PUBKEY]
+                                       (prints KEY's public key, PEM; with -check, fails unless
+                                       it is the key in PUBKEY)
   release sbom -binary BINARY [-version V] [-created RFC3339]
 An encrypted key's password comes from LIFEBOAT_KEY_PASSWORD or COSIGN_PASSWORD.`
 
@@ -167,6 +170,36 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "OK %s: signed by key %s\n", f, v.KeyID)
 		}
 		return nil
+	case "pubkey":
+		key := fs.String("key", "", "private key")
+		check := fs.String("check", "", "a published public key that must be KEY's")
+		if err := fs.Parse(args[1:]); err != nil {
+			return usageError{err.Error()}
+		}
+		if *key == "" || fs.NArg() != 0 {
+			return usageError{"pubkey needs -key and no other argument"}
+		}
+		s, err := loadSigner(*key)
+		if err != nil {
+			return err
+		}
+		pem, err := s.PublicKeyPEM()
+		if err != nil {
+			return err
+		}
+		if *check != "" {
+			// A release signed by another key than the published one verifies against nothing a
+			// user has: refuse before anything is built or uploaded.
+			pub, err := signature.LoadPublicKey(*check)
+			if err != nil {
+				return err
+			}
+			if pub.ID != s.KeyID() {
+				return fmt.Errorf("%s is key %s, but -key %s is key %s: sign with the published release key, or publish the new one (docs/release.md)", *check, pub.ID, *key, s.KeyID())
+			}
+		}
+		_, err = stdout.Write(pem)
+		return err
 	case "sbom":
 		bin := fs.String("binary", "", "the Go binary")
 		version := fs.String("version", "", "the version (default: the binary's module version)")

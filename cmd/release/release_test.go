@@ -172,9 +172,16 @@ func TestMakeReleaseChecksumsAndSignature(t *testing.T) {
 	priv, pub := keyPair(t)
 	dist := t.TempDir()
 	plat := runtime.GOOS + "/" + runtime.GOARCH
-	out, err := makeIn(t, nil, "release", "DIST="+dist, "RELEASE_PLATFORMS="+plat, "SIGN_KEY="+priv, "VERSION=v0.0.1-test")
+	out, err := makeIn(t, nil, "release", "DIST="+dist, "RELEASE_PLATFORMS="+plat, "SIGN_KEY="+priv, "VERSION=v0.0.1-test",
+		"ALLOW_DIRTY=1", "RELEASE_PUB="+pub)
 	if err != nil {
 		t.Fatalf("make release: %v\n%s", err, out)
+	}
+	// The public key a user verifies with is published beside the checksums, and is the key's pair.
+	if got, err := os.ReadFile(filepath.Join(dist, "lifeboat.pub")); err != nil {
+		t.Error(err)
+	} else if want, _ := os.ReadFile(pub); string(got) != string(want) {
+		t.Errorf("dist/lifeboat.pub:\n%s\nwant the key's public half:\n%s", got, want)
 	}
 	bin := filepath.Join(dist, "lifeboat_"+runtime.GOOS+"_"+runtime.GOARCH)
 	sums, err := os.ReadFile(filepath.Join(dist, "SHA256SUMS"))
@@ -235,6 +242,28 @@ func TestMakeReleaseChecksumsAndSignature(t *testing.T) {
 	}
 }
 
+// A release is never built from a dirty tree (every binary would say dirty=true), nor signed by
+// a key other than the published lifeboat.pub: both refused with exit 2, before any build, with
+// what to do.
+func TestMakeReleaseRefusesDirtyTreeAndStrangerKey(t *testing.T) {
+	priv, _ := keyPair(t)
+	_, otherPub := keyPair(t)
+	dist := t.TempDir()
+	plat := runtime.GOOS + "/" + runtime.GOARCH
+	out, err := makeIn(t, nil, "release", "DIST="+dist, "RELEASE_PLATFORMS="+plat, "SIGN_KEY="+priv, "DIRTY=true")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(out, "stamped dirty=true") || !strings.Contains(out, "a signing key belongs outside it") {
+		t.Errorf("make release of a dirty tree: %v\n%s", err, out)
+	}
+	out, err = makeIn(t, nil, "release", "DIST="+dist, "RELEASE_PLATFORMS="+plat, "SIGN_KEY="+priv, "ALLOW_DIRTY=1", "RELEASE_PUB="+otherPub)
+	if err == nil || !strings.Contains(out, "sign with the published release key") {
+		t.Errorf("make release with a key that is not lifeboat.pub's pair: %v\n%s", err, out)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dist, "lifeboat_*")); len(m) != 0 {
+		t.Errorf("a refused release built %v", m)
+	}
+}
+
 // oras runs the oras CLI (an independent client) against the registry with its credentials.
 func oras(t *testing.T, dockerConfig string, args ...string) []byte {
 	t.Helper()
@@ -270,7 +299,7 @@ func TestMakeImageReproducibleSignedWithSBOM(t *testing.T) {
 	var dists []string
 	for range 2 {
 		dist := t.TempDir()
-		out, err := makeIn(t, env, "image", "DIST="+dist, "IMAGE_REPO="+repo, "IMAGE_PLATFORMS="+plat, "SIGN_KEY="+priv,
+		out, err := makeIn(t, env, "image", "DIST="+dist, "IMAGE_REPO="+repo, "IMAGE_PLATFORMS="+plat, "SIGN_KEY="+priv, "ALLOW_DIRTY=1",
 			"VERSION=v0.0.2-test", "IMAGE_TAG=v0.0.2-test", "SOURCE_URL=https://example.com/lifeboat")
 		if err != nil {
 			t.Fatalf("make image: %v\n%s", err, out)

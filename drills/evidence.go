@@ -360,7 +360,7 @@ func reportIdentity(path string) (reportID, error) {
 const RecoveryCovers = "the traffic shift only: from the evacuation's start in the failover journal (the plan decided) " +
 	"to the first router write, read back, after which the lost region had no weight and every class was on warm receivers. " +
 	"Not in it: noticing the loss, verifying and repairing replicas, restoring and booting the candidates (all done before the evacuation), " +
-	"and the drain and withdrawal steps after that write"
+	"nor the drain wait and withdrawal after that write"
 
 // EvidenceRow is one line of the evidence block as the Markdown, HTML and text render it.
 type EvidenceRow struct {

@@ -32,11 +32,11 @@ func (x *run) boot() (string, error) {
 	}
 	standIn := ""
 	if x.Fleet.Regions[x.Drill.Lose].Candidate() {
-		if x.source == "" {
-			x.source = x.repairSource(cands)
+		if x.source == "" && !x.verified {
+			x.source = x.repairSource(cands) // no verify step ran: a candidate's replica, unverified
 		}
 		if x.source == "" {
-			return "", fmt.Errorf("the lost region %s shares its replica with every candidate: nothing outside it to restore its stand-in from", x.Drill.Lose)
+			return "", fmt.Errorf("no replica outside the lost region %s passed verification: nothing to restore its stand-in from (a drill that loses %s never restores from it)", x.Drill.Lose, x.Drill.Lose)
 		}
 		standIn = x.Drill.Lose
 	}

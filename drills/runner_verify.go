@@ -53,7 +53,7 @@ func (x *run) verify(phase string) (string, error) {
 		detail += fmt.Sprintf(", %d UNVERIFIED (%s)", len(unproven), strings.Join(unproven, ", "))
 	}
 	if phase == "before" {
-		x.source = x.repairSource(good) // where the lost region's stand-in is restored from, too
+		x.source, x.verified = x.repairSource(good), true // where the lost region's stand-in is restored from, too
 	}
 	if len(bad) == 0 {
 		if len(unproven) > 0 {

@@ -20,7 +20,11 @@ import (
 // that the binary then accepts as written.
 func TestFailoverPlanRestoreLiveNamesTheDwell(t *testing.T) {
 	liveFleet(t)
-	r := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--action", "restore")
+	r := cli(t, nil, "failover", "run", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--yes", "--reason", "test")
+	if r.code != 0 {
+		t.Fatalf("evacuate eu-west-1: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--action", "restore")
 	if r.code != 3 || strings.Contains(r.stdout, "for 0s") || !strings.Contains(r.stdout, "a plan takes one reading and cannot observe failback_dwell (2s)") {
 		t.Fatalf("plan --action restore: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -29,10 +33,10 @@ func TestFailoverPlanRestoreLiveNamesTheDwell(t *testing.T) {
 	if !strings.HasPrefix(verdict, "VERDICT: HELD") || m == nil || m[2] != "3.2s" { // failback_dwell 2s + two step_intervals of 600ms
 		t.Fatalf("the verdict names no restore command that waits out the dwell: %q", verdict)
 	}
-	// the command as printed: restore watches eu-west-1 for the dwell (nothing to move back here)
+	// the command as printed: restore watches eu-west-1 for the dwell, then fails back
 	args := strings.Fields(m[1]) // nothing in it is quoted
 	r = cli(t, nil, append(args, "--yes", "--reason", "test")...)
-	if r.code == 2 || !strings.Contains(r.stderr+r.stdout, "eu-west-1") {
+	if r.code != 0 || !strings.Contains(r.stderr, "observing before failback") || !strings.Contains(r.stdout, "VERDICT: done") {
 		t.Fatalf("%s: exit %d\n%s\n%s", m[1], r.code, r.stdout, r.stderr)
 	}
 }

@@ -315,7 +315,7 @@ func TimelineSVG(rep *Report) string {
 	for i, st := range steps {
 		y := timelineTop + float64(i)*timelineRow
 		col := palette[0]
-		if st.Status == Failed {
+		if st.Status == Failed || st.Status == Inconclusive {
 			col = failColour
 		}
 		w := math.Max(s.x(st.Offset+st.Seconds)-s.x(st.Offset), 2)
@@ -498,7 +498,7 @@ func okClass(ok bool) string {
 }
 
 func stepClass(status string) string {
-	if status == Failed {
+	if status == Failed || status == Inconclusive {
 		return "bad"
 	}
 	if status == Passed {

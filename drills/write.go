@@ -96,6 +96,9 @@ func JUnit(rep *Report) junit.Suites {
 		case Failed:
 			c.Failure = &junit.Failure{Message: firstLine(s.Detail), Type: "step failed", Text: s.Detail}
 			steps.Failures++
+		case Inconclusive:
+			c.Failure = &junit.Failure{Message: firstLine(s.Detail), Type: "step inconclusive (not a pass)", Text: s.Detail}
+			steps.Failures++
 		case Skipped:
 			c.Skipped = &junit.Skip{Message: s.Detail}
 			steps.Skipped++

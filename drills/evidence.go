@@ -34,6 +34,7 @@ type Evidence struct {
 	Model           string     `json:"model"`      // the manifest's model name
 	Operator        string     `json:"operator"`   // user@host that ran the drill
 	Approvals       []Approval `json:"approvals"`
+	ApproveAll      bool       `json:"approve_all,omitempty"` // --approve-all was given: every approve: step approved in advance
 	Started         time.Time  `json:"started"`
 	Finished        time.Time  `json:"finished"`
 	RTOSeconds      float64    `json:"rto_s"`
@@ -111,7 +112,7 @@ func Operator() string {
 // evidence fills in the report's evidence block at the start of the run.
 func (x *run) evidence() Evidence {
 	r := x.Runner
-	ev := Evidence{Version: r.Version, Operator: r.Operator, Approvals: []Approval{}, Model: r.Fleet.Model.Name}
+	ev := Evidence{Version: r.Version, Operator: r.Operator, Approvals: []Approval{}, Model: r.Fleet.Model.Name, ApproveAll: r.ApproveVia == ApproveViaAll}
 	if ev.Version == "" {
 		ev.Version = "unknown"
 	}
@@ -354,6 +355,13 @@ func reportIdentity(path string) (reportID, error) {
 	return id, err
 }
 
+// RecoveryCovers says in words what the measured recovery time is (drills/runner_recovery.go):
+// the report's every rendering carries it beside the number.
+const RecoveryCovers = "the traffic shift only: from the evacuation's start in the failover journal (the plan decided) " +
+	"to the first router write, read back, after which the lost region had no weight and every class was on warm receivers. " +
+	"Not in it: noticing the loss, verifying and repairing replicas, restoring and booting the candidates (all done before the evacuation), " +
+	"nor the drain wait and withdrawal after that write"
+
 // EvidenceRow is one line of the evidence block as the Markdown, HTML and text render it.
 type EvidenceRow struct {
 	Key, Label, Value string
@@ -377,7 +385,10 @@ func (rep *Report) EvidenceRows() []EvidenceRow {
 		{"lifeboat.fleet_file", "Fleet file", file(ev.FleetFile)},
 		{"lifeboat.operator", "Operator", ev.Operator},
 	}
-	if len(ev.Approvals) == 0 {
+	switch {
+	case len(ev.Approvals) == 0 && ev.ApproveAll:
+		rows = append(rows, EvidenceRow{"lifeboat.approvals", "Approvals", "approved in advance by --approve-all (the drill file lists no step under approve:, so none was asked)"})
+	case len(ev.Approvals) == 0:
 		rows = append(rows, EvidenceRow{"lifeboat.approvals", "Approvals", "none asked (the drill file lists no step under approve:)"})
 	}
 	for i, a := range ev.Approvals {
@@ -400,6 +411,7 @@ func (rep *Report) EvidenceRows() []EvidenceRow {
 		EvidenceRow{"lifeboat.finished", "Finished", ev.Finished.UTC().Format(time.RFC3339Nano)},
 		EvidenceRow{"lifeboat.rto_s", "RTO", fmt.Sprintf("%g s", ev.RTOSeconds)},
 		EvidenceRow{"lifeboat.recovery_s", "Measured recovery", rec},
+		EvidenceRow{"lifeboat.recovery_covers", "What the recovery time covers", RecoveryCovers},
 		EvidenceRow{"lifeboat.verdict", "Verdict", ev.Verdict},
 		EvidenceRow{"lifeboat.report_digests", "Report files", "their SHA-256 digests are in " + SumsFile + " beside this file and in the drill history in the fleet's state store: `lifeboat drill history --fleet FLEET --verify DIR` checks them"},
 	)

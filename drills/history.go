@@ -75,7 +75,7 @@ func Entry(rep *Report) HistoryEntry {
 		}
 	}
 	for _, s := range rep.Steps {
-		if s.Status == Failed {
+		if s.Status == Failed || s.Status == Inconclusive {
 			e.StepsFailed = append(e.StepsFailed, s.Name)
 		}
 	}

@@ -315,7 +315,7 @@ func TimelineSVG(rep *Report) string {
 	for i, st := range steps {
 		y := timelineTop + float64(i)*timelineRow
 		col := palette[0]
-		if st.Status == Failed {
+		if st.Status == Failed || st.Status == Inconclusive {
 			col = failColour
 		}
 		w := math.Max(s.x(st.Offset+st.Seconds)-s.x(st.Offset), 2)
@@ -397,12 +397,13 @@ th{background:#f5f5f5}.verdict{display:inline-block;padding:2px 10px;border-radi
 	}
 	p(`<p>Model <b>%s</b>, lost region <b>%s</b>, router <code>%s</code>; %s → %s (%.1f s).</p>`, esc(rep.Model), esc(rep.Lost), esc(rep.Router),
 		rep.Started.Format("2006-01-02 15:04:05 MST"), rep.Finished.Format("15:04:05 MST"), rep.Seconds)
-	p(`<p>Recovery time (from the journal: failover decision → every class on warm receivers): <b>%s</b> against an RTO of %g s: <span class="%s">%s</span></p>`,
+	p(`<p>Recovery time: <b>%s</b> against an RTO of %g s: <span class="%s">%s</span></p>`,
 		rec, rep.SLA.RTOSeconds, okClass(rep.SLA.Met), esc(rep.SLA.Detail))
+	p(`<p class="covers">What it covers: %s.</p>`, esc(RecoveryCovers))
 	p(`<p class="summary">%s</p>`, esc(rep.Summary))
 	p("<h2>Evidence</h2><table class=\"evidence\">\n")
 	for _, e := range rep.EvidenceRows() {
-		p("<tr><th>%s</th><td data-key=\"%s\">%s</td></tr>\n", esc(e.Label), esc(e.Key), esc(e.Value))
+		p("<tr><th>%s</th><td data-key=\"%s\">%s</td></tr>\n", esc(e.Label), esc(e.Key), htmlText(e.Value))
 	}
 	p("</table>\n")
 	end := math.Max(rep.Seconds, 0.001)
@@ -441,9 +442,9 @@ th{background:#f5f5f5}.verdict{display:inline-block;padding:2px 10px;border-radi
 		p("</table>\n")
 	}
 	if len(rep.Boots) > 0 {
-		p("<h2>Candidates booted</h2><table><tr><th>region</th><th>verdict</th><th>warm after</th><th>probe TTFT</th><th>reason</th></tr>\n")
+		p("<h2>Candidates booted</h2><table><tr><th>region</th><th>role</th><th>verdict</th><th>warm after</th><th>probe TTFT</th><th>reason</th></tr>\n")
 		for _, b := range rep.Boots {
-			p("<tr><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", esc(b.Region), okClass(b.OK), esc(b.Verdict), fsec(b.WarmS, "s"), fmsec(b.TTFTS), esc(b.Reason))
+			p("<tr><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", esc(b.Region), esc(bootRole(b)), okClass(b.OK), esc(b.Verdict), fsec(b.WarmS, "s"), fmsec(b.TTFTS), esc(b.Reason))
 		}
 		p("</table>\n")
 	}
@@ -497,11 +498,25 @@ func okClass(ok bool) string {
 }
 
 func stepClass(status string) string {
-	if status == Failed {
+	if status == Failed || status == Inconclusive {
 		return "bad"
 	}
 	if status == Passed {
 		return "ok"
 	}
 	return ""
+}
+
+// htmlText is a value whose `backticked` parts are code (EvidenceRow values): those become
+// <code> elements, every part escaped; no backtick is shown.
+func htmlText(s string) string {
+	var b strings.Builder
+	for _, seg := range codeSegments(s) {
+		if seg.code {
+			b.WriteString("<code>" + esc(seg.text) + "</code>")
+		} else {
+			b.WriteString(esc(seg.text))
+		}
+	}
+	return b.String()
 }

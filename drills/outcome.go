@@ -53,6 +53,9 @@ func (x *run) finish() {
 		if s.Status == Failed {
 			failures = append(failures, fmt.Sprintf("step %s failed: %s", s.Name, firstLine(s.Detail)))
 		}
+		if s.Status == Inconclusive {
+			failures = append(failures, fmt.Sprintf("step %s inconclusive (not a pass): %s", s.Name, firstLine(s.Detail)))
+		}
 	}
 	for _, e := range rep.Expect {
 		if !e.Met {
@@ -144,6 +147,10 @@ func (x *run) judge(e Expectation) ExpectResult {
 			res.Evidence = strings.Join(append(outside, weighted...), "; ")
 		}
 	case ExpectWarm, ExpectNotWarm:
+		if e.Target == x.Drill.Lose {
+			res.Evidence = fmt.Sprintf("%s is the region this drill loses: it boots no candidate there (only a stand-in for the region's own serving, restored from another region's replica)", e.Target)
+			break
+		}
 		b := x.boots[e.Target]
 		verdict := "not booted"
 		if b != nil {

@@ -17,6 +17,9 @@ const (
 	Passed  = "passed"
 	Failed  = "failed"
 	Skipped = "skipped"
+	// Inconclusive: the step found nothing wrong but proved nothing either (a verification that
+	// left copies UNVERIFIED); the drill's verdict is then FAIL.
+	Inconclusive = "inconclusive"
 )
 
 // Report is a drill's evidence: report.json. JSON field names are stable (see
@@ -121,9 +124,17 @@ type Repair struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// Boot roles: a candidate (a region the drill recovers on) or the lost region's stand-in.
+const (
+	RoleCandidate = "candidate"
+	RoleStandIn   = "stand-in"
+)
+
 // BootSummary is one candidate's boot.
 type BootSummary struct {
 	Region  string   `json:"region"`
+	Role    string   `json:"role,omitempty"` // candidate, or stand-in (the lost region's own serving)
+	From    string   `json:"from,omitempty"` // a stand-in's: the region whose replica it was restored from
 	Verdict string   `json:"verdict"`
 	Reason  string   `json:"reason"`
 	OK      bool     `json:"ok"`

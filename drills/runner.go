@@ -107,6 +107,8 @@ type run struct {
 	models    []string
 	baseline  router.Weights
 	evacRun   string
+	source    string    // the region repairs and the lost region's stand-in copy from (never the lost one)
+	verified  bool      // the verify step chose source ("" then: no replica outside the lost region passed)
 	failed    bool      // a step failed: later steps that need it are skipped
 	stepStart time.Time // when the current step started
 

@@ -21,19 +21,37 @@ import (
 
 // boot restores and boots a candidate of every region with an exec launcher, keeping the warm
 // ones running for the failover and the traffic.
+//
+// The lost region is never a candidate: when it has a launcher (no endpoint of its own), the
+// drill boots a stand-in there that plays the region's own serving before the loss and after
+// the failback, restored from another region's verified replica (x.source), never its own.
 func (x *run) boot() (string, error) {
 	cands := x.candidates()
 	if len(cands) == 0 {
-		return "", errors.New("no region has an exec launcher: nothing to boot")
+		return "", fmt.Errorf("no region other than the lost %s has a launcher: the drill has no candidate to recover on", x.Drill.Lose)
+	}
+	standIn := ""
+	if x.Fleet.Regions[x.Drill.Lose].Candidate() {
+		if x.source == "" && !x.verified {
+			x.source = x.repairSource(cands) // no verify step ran: a candidate's replica, unverified
+		}
+		if x.source == "" {
+			return "", fmt.Errorf("no replica outside the lost region %s passed verification: nothing to restore its stand-in from (a drill that loses %s never restores from it)", x.Drill.Lose, x.Drill.Lose)
+		}
+		standIn = x.Drill.Lose
+	}
+	all := cands
+	if standIn != "" {
+		all = append(slices.Clone(cands), standIn)
 	}
 	type out struct {
 		res *warm.BootResult
 		err error
 	}
-	outs := make([]out, len(cands))
+	outs := make([]out, len(all))
 	sem := make(chan struct{}, 3)
 	var wg sync.WaitGroup
-	for i, region := range cands {
+	for i, region := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -50,9 +68,14 @@ func (x *run) boot() (string, error) {
 	wg.Wait()
 	var warmN []string
 	var problems []string
-	for i, region := range cands {
+	standInDetail := ""
+	var standInErr error
+	for i, region := range all {
 		o := outs[i]
-		bs := BootSummary{Region: region}
+		bs := BootSummary{Region: region, Role: RoleCandidate}
+		if region == standIn {
+			bs.Role, bs.From = RoleStandIn, x.source
+		}
 		if o.res != nil {
 			bs.Verdict, bs.Reason, bs.OK, bs.URL = string(o.res.Verdict), providers.Redact(o.res.Reason), o.res.OK, o.res.URL
 			bs.WarmS, bs.TTFTS, bs.TotalS = o.res.Timings.WarmS, o.res.Timings.TTFTS, o.res.Timings.TotalS
@@ -68,12 +91,19 @@ func (x *run) boot() (string, error) {
 			bs.Verdict, bs.Reason = "ERROR", providers.Redact(o.err.Error())
 		}
 		x.rep.Boots = append(x.rep.Boots, bs)
+		x.detectBoot(region, bs)
+		if region == standIn {
+			standInDetail = fmt.Sprintf("; the lost region %s is played by a stand-in restored from %s's replica (%s), not a candidate", standIn, x.source, bs.Verdict)
+			if !bs.OK {
+				standInErr = fmt.Errorf("the stand-in for the lost region %s is not warm (%s: %s): nothing serves it before the loss or takes the failback", standIn, bs.Verdict, bs.Reason)
+			}
+			continue
+		}
 		if bs.OK {
 			warmN = append(warmN, region)
 		} else {
 			problems = append(problems, region+" "+bs.Verdict)
 		}
-		x.detectBoot(region, bs)
 	}
 	x.exFl = x.executorFleet()
 	// Each candidate was recorded before its command ran (ownCandidate); a launcher that
@@ -99,11 +129,15 @@ func (x *run) boot() (string, error) {
 	if len(problems) > 0 {
 		detail += "; not warm: " + strings.Join(problems, ", ")
 	}
+	detail += standInDetail
 	if len(warmN) == 0 {
 		return detail, errors.New("no candidate came up warm")
 	}
+	if standInErr != nil {
+		return detail, standInErr
+	}
 	if x.insts[x.Drill.Lose] == nil && x.Fleet.Regions[x.Drill.Lose].Endpoint == "" {
-		return detail, fmt.Errorf("the lost region %s has no warm candidate and no endpoint: nothing serves it before the drill", x.Drill.Lose)
+		return detail, fmt.Errorf("the lost region %s has no stand-in and no endpoint: nothing serves it before the drill", x.Drill.Lose)
 	}
 	if un := x.unexplainedBoots(problems); len(un) > 0 {
 		return detail, fmt.Errorf("candidates not warm with no injected fault to explain it: %s", strings.Join(un, ", "))
@@ -161,7 +195,11 @@ func (x *run) bootOne(region string) (*warm.BootResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Manifest, o.From, o.Workdir = x.Manifest, x.stores[r.Replica], filepath.Join(x.tmp, "boot", region)
+	from := r.Replica
+	if region == x.Drill.Lose {
+		from = x.Fleet.Regions[x.source].Replica // the stand-in: never from the lost region's own replica
+	}
+	o.Manifest, o.From, o.Workdir = x.Manifest, x.stores[from], filepath.Join(x.tmp, "boot", region)
 	o.Trusted, o.OpenSigned, o.Warn = x.trusted, x.OpenSigned, x.Warn // the drill's check, of these bytes
 	o.Probe, o.Keep, o.Restore = x.Probe, true, replicate.Options{Log: x.log()}
 	o.Starting = func(st launch.Started) error { return x.ownCandidate(region, st) }

@@ -52,6 +52,9 @@ func (x *run) step(name string) {
 	res.Status, res.Detail = Passed, detail
 	if errors.Is(err, errSkip) {
 		res.Status, res.Detail = Skipped, strings.TrimPrefix(err.Error(), errSkip.Error()+": ")
+	} else if errors.Is(err, errInconclusive) {
+		res.Status = Inconclusive // not passed: the drill's verdict is FAIL (finish)
+		res.Detail = providers.Redact(detail + "; " + err.Error())
 	} else if err != nil {
 		res.Status = Failed
 		res.Detail = providers.Redact(err.Error())
@@ -70,6 +73,10 @@ func (x *run) step(name string) {
 }
 
 var errSkip = errors.New("skipped")
+
+// errInconclusive: the step found nothing wrong, but did not prove what it checks (a
+// verification with copies left UNVERIFIED). Not a pass.
+var errInconclusive = errors.New("inconclusive")
 
 // offset is t in seconds since the drill started.
 func (x *run) offset(t time.Time) *float64 {
@@ -115,11 +122,12 @@ func (x *run) do(name string) (string, error) {
 }
 
 // candidates are the regions whose replica the drill boots (a launcher that starts one, of
-// whatever kind), sorted.
+// whatever kind), sorted; never the lost region (a drill that loses it recovers elsewhere: see
+// standIn).
 func (x *run) candidates() []string {
 	var out []string
 	for _, n := range x.Fleet.RegionNames() {
-		if x.Fleet.Regions[n].Candidate() {
+		if x.Fleet.Regions[n].Candidate() && n != x.Drill.Lose {
 			out = append(out, n)
 		}
 	}

@@ -126,8 +126,9 @@ func TestDrillFaultsFileStores(t *testing.T) {
 	}
 }
 
-// TestDrillUndetectedFault: a corrupted file in a replica only quick-verified on a store with no
-// native checksum goes unnoticed — and that fails the drill.
+// TestDrillUndetectedFault: a corrupted file in a replica on a store with no native checksum
+// is found — the verify step hashes what a quick verify leaves UNVERIFIED (issue 32) — and a
+// drill whose steps never look at the replica leaves the fault undetected, which fails it.
 func TestDrillUndetectedFault(t *testing.T) {
 	regions := fileRegions(t)
 	d := filepath.Join(t.TempDir(), "archive")
@@ -136,7 +137,7 @@ func TestDrillUndetectedFault(t *testing.T) {
 	}
 	regions = append(regions, regionSpec{name: "sa-east-1", store: mustOpen(t, "file://"+d), url: "file://" + d, archive: true})
 	rig := newDrillRig(t, regions, fileOpen)
-	dr := rig.drill(t, `name: undetected
+	dr := rig.drill(t, `name: hashed
 fleet: fleet.yaml
 lose: eu-west-1
 steps: [verify, teardown]
@@ -144,6 +145,26 @@ faults:
   - {name: rot, kind: corrupt-file, region: sa-east-1, path: model/config.json}
 `)
 	rep, err := rig.runner(dr).Run(drillCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || !rep.Faults[0].Detected || !strings.Contains(rep.Faults[0].Evidence, "deep verify") || !strings.Contains(rep.Steps[0].Detail, "hashed in full") {
+		t.Fatalf("a corrupt file on a store with no checksums was not found by hashing it:\n%s", dumpSteps(rep))
+	}
+	for _, r := range rep.Repairs {
+		if r.From == "eu-west-1" {
+			t.Fatalf("repaired %s from the lost region: %+v", r.Region, r)
+		}
+	}
+	dr = rig.drill(t, `name: undetected
+fleet: fleet.yaml
+lose: eu-west-1
+steps: [hold, teardown]
+hold: 1ms
+faults:
+  - {name: rot, kind: corrupt-file, region: sa-east-1, path: model/config.json}
+`)
+	rep, err = rig.runner(dr).Run(drillCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,22 @@ import (
 	"lifeboat/verify/replicate"
 )
 
-// verify quick-verifies every region's replica, deep for the candidates'; in the first pass,
-// replicas that failed are repaired from one that passed.
+// verify quick-verifies every region's replica, deep for the candidates' and for every replica
+// whose store keeps no checksum to compare quickly (a quick UNVERIFIED is hashed); in the first
+// pass, replicas that failed are repaired from one that passed outside the lost region. A copy
+// that stays UNVERIFIED makes the step inconclusive, never passed.
 func (x *run) verify(phase string) (string, error) {
 	jobs := x.verifyJobs(phase)
 	results := x.runVerify(jobs)
+	hashed := 0
+	for i, j := range jobs {
+		if j.mode == verify.ModeQuick && results[i].Status == verify.ReplicaUnverified && x.ctx.Err() == nil {
+			s := x.stores[x.Fleet.Regions[j.region].Replica]
+			results[i] = verify.Deep(x.ctx, x.Manifest, s, verify.Options{Jobs: 4})
+			jobs[i].mode = verify.ModeDeep
+			hashed++
+		}
+	}
 	vr := VerifyRun{Phase: phase}
 	var bad, good, unproven []string
 	for i, j := range jobs {
@@ -27,26 +38,39 @@ func (x *run) verify(phase string) (string, error) {
 		switch {
 		case res.Status == verify.ReplicaOK:
 			good = append(good, j.region)
-		case res.Status == verify.ReplicaUnverified && j.mode == verify.ModeQuick:
-			unproven = append(unproven, j.region) // nothing failed; nothing proven either (no native checksum)
+		case res.Status == verify.ReplicaUnverified:
+			unproven = append(unproven, j.region) // nothing failed; nothing proven either
 		default:
 			bad = append(bad, j.region)
 		}
 	}
 	x.rep.Verify = append(x.rep.Verify, vr)
 	detail := fmt.Sprintf("%d replica(s): %d OK", len(jobs), len(good))
+	if hashed > 0 {
+		detail += fmt.Sprintf(" (%d hashed in full: no native checksum to compare quickly)", hashed)
+	}
 	if len(unproven) > 0 {
-		detail += fmt.Sprintf(", %d UNVERIFIED (no native checksum to compare quickly: %s)", len(unproven), strings.Join(unproven, ", "))
+		detail += fmt.Sprintf(", %d UNVERIFIED (%s)", len(unproven), strings.Join(unproven, ", "))
+	}
+	if phase == "before" {
+		x.source, x.verified = x.repairSource(good), true // where the lost region's stand-in is restored from, too
 	}
 	if len(bad) == 0 {
+		if len(unproven) > 0 {
+			return detail, fmt.Errorf("%w: %d of %d replica(s) not verified (%s): nothing failed, but nothing proved them intact either", errInconclusive, len(unproven), len(jobs), strings.Join(unproven, ", "))
+		}
 		return detail, nil
 	}
 	detail += fmt.Sprintf(", %d failed (%s)", len(bad), strings.Join(bad, ", "))
-	if phase == "after" || len(good) == 0 {
+	if phase == "after" {
 		return detail, fmt.Errorf("replicas failed verification: %s", strings.Join(bad, ", "))
 	}
-	unrepaired := x.repair(bad, good[0])
-	detail += fmt.Sprintf("; repaired %d from %s", len(bad)-len(unrepaired), good[0])
+	from := x.source
+	if from == "" {
+		return detail, fmt.Errorf("replicas failed verification: %s; no replica outside the lost region %s passed, so there is nothing to repair them from (a drill that loses %s never copies from it)", strings.Join(bad, ", "), x.Drill.Lose, x.Drill.Lose)
+	}
+	unrepaired := x.repair(bad, from)
+	detail += fmt.Sprintf("; repaired %d from %s", len(bad)-len(unrepaired), from)
 	if len(unrepaired) > 0 {
 		return detail, fmt.Errorf("could not repair %s", strings.Join(unrepaired, ", "))
 	}
@@ -54,6 +78,18 @@ func (x *run) verify(phase string) (string, error) {
 		return detail, fmt.Errorf("replicas broken by no injected fault: %s (a real gap: fix it)", strings.Join(undetected, ", "))
 	}
 	return detail, nil
+}
+
+// repairSource is the first region of good whose replica is not the lost region's: a drill that
+// loses a region never copies from it. "" when there is none.
+func (x *run) repairSource(good []string) string {
+	lost := x.Fleet.Regions[x.Drill.Lose].Replica
+	for _, g := range good {
+		if g != x.Drill.Lose && x.Fleet.Regions[g].Replica != lost {
+			return g
+		}
+	}
+	return ""
 }
 
 // verifyJob is one replica to verify, named by the first region that has it.

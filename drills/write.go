@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"lifeboat/drills/junit"
@@ -94,6 +96,9 @@ func JUnit(rep *Report) junit.Suites {
 		case Failed:
 			c.Failure = &junit.Failure{Message: firstLine(s.Detail), Type: "step failed", Text: s.Detail}
 			steps.Failures++
+		case Inconclusive:
+			c.Failure = &junit.Failure{Message: firstLine(s.Detail), Type: "step inconclusive (not a pass)", Text: s.Detail}
+			steps.Failures++
 		case Skipped:
 			c.Skipped = &junit.Skip{Message: s.Detail}
 			steps.Skipped++
@@ -129,19 +134,93 @@ func JUnit(rep *Report) junit.Suites {
 }
 
 // mdEscape is the Markdown encoder of every value in report.md: one line (newlines and other
-// controls become spaces, providers.Sanitize's rule), and every character CommonMark or GFM
-// gives a meaning mid-line backslash-escaped — \ ` * _ { } [ ] ( ) < > & ! | ~ — so a value
-// cannot open a tag, an entity, a link, an image, emphasis, code or a table cell.
+// controls become spaces, providers.Sanitize's rule), and a backslash only before what a
+// CommonMark or GFM renderer would really read as markup — a table pipe, a backtick, a tag's <,
+// an entity's &, the ]( or ][ of a link or image, emphasis or strikethrough delimiters that touch
+// a word, a backslash before punctuation or at the end — so that the file reads the same raw (a
+// plain-text ticket) as rendered: "(4m59s to spare)" stays as it is.
 func mdEscape(s string) string {
-	s = oneLine(s)
+	rs := []rune(oneLine(s))
+	at := func(i int) rune {
+		if i < 0 || i >= len(rs) {
+			return ' '
+		}
+		return rs[i]
+	}
 	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune("\\`*_{}[]()<>&!|~", r) {
+	for i, r := range rs {
+		prev, next := at(i-1), at(i+1)
+		esc := false
+		switch r {
+		case '|', '`':
+			esc = true
+		case '\\':
+			esc = i == len(rs)-1 || (next < 128 && (unicode.IsPunct(next) || unicode.IsSymbol(next)))
+		case '<':
+			esc = unicode.IsLetter(next) || strings.ContainsRune("/!?", next)
+		case '&':
+			esc = entity.MatchString(string(rs[i:]))
+		case ']':
+			esc = next == '(' || next == '['
+		case '*', '~':
+			esc = !unicode.IsSpace(prev) || !unicode.IsSpace(next)
+		case '_':
+			esc = !(isWordRune(prev) && isWordRune(next)) && (!unicode.IsSpace(prev) || !unicode.IsSpace(next)) // intraword _ is no emphasis in GFM
+		}
+		if esc {
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// entity matches the start of an HTML entity or character reference.
+var entity = regexp.MustCompile(`^&#?[A-Za-z0-9]+;`)
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// mdText is a value whose `backticked` parts are code (EvidenceRow values): those become code
+// spans, the rest mdEscape'd.
+func mdText(s string, cell bool) string {
+	var b strings.Builder
+	for _, seg := range codeSegments(s) {
+		if seg.code {
+			b.WriteString(mdCode(seg.text, cell))
+		} else {
+			b.WriteString(mdEscape(seg.text))
+		}
+	}
+	return b.String()
+}
+
+// segment is a run of plain text or of code in a value.
+type segment struct {
+	text string
+	code bool
+}
+
+// codeSegments splits s at its backticks: the parts between a pair are code; an unpaired
+// backtick is text.
+func codeSegments(s string) []segment {
+	var out []segment
+	for s != "" {
+		i := strings.IndexByte(s, '`')
+		j := -1
+		if i >= 0 {
+			j = strings.IndexByte(s[i+1:], '`')
+		}
+		if i < 0 || j < 0 {
+			out = append(out, segment{s, false})
+			break
+		}
+		if i > 0 {
+			out = append(out, segment{s[:i], false})
+		}
+		out = append(out, segment{s[i+1 : i+1+j], true})
+		s = s[i+2+j:]
+	}
+	return out
 }
 
 // mdCode is a value as a Markdown code span: a fence longer than any run of backticks in it,
@@ -196,11 +275,12 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 	if rep.SLA.RecoverySeconds != nil {
 		rec = fmt.Sprintf("%.2f s", *rep.SLA.RecoverySeconds)
 	}
-	p("- **Recovery time** (journal: failover decision → every class on warm receivers): **%s** against an RTO of %g s — %s %s\n", rec, rep.SLA.RTOSeconds, mark(rep.SLA.Met), mdEscape(rep.SLA.Detail))
+	p("- **Recovery time:** **%s** against an RTO of %g s — %s %s\n", rec, rep.SLA.RTOSeconds, mark(rep.SLA.Met), mdEscape(rep.SLA.Detail))
+	p("- **What it covers:** %s\n", mdEscape(RecoveryCovers))
 	p("- **Summary:** %s\n\n", mdEscape(rep.Summary))
 	p("## Evidence\n\n| | |\n|---|---|\n")
 	for _, e := range rep.EvidenceRows() {
-		p("| %s | %s |\n", mdEscape(e.Label), mdEscape(e.Value))
+		p("| %s | %s |\n", mdEscape(e.Label), mdText(e.Value, true))
 	}
 	p("\n")
 	p("## Steps\n\n| step | status | started at | took | detail |\n|---|---|---|---|---|\n")
@@ -231,9 +311,9 @@ func WriteMarkdown(w *bytes.Buffer, rep *Report) error {
 		p("\n- repaired %s from %s: %s, %d file(s) copied %s\n", mdEscape(r.Region), mdEscape(r.From), mdEscape(r.Status), r.Copied, mdEscape(r.Detail))
 	}
 	if len(rep.Boots) > 0 {
-		p("\n## Candidates booted\n\n| region | verdict | warm after | probe TTFT | reason |\n|---|---|---|---|---|\n")
+		p("\n## Candidates booted\n\n| region | role | verdict | warm after | probe TTFT | reason |\n|---|---|---|---|---|---|\n")
 		for _, b := range rep.Boots {
-			p("| %s | %s | %s | %s | %s |\n", mdEscape(b.Region), mdEscape(b.Verdict), fsec(b.WarmS, "s"), fmsec(b.TTFTS), mdEscape(b.Reason))
+			p("| %s | %s | %s | %s | %s | %s |\n", mdEscape(b.Region), mdEscape(bootRole(b)), mdEscape(b.Verdict), fsec(b.WarmS, "s"), fmsec(b.TTFTS), mdEscape(b.Reason))
 		}
 	}
 	if len(rep.Classes) > 0 {
@@ -309,6 +389,14 @@ func failedRequests(rep *Report) []Request {
 		}
 	}
 	return out
+}
+
+// bootRole says what a boot was for: a candidate, or the lost region's stand-in and its source.
+func bootRole(b BootSummary) string {
+	if b.Role == RoleStandIn {
+		return "stand-in for the lost region, restored from " + b.From + "'s replica"
+	}
+	return RoleCandidate
 }
 
 func orDash(s string) string {

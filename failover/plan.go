@@ -161,6 +161,10 @@ type PlanInput struct {
 	// in Plan.CouldMove the classes that could move without the blocked ones. It costs a plan
 	// per class, so only the commands that print a plan ask for it.
 	Hint bool
+	// OneReading: the signals are a single reading (failover plan against the live fleet), so
+	// CalmSeconds cannot show how long a region has been calm: a restore held by failback_dwell
+	// says so, and names the restore command that observes the dwell.
+	OneReading bool
 }
 
 // InputFromFleet starts a PlanInput from a fleet: classes, capacities, policy.
@@ -314,6 +318,20 @@ func (p *Plan) Verdict() string {
 		why = p.Reason
 	}
 	return fmt.Sprintf("HELD for safety (%s): %s cannot complete: %s", p.Rule, p.Event, why)
+}
+
+// DownWarning is what a ramped evacuation of a region that is DOWN must say beside its verdict:
+// the ramp keeps sending it traffic at every step. "" for any other plan.
+func (p *Plan) DownWarning() string {
+	if p.Event.Kind != Evacuate || p.Immediate || p.Refused {
+		return ""
+	}
+	for _, r := range p.Regions {
+		if r.Region == p.Event.Region && !r.Healthy {
+			return fmt.Sprintf("but %s is DOWN: ramping keeps sending it traffic; use --immediate", r.Region)
+		}
+	}
+	return ""
 }
 
 // Step is one change of the router.

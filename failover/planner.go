@@ -901,6 +901,12 @@ func (p *planner) restore() {
 		if sig.CalmSeconds != nil {
 			calm = fmt.Sprintf("%.0fs", *sig.CalmSeconds)
 		}
+		if in.OneReading {
+			wait := in.Policy.FailbackDwell + 2*in.Policy.StepInterval // restore's own default
+			p.hold(RuleDwell, fmt.Sprintf("%s is warm and under spill_stop_ms now, but a plan takes one reading and cannot observe failback_dwell (%s); restore watches it for the dwell, then fails back: lifeboat failover restore --region %s --hold-timeout %s",
+				in.Event.Region, in.Policy.FailbackDwell, in.Event.Region, wait))
+			return
+		}
 		p.hold(RuleDwell, fmt.Sprintf("%s has been warm and under spill_stop_ms for %s, failback_dwell is %s: failback waits", in.Event.Region, calm, in.Policy.FailbackDwell))
 		return
 	}

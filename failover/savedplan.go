@@ -1,11 +1,16 @@
 package failover
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -31,12 +36,30 @@ type SavedPlan struct {
 	Fleet     string    `json:"fleet"`
 	FleetFile string    `json:"fleet_file"`
 	Created   time.Time `json:"created"`
-	Plan      *Plan     `json:"plan"`
+	// Digest is the SHA-256 of the plan as written ("sha256:<hex>" of its JSON): a file whose
+	// plan was edited or cut short no longer matches it. Empty in files written before it
+	// existed.
+	Digest string `json:"digest,omitempty"`
+	Plan   *Plan  `json:"plan"`
+}
+
+// planDigest is the digest of a plan's JSON encoding (SavedPlan.Digest).
+func planDigest(p *Plan) (string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 // WriteSavedPlan writes the plan for fleet f to name (atomically).
 func WriteSavedPlan(name string, f *fleet.Fleet, p *Plan, now time.Time) error {
-	sp := SavedPlan{Version: SavedPlanVersion, Fleet: FleetDigest(f), FleetFile: f.File, Created: now.UTC(), Plan: p}
+	d, err := planDigest(p)
+	if err != nil {
+		return err
+	}
+	sp := SavedPlan{Version: SavedPlanVersion, Fleet: FleetDigest(f), FleetFile: f.File, Created: now.UTC(), Digest: d, Plan: p}
 	return providers.WriteFileAtomic(name, 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -44,32 +67,75 @@ func WriteSavedPlan(name string, f *fleet.Fleet, p *Plan, now time.Time) error {
 	})
 }
 
-// ReadSavedPlan reads a saved plan and checks it belongs to fleet f: a plan computed from
-// another fleet (or another version of this one: regions, classes, router) is refused.
-func ReadSavedPlan(name string, f *fleet.Fleet) (*SavedPlan, error) {
+// ErrNotSavedPlan marks a file that is not a plan `failover plan --out` wrote, intact: bad
+// input (exit 2), named by its file and field.
+var ErrNotSavedPlan = errors.New("not a saved plan")
+
+// notSavedPlan is an ErrNotSavedPlan whose message names the file and the field only.
+type notSavedPlan struct{ msg string }
+
+func (e notSavedPlan) Error() string        { return e.msg }
+func (e notSavedPlan) Is(target error) bool { return target == ErrNotSavedPlan }
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// LoadSavedPlan reads a saved plan file and checks it is one, intact: its version, its
+// digests' form, and its plan against the digest it was written with. It does not check whose
+// fleet it belongs to (ReadSavedPlan does).
+func LoadSavedPlan(name string) (*SavedPlan, error) {
 	data, err := localfile.ReadFile(name, maxSavedPlanBytes)
 	if err != nil {
 		return nil, fmt.Errorf("saved plan: %w", err)
 	}
+	bad := func(format string, args ...any) error {
+		return notSavedPlan{fmt.Sprintf("saved plan %s: %s", name, fmt.Sprintf(format, args...))}
+	}
 	var sp SavedPlan
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sp); err != nil {
-		return nil, fmt.Errorf("saved plan %s: not a plan `lifeboat failover plan --out` wrote: %v", name, err)
+		why := err.Error()
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			why = "the file ends before the plan does (truncated?)"
+		}
+		return nil, bad("not a plan `lifeboat failover plan --out` wrote: %s", why)
 	}
 	switch {
 	case sp.Version != SavedPlanVersion:
-		return nil, fmt.Errorf("saved plan %s: version %d, want %d", name, sp.Version, SavedPlanVersion)
+		return nil, bad("version: %d, want %d", sp.Version, SavedPlanVersion)
 	case sp.Plan == nil:
-		return nil, fmt.Errorf("saved plan %s: plan: missing", name)
+		return nil, bad("plan: missing")
 	case sp.Plan.Event.Kind == Abort:
-		return nil, fmt.Errorf("saved plan %s: an abort is never saved (run `lifeboat failover abort`)", name)
+		return nil, bad("plan.event: an abort is never saved (run `lifeboat failover abort`)")
+	case !digestRE.MatchString(sp.Fleet):
+		return nil, bad("fleet: %q is not a fleet digest (sha256:<64 hex digits>): the file was edited", providers.Sanitize(sp.Fleet, 100))
+	case sp.Digest != "" && !digestRE.MatchString(sp.Digest):
+		return nil, bad("digest: %q is not sha256:<64 hex digits>: the file was edited", providers.Sanitize(sp.Digest, 100))
+	}
+	if sp.Digest != "" {
+		d, err := planDigest(sp.Plan)
+		if err != nil {
+			return nil, bad("plan: %v", err)
+		}
+		if d != sp.Digest {
+			return nil, bad("digest: the plan does not match the digest it was saved with (%.19s…, now %.19s…): the file was edited after `failover plan --out` wrote it; plan again", sp.Digest, d)
+		}
+	}
+	return &sp, nil
+}
+
+// ReadSavedPlan reads a saved plan and checks it belongs to fleet f: a plan computed from
+// another fleet (or another version of this one: regions, classes, router) is refused.
+func ReadSavedPlan(name string, f *fleet.Fleet) (*SavedPlan, error) {
+	sp, err := LoadSavedPlan(name)
+	if err != nil {
+		return nil, err
 	}
 	if d := FleetDigest(f); sp.Fleet != d {
 		return nil, fmt.Errorf("%w: saved plan %s was computed from fleet %s (digest %.12s), not from %s (digest %.12s): its regions, classes or router differ; nothing changed. Plan again: lifeboat failover plan --out %s",
 			ErrRefused, name, providers.Sanitize(sp.FleetFile, 200), sp.Fleet, f.File, d, name)
 	}
-	return &sp, nil
+	return sp, nil
 }
 
 // savedPlanChanges says what changed, in a way that matters, between the saved plan and the

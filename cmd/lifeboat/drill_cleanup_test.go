@@ -184,8 +184,8 @@ func (r *crashRig) start(t *testing.T, args ...string) (*exec.Cmd, string) {
 }
 
 // waitMidEvacuation waits until the drill has injected its fault (the archive's tokenizer is
-// corrupted: a local replica only quick-verified keeps it for the whole drill) and the
-// evacuation has moved the router off the baseline.
+// corrupted: killDrill skips the verify step, which would find and repair it, so the fault stays
+// for the whole drill) and the evacuation has moved the router off the baseline.
 func (r *crashRig) waitMidEvacuation(t *testing.T, cmd *exec.Cmd, logf string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
@@ -266,13 +266,19 @@ faults:
   - {kind: corrupt-file, region: archive, path: model/tokenizer.json}
 `
 
+// killDrill is crashDrill for the rigs that stop the drill mid-evacuation (waitMidEvacuation):
+// without the verify step, which hashes the archive (a store with no checksums), finds the
+// corrupt tokenizer and repairs it before the evacuation, the planted fault is still there to be
+// put back when the drill is killed.
+var killDrill = strings.Replace(crashDrill, "hold: 200ms", "hold: 200ms\nskip: [verify]", 1)
+
 // TestDrillKilledMidRunCleanup: a drill killed with SIGKILL after injecting its fault and while
 // its evacuation is under way leaves the router failed over and the tokenizer deleted; the next
 // drill refuses to start (naming the clean-up); `drill cleanup` returns the router to the
 // baseline by a ramped abort, puts the tokenizer back byte for byte, stops the dead drill's
 // candidates and closes its record in the state store.
 func TestDrillKilledMidRunCleanup(t *testing.T) {
-	rig := newCrashRig(t, "", nil, "400ms", crashDrill)
+	rig := newCrashRig(t, "", nil, "400ms", killDrill)
 	cmd, logf := rig.start(t, "--approve-all")
 	rig.waitMidEvacuation(t, cmd, logf)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -349,7 +355,7 @@ func TestDrillCleanupLeftBehind(t *testing.T) {
 	open := func(ctx context.Context, url string) (providers.Store, error) {
 		return providers.Open(ctx, url, providers.Options{S3Credentials: credentials.NewStaticCredentialsProvider(gw.AccessKey, gw.SecretKey, "")})
 	}
-	rig := newCrashRig(t, state, env, "400ms", crashDrill)
+	rig := newCrashRig(t, state, env, "400ms", killDrill)
 	cmd, logf := rig.start(t, "--approve-all")
 	rig.waitMidEvacuation(t, cmd, logf)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -507,7 +513,7 @@ func TestDrillApprovalWithoutTerminal(t *testing.T) {
 // the router to the baseline and puts the tokenizer back; it exits 130 and the history records
 // the run as INTERRUPTED.
 func TestDrillInterrupted(t *testing.T) {
-	rig := newCrashRig(t, "", nil, "400ms", crashDrill)
+	rig := newCrashRig(t, "", nil, "400ms", killDrill)
 	cmd, logf := rig.start(t, "--approve-all")
 	rig.waitMidEvacuation(t, cmd, logf)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {

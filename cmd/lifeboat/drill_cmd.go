@@ -48,22 +48,28 @@ func (a *app) drillRunCmd() *cobra.Command {
 		Long: `A drill strings together everything Lifeboat checks and leaves evidence an auditor accepts.
 Default steps (the drill file may reorder or skip them; teardown always runs):
 
-  verify    quick-verify every region's replica, deep for the candidates'; repair a replica
-            that failed from one that passed
-  boot      restore and boot a candidate of every region with an exec launcher; prove it warm
+  verify    quick-verify every region's replica, deep for the candidates' and where a store
+            keeps no checksums; repair a replica that failed from one that passed outside the
+            lost region (never from it)
+  boot      restore and boot a candidate of every other region with a launcher; prove it warm.
+            The lost region is never a candidate: when it has a launcher, a stand-in plays its
+            own serving (before the loss, after the failback), restored from another region's
+            replica
   evacuate  move the lost region's traffic away with the failover executor (ramped,
             residency-safe, journaled), resuming after a killed orchestrator or a router outage
   traffic   synthetic requests per tenant class through the serving path, recording TTFT and
             where each landed; a request outside its class's eligible regions fails the drill
   hold      stay failed over for the drill's hold time
   failback  give the lost region its traffic back (failback dwell, ramped)
-  reverify  quick-verify every replica again
+  reverify  verify every replica again (deep where a store keeps no checksums); a copy left
+            UNVERIFIED makes the step INCONCLUSIVE and the drill FAIL
   teardown  return the router to the baseline the drill found (a ramped abort), stop every
             candidate, put injected faults back, remove the temp dir, check the failover lock
             is released; whatever cannot be restored is reported left behind (exit 1)
 
 Recovery time is computed from the failover journal: from the evacuation's start record (the
-decision) to the first result with every class's traffic on warm receivers. Steps listed under
+decision) to the first router write, read back, with every class's traffic on warm receivers:
+the traffic shift only, not the restore and boot before it. Steps listed under
 approve: in the drill file are asked for on the terminal; --approve-all approves them (CI).
 Without a terminal and without --approve-all such a drill does not start (exit 2, nothing
 recorded). --dry-run prints the steps and the failover plan from the router's current weights,

@@ -83,7 +83,7 @@ func TestDrillCleanupHidepidLiveDrill(t *testing.T) {
 	}
 	env := []string{"AWS_ACCESS_KEY_ID=" + gw.AccessKey, "AWS_SECRET_ACCESS_KEY=" + gw.SecretKey, "AWS_EC2_METADATA_DISABLED=true"}
 	state := gw.URL("drill-state", testbed.FreshPrefix("hidepid"))
-	rig := newCrashRig(t, state, env, "2s", crashDrill)
+	rig := newCrashRig(t, state, env, "2s", killDrill)
 	rig.killEngineSims(t)
 	cmd, logf := rig.start(t, "--approve-all")
 	rig.waitMidEvacuation(t, cmd, logf)

@@ -158,12 +158,12 @@ func killedMidBoot(t *testing.T, state string, env []string, _ storeOpener) {
 // on-call's failover in place, naming it (exit 1).
 func TestDrillCleanupKilledMidRampLeavesIncident(t *testing.T) {
 	eachStateStore(t, func(t *testing.T, state string, env []string, open storeOpener) {
-		killedMidRamp(t, newCrashRig(t, state, env, "400ms", crashDrill))
+		killedMidRamp(t, newCrashRig(t, state, env, "400ms", killDrill))
 	})
 	// the same through a real router: HAProxy's Runtime API, the state store on versitygw
 	t.Run("haproxy-s3", func(t *testing.T) {
 		state, env, _ := s3State(t)
-		rig := newCrashRig(t, state, env, "400ms", crashDrill)
+		rig := newCrashRig(t, state, env, "400ms", killDrill)
 		rig.useHAProxy(t)
 		killedMidRamp(t, rig)
 	})

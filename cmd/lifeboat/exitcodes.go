@@ -60,6 +60,7 @@ var exitTable = []exitRule{
 		failover.ErrExpired, failover.ErrLockLost, router.ErrRouterConflict, failover.ErrTokenExhausted,
 		failover.ErrIncomplete, failover.ErrBadJournal, failover.ErrLockCorrupt)},
 	{"drill file invalid", exitUsage, isAny(drills.ErrInvalidDrill)},
+	{"saved failover plan unreadable or edited", exitUsage, isAny(failover.ErrNotSavedPlan)},
 	{"drill refused (not at baseline, leftovers, another drill running)", exitRefused,
 		isAny(drills.ErrNotAtBaseline, drills.ErrLeftovers, drills.ErrDrillRunning)},
 	{"a check found a problem", exitProblem, isAny(errProblem, verify.ErrFailed)},

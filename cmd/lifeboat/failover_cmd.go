@@ -71,7 +71,7 @@ failback that stops before the baseline); 4 the router or the state store stayed
 	}
 	unknownSubcommand(c)
 	c.AddCommand(a.failoverPlanCmd(), a.failoverRunCmd(), a.failoverStatusCmd(), a.failoverResumeCmd(),
-		a.failoverAbortCmd(), a.failoverRestoreCmd(), a.failoverUnlockCmd())
+		a.failoverAbortCmd(), a.failoverRestoreCmd(), a.failoverUnlockCmd(), a.failoverShowCmd())
 	return c
 }
 
@@ -453,6 +453,7 @@ unreachable.`,
 				if err != nil {
 					return pasteable(err, ff.fleet)
 				}
+				in.OneReading = true // one probe of each region: no dwell can be seen
 			}
 			plan := failover.MakePlan(in)
 			if ff.out != "" {

@@ -66,11 +66,14 @@ type planDoc struct {
 	Estimate   planEstimate `json:"estimate"`
 	// StopConditions are the fleet's stop conditions as they read now.
 	StopConditions []failover.StopResult `json:"stop_conditions,omitempty"`
+	// Warning is what the verdict line carries beside the verdict (a ramped evacuation of a
+	// region that is DOWN: Plan.DownWarning).
+	Warning string `json:"warning,omitempty"`
 }
 
 func newPlanDoc(f *fleet.Fleet, p *failover.Plan, stops []failover.StopResult) planDoc {
 	e := estimatePlan(f, p)
-	return planDoc{Plan: p, EstimatedS: e.d.Seconds(), Estimate: e, StopConditions: stops}
+	return planDoc{Plan: p, EstimatedS: e.d.Seconds(), Estimate: e, StopConditions: stops, Warning: p.DownWarning()}
 }
 
 // renderStops prints each stop condition as it reads now: whether it would let a write
@@ -124,7 +127,10 @@ func renderPlan(w io.Writer, f *fleet.Fleet, fleetArg string, p *failover.Plan, 
 				inflow = fmt.Sprintf("%s %.0f tok/s", r.Inflow, r.InflowTokensPerS)
 			}
 			recv := "yes"
-			if !r.Receiver {
+			switch {
+			case r.Region == p.Event.Region && p.Event.Kind == failover.Evacuate:
+				recv = "no: evacuating"
+			case !r.Receiver:
 				recv = "no: " + r.Why
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.Region, health, warm, q, inflow, recv)
@@ -202,7 +208,11 @@ func renderPlan(w io.Writer, f *fleet.Fleet, fleetArg string, p *failover.Plan, 
 	case !p.Complete:
 		fmt.Fprintln(w, banner("HELD FOR SAFETY: this plan does not reach its target"))
 	}
-	fmt.Fprintf(w, "VERDICT: %s\n", withFleet(p.Verdict(), fleetArg))
+	verdict := withFleet(p.Verdict(), fleetArg)
+	if warn := p.DownWarning(); warn != "" {
+		verdict += " — " + warn
+	}
+	fmt.Fprintf(w, "VERDICT: %s\n", verdict)
 	return nil
 }
 

@@ -122,6 +122,87 @@ func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "dr", "report", "report.html")); err != nil {
 		t.Errorf("the quickstart drill wrote no report: %v", err)
 	}
+	checkQuickstartDrillReport(t, filepath.Join(dir, "dr", "report"))
+}
+
+// checkQuickstartDrillReport: the quick start's drill (it loses eu-west-1, with --approve-all)
+// never repairs from eu-west-1 nor boots a candidate there, its verifications verified every
+// copy, and its reports say what recovery covers and who approved, readable raw and rendered.
+func checkQuickstartDrillReport(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Lost    string `json:"lost_region"`
+		Repairs []struct{ Region, From string }
+		Boots   []struct{ Region, Role, From string }
+		Steps   []struct{ Name, Status, Detail string }
+		Verify  []struct {
+			Phase    string
+			Replicas []struct{ Region, Mode, Status string }
+		}
+		Evidence struct {
+			ApproveAll bool `json:"approve_all"`
+		}
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Lost != "eu-west-1" || len(rep.Repairs) == 0 || len(rep.Boots) == 0 || len(rep.Verify) != 2 {
+		t.Fatalf("the quick start's drill report: %s", b)
+	}
+	for _, r := range rep.Repairs {
+		if r.From == rep.Lost || r.From == "" {
+			t.Errorf("repaired %s from %q: a drill that loses %s never copies from it", r.Region, r.From, rep.Lost)
+		}
+	}
+	candidates := 0
+	for _, bt := range rep.Boots {
+		switch {
+		case bt.Region == rep.Lost && (bt.Role != "stand-in" || bt.From == "" || bt.From == rep.Lost):
+			t.Errorf("boot in the lost region %s: role %q from %q (want a stand-in restored from another region)", bt.Region, bt.Role, bt.From)
+		case bt.Region != rep.Lost && bt.Role != "candidate":
+			t.Errorf("boot in %s: role %q", bt.Region, bt.Role)
+		case bt.Role == "candidate":
+			candidates++
+		}
+	}
+	if candidates == 0 {
+		t.Error("no candidate booted outside the lost region")
+	}
+	for _, v := range rep.Verify {
+		for _, r := range v.Replicas {
+			if r.Status == "UNVERIFIED" || (v.Phase == "after" && (r.Status != "OK" || r.Mode != "deep")) {
+				t.Errorf("verification %s of %s: %s %s (a copy of a store with no checksums is hashed, never left UNVERIFIED)", v.Phase, r.Region, r.Mode, r.Status)
+			}
+		}
+	}
+	for _, s := range rep.Steps {
+		if s.Status != "passed" || strings.Contains(s.Detail, "UNVERIFIED") || strings.Contains(s.Detail, "from "+rep.Lost) {
+			t.Errorf("step %s %s: %s", s.Name, s.Status, s.Detail)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	html, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+	if !rep.Evidence.ApproveAll || !strings.Contains(string(md), "| Approvals | approved in advance by --approve-all") {
+		t.Errorf("approvals: approve_all %v; report.md:\n%s", rep.Evidence.ApproveAll, md)
+	}
+	if !strings.Contains(string(md), "What it covers:** the traffic shift only") || !strings.Contains(string(html), "What it covers: the traffic shift only") {
+		t.Errorf("the reports do not say what the recovery time covers:\n%s", md)
+	}
+	// raw and rendered alike: no backslash before what Markdown would not misread
+	if m := regexp.MustCompile(`\\[()_.:\-]`).Find(md); m != nil {
+		t.Errorf("report.md escapes %q, which no renderer misreads (a plain-text paste shows the backslash)", m)
+	}
+	if !strings.Contains(string(md), "(4m") || !strings.Contains(string(md), "to spare)") {
+		t.Errorf("report.md's SLA line:\n%s", md)
+	}
+	ev := regexp.MustCompile(`(?s)<table class="evidence">.*?</table>`).Find(html)
+	if ev == nil || strings.Contains(string(ev), "`") || !strings.Contains(string(ev), "<code>lifeboat drill history --fleet FLEET --verify DIR</code>") {
+		t.Errorf("report.html's evidence shows code with backticks, or not as <code>:\n%s", ev)
+	}
 }
 
 // docs/lint-rules.md's rule table gives every rule with the severity the binary gives it.

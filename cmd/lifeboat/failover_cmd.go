@@ -856,7 +856,9 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 		o.Saved, o.SavedName = saved.Plan, ff.planFile
 	}
 	o.Plan = func(p *failover.Plan) {
-		if a.output != "json" {
+		// Shown before it is applied, so that it can be approved; with --yes under -q no one is
+		// asked, and quiet means quiet.
+		if a.output != "json" && !(a.quiet && ff.yes) {
 			_ = renderPlan(a.stderr, f, ff.fleet, p, nil)
 		}
 	}

@@ -215,6 +215,14 @@ func TestQuietMeansQuiet(t *testing.T) {
 	if r.code != 0 || !json.Valid([]byte(r.stdout)) || !strings.Contains(r.stdout, `"verdict": "PASS"`) {
 		t.Fatalf("check -q -o json: exit %d, want its JSON document\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// -o junit: the XML, and no verdict line on stderr.
+	if r = cli(t, nil, "check", "--fleet", fleetFile, "-o", "junit"); !strings.Contains(r.stderr, "PASS: check ") {
+		t.Fatalf("check -o junit: exit %d, want the verdict line on stderr (else the next check proves nothing)\n%s", r.code, r.stderr)
+	}
+	r = cli(t, nil, "check", "--fleet", fleetFile, "-q", "-o", "junit")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "<?xml") || r.stderr != "" {
+		t.Fatalf("check -q -o junit: exit %d, want the XML and nothing on stderr\nstdout: %.200q\nstderr: %q", r.code, r.stdout, r.stderr)
+	}
 }
 
 // TestManifestDiffRowsShareColumns: every file row of manifest diff has the same column widths,

@@ -173,6 +173,9 @@ func (a *app) checkVerdict(in checkInput, sum *checkSummary, err error) {
 	case "json":
 		return
 	case "junit":
+		if a.quiet {
+			return // -q: the error on stderr and the exit code say it
+		}
 		w = a.stderr
 	}
 	name := orDash(in.fleetFile)

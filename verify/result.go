@@ -69,6 +69,9 @@ type FileResult struct {
 
 // ReplicaResult is the verdict on one replica.
 type ReplicaResult struct {
+	// Region names the fleet region whose replica this is, when the caller verified a fleet's
+	// replicas (check); URL is then the replica's URL alone.
+	Region string         `json:"region,omitempty"`
 	URL    string         `json:"url"`
 	Status ReplicaStatus  `json:"status"`
 	Counts map[Status]int `json:"counts"`
@@ -89,6 +92,10 @@ type ReplicaResult struct {
 	// Diagnosis, when every file of the manifest is MISSING, says what the prefix holds instead
 	// (a model repository given for a bundle, a bundle one level down, nothing at all).
 	Diagnosis string `json:"diagnosis,omitempty"`
+	// Fix, for a replica with failed files, is the command that repairs it from a replica that
+	// did not fail (lifeboat replicate …), set by the caller that knows how the replicas were
+	// named; "" when no replica holds a copy to repair from.
+	Fix string `json:"fix,omitempty"`
 	// BytesRead is how many content bytes a deep verification read and hashed.
 	BytesRead int64 `json:"bytes_read,omitempty"`
 	// Seconds is the wall time the replica took.
@@ -122,7 +129,7 @@ func (r *Report) Err(strict bool) error {
 	for _, rr := range r.Replicas {
 		for _, f := range rr.Files {
 			if f.Status.Failed() || (strict && f.Status == StatusUnverified) {
-				failed = append(failed, rr.URL)
+				failed = append(failed, strings.TrimSpace(rr.Region+" "+rr.URL))
 				break
 			}
 		}

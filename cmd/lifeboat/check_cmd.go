@@ -86,7 +86,7 @@ func (a *app) runCheck(ctx context.Context, in checkInput) error {
 	var sum checkSummary
 	err := a.check(ctx, in, &sum)
 	if err != nil {
-		err = demoCloudsHint(in.fleetFile, err)
+		err = withFixes(demoCloudsHint(in.fleetFile, err), sum.verify)
 	}
 	a.checkVerdict(in, &sum, err)
 	return err
@@ -135,6 +135,7 @@ func (a *app) check(ctx context.Context, in checkInput, sum *checkSummary) error
 		return err
 	}
 	vrep.Manifest = fl.Model.Manifest
+	addFixes(vrep, fl.Model.Manifest, urls)
 	sum.verify = vrep
 	sig, err := a.checkTrust(ctx, fl, in)
 	if err != nil {
@@ -172,6 +173,9 @@ func (a *app) checkVerdict(in checkInput, sum *checkSummary, err error) {
 	case "json":
 		return
 	case "junit":
+		if a.quiet {
+			return // -q: the error on stderr and the exit code say it
+		}
 		w = a.stderr
 	}
 	name := orDash(in.fleetFile)
@@ -261,7 +265,7 @@ func (a *app) checkReplicas(ctx context.Context, m *manifest.Manifest, names, ur
 		wg.Wait()
 	}
 	for i := range vrep.Replicas {
-		vrep.Replicas[i].URL = names[i] + " " + providers.Redact(vrep.Replicas[i].URL)
+		vrep.Replicas[i].Region, vrep.Replicas[i].URL = names[i], providers.Redact(vrep.Replicas[i].URL)
 	}
 	return vrep, nil
 }

@@ -857,7 +857,9 @@ func (a *app) failoverAct(cmd *cobra.Command, ff *failoverFlags, ev failover.Eve
 		o.Saved, o.SavedName = saved.Plan, ff.planFile
 	}
 	o.Plan = func(p *failover.Plan) {
-		if a.output != "json" {
+		// Shown before it is applied, so that it can be approved; with --yes under -q no one is
+		// asked, and quiet means quiet.
+		if a.output != "json" && !(a.quiet && ff.yes) {
 			_ = renderPlan(a.stderr, f, ff.fleet, p, nil)
 		}
 	}
@@ -1110,11 +1112,18 @@ func renderStatus(w io.Writer, f *fleet.Fleet, st *failover.Status) error {
 			}
 		}
 		if st.Expires != nil {
-			exp := st.Expires.Format(time.RFC3339)
-			if st.Expired {
-				exp += " (EXPIRED: restore or abort)"
+			// The run's own deadline (the fleet's failover.expires after its start), not the
+			// lock's lease: a failover is temporary.
+			switch exp := st.Expires.Format(time.RFC3339); {
+			case st.Closed:
+				fmt.Fprintf(w, "  failover was to expire at %s (failover.expires after its start); it is over, back at the baseline\n", exp)
+			case st.Expired:
+				fmt.Fprintf(w, "  failover EXPIRED at %s (failover.expires after its start): restore or abort it; resume refuses\n", exp)
+			case st.Done:
+				fmt.Fprintf(w, "  failover expires at %s (failover.expires after its start): restore or abort before; after it, status exits 1 and resume refuses to re-assert it\n", exp)
+			default:
+				fmt.Fprintf(w, "  failover expires at %s (failover.expires after its start): restore or abort before; after it, status exits 1 and resume refuses\n", exp)
 			}
-			fmt.Fprintf(w, "  expires: %s\n", exp)
 		}
 		for _, o := range st.Overrides {
 			fmt.Fprintf(w, "  override: %s\n", o)
@@ -1146,8 +1155,20 @@ func renderStatus(w io.Writer, f *fleet.Fleet, st *failover.Status) error {
 		for _, d := range st.Drift {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
+		fmt.Fprintln(w, driftFix(f, st))
 	}
 	return nil
+}
+
+// driftFix says how to put the router back where the journal says (docs/routers.md: a router
+// forgets runtime changes on reload, and resume re-applies the journal) — or, for a run past its
+// failover.expires, which resume refuses, what to do instead.
+func driftFix(f *fleet.Fleet, st *failover.Status) string {
+	if st.Expired && (!st.Done || !st.Closed) {
+		return "  the run expired, so resume refuses to re-apply it: fail back or undo it:\n    " +
+			failover.CommandLine(f.File, "restore", "--region", "REGION") + "\n    " + failover.CommandLine(f.File, "abort")
+	}
+	return "  re-apply the journal to the router (a reload or restart forgets runtime changes):\n    " + failover.CommandLine(f.File, "resume")
 }
 
 // renderWaysOn says what resume would do with an unfinished run (for an abort or a rollback:

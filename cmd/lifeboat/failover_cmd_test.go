@@ -116,12 +116,18 @@ func TestFailoverRunStatusCLI(t *testing.T) {
 	// drift: edit the router behind the journal's back
 	b, _ := os.ReadFile(filepath.Join(dir, "weights.json"))
 	os.WriteFile(filepath.Join(dir, "weights.json"), []byte(strings.Replace(string(b), `"weight": 100`, `"weight": 99`, 1)), 0o644)
-	r = lifeboat(t, "failover", "status", "--fleet", "fleet.yaml")
-	if r.code != 1 || !strings.Contains(r.stdout, "DRIFT") {
-		t.Fatalf("drift: exit %d %s", r.code, r.stdout)
+	// status names the drift and the command that re-applies the journal; it says what expires.
+	r = cli(t, nil, "failover", "status", "--fleet", "fleet.yaml")
+	const resume = "lifeboat failover resume --fleet fleet.yaml"
+	if r.code != 1 || !strings.Contains(r.stdout, "DRIFT") || !strings.Contains(r.stdout, "re-apply the journal") || !strings.Contains(r.stdout, "\n    "+resume+"\n") {
+		t.Fatalf("drift: exit %d, want 1 naming %q\n%s", r.code, resume, r.stdout)
 	}
-	// resume re-asserts a finished run's final state the router no longer holds
-	r = lifeboat(t, "failover", "resume", "--fleet", "fleet.yaml", "--signals", "warm.json")
+	if !strings.Contains(r.stdout, "failover expires at ") || strings.Contains(r.stdout, "  expires:") {
+		t.Errorf("status says what expires? want \"failover expires at\"\n%s", r.stdout)
+	}
+	// resume, as named (with this test's signals file for the live prober), re-asserts a
+	// finished run's final state the router no longer holds
+	r = cli(t, nil, append(strings.Fields(resume)[1:], "--signals", "warm.json")...)
 	if r.code != 0 || !strings.Contains(r.stdout, "re-asserted") {
 		t.Fatalf("resume of a finished run with drift: %d %s %s", r.code, r.stdout, r.stderr)
 	}

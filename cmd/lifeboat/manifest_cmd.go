@@ -342,23 +342,27 @@ Exit status is 0 whether or not they differ, unless --exit-code is given (then 1
 					return err
 				}
 			} else {
-				w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				// One table: every file row has the same column widths, also after a file's
+				// content diff (lines outside the columns).
+				var t table
 				for _, c := range d.Changes {
 					switch c.Kind {
 					case "added":
-						fmt.Fprintf(w, "+ %s\t%s\t%s\t%s\n", c.Path, c.Role, humanBytes(c.New.Size), short(c.New.Digest))
+						t.row("+ "+c.Path, string(c.Role), humanBytes(c.New.Size), short(c.New.Digest))
 					case "removed":
-						fmt.Fprintf(w, "- %s\t%s\t%s\t%s\n", c.Path, c.Role, humanBytes(c.Old.Size), short(c.Old.Digest))
+						t.row("- "+c.Path, string(c.Role), humanBytes(c.Old.Size), short(c.Old.Digest))
 					default:
-						fmt.Fprintf(w, "~ %s\t%s\t%s → %s\t%s → %s\n", c.Path, c.Role, humanBytes(c.Old.Size), humanBytes(c.New.Size), short(c.Old.Digest), short(c.New.Digest))
-						writeContentDiff(w, c)
+						t.row("~ "+c.Path, string(c.Role), humanBytes(c.Old.Size)+" → "+humanBytes(c.New.Size), short(c.Old.Digest)+" → "+short(c.New.Digest))
+						writeContentDiff(&t, c)
 					}
 				}
 				for _, md := range d.Model {
-					fmt.Fprintf(w, "~ model config %s\t%s → %s\n", md.Field, orDash(md.Old), orDash(md.New))
+					t.add(1, "~ model config "+md.Field, orDash(md.Old)+" → "+orDash(md.New))
 				}
-				w.Flush()
-				fmt.Fprintf(a.stdout, "%d added, %d removed, %d changed, %d unchanged\n", d.Added, d.Removed, d.Changed, d.Unchanged)
+				t.text("%d added, %d removed, %d changed, %d unchanged", d.Added, d.Removed, d.Changed, d.Unchanged)
+				if err := t.write(a.stdout); err != nil {
+					return err
+				}
 			}
 			if exitCode && !d.Empty() {
 				return problem("the manifests differ (%d added, %d removed, %d changed)", d.Added, d.Removed, d.Changed)
@@ -371,29 +375,29 @@ Exit status is 0 whether or not they differ, unless --exit-code is given (then 1
 }
 
 // writeContentDiff prints what changed inside a file, one line per setting and chat template.
-func writeContentDiff(w io.Writer, c manifest.Change) {
+func writeContentDiff(t *table, c manifest.Change) {
 	for _, st := range c.Settings {
-		fmt.Fprintf(w, "    %s: %s\n", st.Key, st.Transition())
+		t.text("    %s: %s", st.Key, st.Transition())
 	}
-	for _, t := range c.ChatTemplates {
+	for _, ct := range c.ChatTemplates {
 		name := "chat template"
-		if t.Name != "" {
-			name += " " + strconv.Quote(t.Name)
+		if ct.Name != "" {
+			name += " " + strconv.Quote(ct.Name)
 		}
-		switch t.Kind {
+		switch ct.Kind {
 		case "added":
-			fmt.Fprintf(w, "    %s: added (sha256 %s, %d lines)\n", name, short(t.NewSHA256), t.AddedLines)
+			t.text("    %s: added (sha256 %s, %d lines)", name, short(ct.NewSHA256), ct.AddedLines)
 		case "removed":
-			fmt.Fprintf(w, "    %s: removed (sha256 %s, %d lines)\n", name, short(t.OldSHA256), t.RemovedLines)
+			t.text("    %s: removed (sha256 %s, %d lines)", name, short(ct.OldSHA256), ct.RemovedLines)
 		default:
-			fmt.Fprintf(w, "    %s: changed (sha256 %s→%s, +%d/-%d lines)\n", name, short(t.OldSHA256), short(t.NewSHA256), t.AddedLines, t.RemovedLines)
+			t.text("    %s: changed (sha256 %s→%s, +%d/-%d lines)", name, short(ct.OldSHA256), short(ct.NewSHA256), ct.AddedLines, ct.RemovedLines)
 		}
 	}
 	for _, l := range c.Lines {
-		fmt.Fprintf(w, "    %s\n", l)
+		t.text("    %s", l)
 	}
 	if c.Note != "" {
-		fmt.Fprintf(w, "    (%s)\n", c.Note)
+		t.text("    (%s)", c.Note)
 	}
 }
 

@@ -129,13 +129,14 @@ func (a *app) rootCmd() *cobra.Command {
 				return usageErr("--log-format %q: want text or json", bad)
 			}
 			a.log = slog.New(a.logHandler(level))
+			a.quietStdout()
 			return a.defaultFleet(cmd)
 		},
 	}
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text, json or yaml (the same document); junit for manifest lint, verify, check and drill run")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "text", "format of the log lines on stderr: text, or json (one object a line, for a log collector)")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log every request to a store or replica (method, host, key, status, attempt) and each retry to stderr; never a credential")
-	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print no progress or warnings on stderr, only errors (for scripts)")
+	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print no text result on stdout and no progress or warnings on stderr, only errors: the exit code tells (for scripts; -o json, yaml and junit are still written)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "yaml", "junit"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.SetFlagErrorFunc(flagError)
@@ -156,6 +157,17 @@ func (a *app) rootCmd() *cobra.Command {
 	walk(root)
 	a.registerCompletions(root)
 	return root
+}
+
+// quietStdout makes --quiet quiet for every command in one place: the text result (tables,
+// summaries, verdict lines) goes nowhere, so a script's log holds only the errors on stderr and
+// the exit code tells the outcome. A document asked for with -o json, yaml or junit is written
+// all the same (it was asked for explicitly), and so is data a command exists to write
+// (manifest build --out -, the completion script: rawStdout and cobra's own output).
+func (a *app) quietStdout() {
+	if a.quiet && a.output == "text" {
+		a.stdout = io.Discard
+	}
 }
 
 // checkOutput validates -o against the formats a command supports.

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"lifeboat/internal/base/shell"
 	"lifeboat/providers"
 	"lifeboat/providers/checksum"
 	"lifeboat/verify"
@@ -136,10 +136,11 @@ they are never printed.`,
 			rep := run.Finish(m)
 			a.addNearby(ctx, rep)
 			rep.Manifest = manifestFile
+			addFixes(rep, manifestFile, args)
 			if err := a.reportVerify(rep, strict); err != nil {
 				return err
 			}
-			return rep.Err(strict)
+			return withFixes(rep.Err(strict), rep)
 		},
 	}
 	f := c.Flags()
@@ -265,6 +266,56 @@ func (a *app) reportVerify(rep *verify.Report, strict bool) error {
 	return nil
 }
 
+// addFixes sets the Fix of every FAILED replica of rep: the replicate command that repairs it from
+// a replica that did not fail — one proven OK first, else one UNVERIFIED (replicate checks every
+// byte it copies against the manifest, so an unproven source cannot slip a bad file in). urls
+// are the replicas as the user named them (the arguments of verify, the fleet's replica URLs for
+// check), in the report's order; manifestRef is the manifest as given. A FAILED replica left
+// without a Fix has no replica to repair from (renderVerify says so).
+func addFixes(rep *verify.Report, manifestRef string, urls []string) {
+	from := -1
+	for _, want := range []verify.ReplicaStatus{verify.ReplicaOK, verify.ReplicaUnverified} {
+		for i, r := range rep.Replicas {
+			if from < 0 && r.Status == want && i < len(urls) {
+				from = i
+			}
+		}
+	}
+	for i := range rep.Replicas {
+		r := &rep.Replicas[i]
+		if r.Status != verify.ReplicaFailed || from < 0 || i >= len(urls) {
+			continue
+		}
+		r.Fix = repairCommand(manifestRef, urls[from], urls[i])
+	}
+}
+
+// withFixes adds the replicas' repair commands to err, one a line after it (the last line of an
+// error is the next command to paste), so that they reach stderr — and -o json's "error" — also
+// under -q, where the table that shows them is not printed.
+func withFixes(err error, rep *verify.Report) error {
+	if err == nil || rep == nil {
+		return err
+	}
+	var fixes []string
+	for _, r := range rep.Replicas {
+		if r.Fix != "" {
+			fixes = append(fixes, r.Fix)
+		}
+	}
+	if len(fixes) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; to repair:\n  %s", err, strings.Join(fixes, "\n  "))
+}
+
+// repairCommand is the replicate command line that repairs the replica to from the replica from,
+// quoted to paste into a shell.
+func repairCommand(manifestRef, from, to string) string {
+	return strings.Join([]string{"lifeboat", "replicate", "--manifest", shell.Quote(providers.Redact(manifestRef)),
+		"--from", shell.Quote(providers.Redact(from)), "--to", shell.Quote(providers.Redact(to))}, " ")
+}
+
 // statusOrder puts the statuses that need attention first in the per-replica summary.
 var statusOrder = []verify.Status{
 	verify.StatusOK, verify.StatusMissing, verify.StatusSizeMismatch, verify.StatusChecksumMismatch,
@@ -289,28 +340,41 @@ func summary(r verify.ReplicaResult) string {
 }
 
 // renderVerify prints, for each replica, one summary line and then exactly which files differ and
-// how; then one line over all replicas.
+// how (and, for a replica with failed files, the command that repairs it); then one line over all
+// replicas. The replicas' lines share their column widths, and so do all the findings below them
+// (one table), however long a region name or URL is.
 func renderVerify(w io.Writer, rep *verify.Report) error {
+	const head, finding = 0, 1
+	regions, noun := false, "replica"
+	for _, r := range rep.Replicas {
+		if r.Region != "" {
+			regions, noun = true, "region"
+		}
+	}
+	var t table
 	byStatus := map[verify.ReplicaStatus]int{}
 	for _, r := range rep.Replicas {
 		byStatus[r.Status]++
-		fmt.Fprintf(w, "%-11s  %s  %s  (%s, %.2fs)\n", r.Status, r.URL, summary(r), rep.Mode, r.Seconds)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		cells := []string{fmt.Sprintf("%-11s", r.Status)}
+		if regions {
+			cells = append(cells, orDash(r.Region))
+		}
+		t.add(head, append(cells, r.URL, summary(r), fmt.Sprintf("(%s, %.2fs)", rep.Mode, r.Seconds))...)
 		if r.Error != "" {
-			fmt.Fprintf(tw, "  error\t%s\n", r.Error)
+			t.add(finding, "  error", r.Error)
 		}
 		for _, wmsg := range r.Warnings {
-			fmt.Fprintf(tw, "  warning\t%s\n", wmsg)
+			t.add(finding, "  warning", wmsg)
 		}
 		if strings.HasPrefix(r.URL, "oci://") && rep.Mode == string(verify.ModeQuick) {
-			fmt.Fprintf(tw, "  note\t%s\n", registryQuickNote)
+			t.add(finding, "  note", registryQuickNote)
 		}
 		if r.Diagnosis != "" {
 			// Every file is missing: one finding, not one per file.
-			fmt.Fprintf(tw, "  %s\tall %d files of the manifest\t%s\n", verify.StatusMissing, r.Counts[verify.StatusMissing], r.Diagnosis)
+			t.add(finding, "  "+string(verify.StatusMissing), fmt.Sprintf("all %d files of the manifest", r.Counts[verify.StatusMissing]), r.Diagnosis)
 			for _, f := range r.Files {
 				if f.Status == verify.StatusExtra {
-					fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Status, f.Path, how(f))
+					t.add(finding, "  "+string(f.Status), f.Path, how(f))
 				}
 			}
 		} else if r.Error == "" || r.Counts[verify.StatusError] < len(r.Files) { // else nothing was checked; the error says why
@@ -328,16 +392,20 @@ func renderVerify(w io.Writer, rep *verify.Report) error {
 				case verify.StatusUnverified:
 					if paths := unverified[f.Detail]; len(paths) > 3 {
 						if paths[0] == f.Path {
-							fmt.Fprintf(tw, "  %s\t%d files, e.g. %s\t%s\n", f.Status, len(paths), pathText(f.Path), f.Detail)
+							t.add(finding, "  "+string(f.Status), fmt.Sprintf("%d files, e.g. %s", len(paths), pathText(f.Path)), f.Detail)
 						}
 						continue
 					}
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Status, pathText(f.Path), how(f))
+				t.add(finding, "  "+string(f.Status), pathText(f.Path), how(f))
 			}
 		}
-		if err := tw.Flush(); err != nil {
-			return err
+		switch {
+		case r.Fix != "":
+			t.add(finding, "  fix", r.Fix)
+		case r.Status == verify.ReplicaFailed:
+			t.add(finding, "  fix", fmt.Sprintf("no %s holds a good copy to repair from: replicate from the bundle the manifest was built from (lifeboat replicate --manifest %s --from BUNDLE --to %s)",
+				noun, shell.Quote(providers.Redact(orDash(rep.Manifest))), shell.Quote(r.URL)))
 		}
 	}
 	var parts []string
@@ -347,8 +415,8 @@ func renderVerify(w io.Writer, rep *verify.Report) error {
 			parts = append(parts, fmt.Sprintf("%d %s", byStatus[s], s))
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d replica(s), %s verification: %s\n", len(rep.Replicas), rep.Mode, strings.Join(parts, ", "))
-	return err
+	t.text("%d replica(s), %s verification: %s", len(rep.Replicas), rep.Mode, strings.Join(parts, ", "))
+	return t.write(w)
 }
 
 // how says how a file differs: expected vs actual.
@@ -411,7 +479,11 @@ func shortHex(s string) string {
 func verifySuites(rep *verify.Report, strict bool) junitSuites {
 	out := junitSuites{Name: "lifeboat verify " + rep.Manifest}
 	for _, r := range rep.Replicas {
-		su := junitSuite{Name: r.URL, Time: fmt.Sprintf("%.3f", r.Seconds)}
+		name := r.URL
+		if r.Region != "" {
+			name = r.Region + " " + r.URL // a CI test view names the region first
+		}
+		su := junitSuite{Name: name, Time: fmt.Sprintf("%.3f", r.Seconds)}
 		if r.Error != "" {
 			su.SystemErr = r.Error
 		}

@@ -180,18 +180,19 @@ func syncFile(root *os.Root, name string) error {
 // with no buffer allocated per write.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
-// writebackEvery is how many bytes a file store write lets pile up before it asks the kernel to
-// start writing them to disk (startWriteback), so that the fsync at the end has little left to
-// wait for.
+// writebackEvery is how many bytes a file store write lets pile up before it hands them to the
+// disk's writeback (Linux: see writeback), so that the fsync at the end has little left to wait
+// for: a restore's files otherwise stay in the page cache until that fsync writes them all.
 const writebackEvery = 8 << 20
 
-// copyOut copies r into f through the digester d, and returns the bytes copied. On Linux each
-// writebackEvery bytes are handed to the disk's writeback as they arrive.
+// copyOut copies r into f through the digester d, and returns the bytes copied.
 func copyOut(f *os.File, r io.Reader, d io.Writer) (int64, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
-	var n, flushed int64
+	wb := startWriteback(f)
+	defer wb.stop()
+	var n, kicked int64
 	for {
 		k, rerr := r.Read(buf)
 		if k > 0 {
@@ -200,9 +201,9 @@ func copyOut(f *os.File, r io.Reader, d io.Writer) (int64, error) {
 				return n, err
 			}
 			n += int64(k)
-			if n-flushed >= writebackEvery {
-				startWriteback(f, flushed, n-flushed)
-				flushed = n
+			if n-kicked >= writebackEvery {
+				wb.advance(n)
+				kicked = n
 			}
 		}
 		if errors.Is(rerr, io.EOF) {

@@ -4,5 +4,9 @@ package providers
 
 import "os"
 
-// startWriteback: only Linux has sync_file_range; elsewhere the fsync does it all.
-func startWriteback(f *os.File, off, n int64) {}
+// writeback: only Linux has sync_file_range; elsewhere the fsync does it all.
+type writeback struct{}
+
+func startWriteback(f *os.File) *writeback { return &writeback{} }
+func (w *writeback) advance(n int64)       {}
+func (w *writeback) stop()                 {}

@@ -28,8 +28,9 @@ const tmpPrefix = ".lifeboat-tmp-"
 // and renamed into place; conditional writes and deletes are serialised by an flock on the root
 // directory, so they are atomic across processes on one machine (not across NFS clients).
 type fileStore struct {
-	root string
-	opts Options
+	root  string
+	opts  Options
+	batch *pendingWrites // NewBatchFileStore: unconditional writes wait for Commit
 }
 
 // NewFileStore opens a directory as a store. The directory must exist.
@@ -315,11 +316,21 @@ func (s *fileStore) Write(ctx context.Context, key string, r io.Reader, opts Wri
 		}
 	}()
 	d := NewDigester(opts.Checksums)
-	if _, err := io.Copy(tmp, io.TeeReader(SourceReader{Ctx: ctx, R: r}, d)); err != nil {
+	n, err := copyOut(tmp, SourceReader{Ctx: ctx, R: r}, d)
+	if err != nil {
 		return Object{}, s.fail("write", key, err)
 	}
 	if err := d.Check(opts.Size); err != nil {
 		return Object{}, &Error{Op: "write", Store: s.String(), Key: key, Err: err}
+	}
+	if s.batch != nil && !opts.IfNotExists && opts.IfMatch == "" {
+		// Checked; synced, renamed and its directory synced by Commit, with the batch's others.
+		if err := tmp.Close(); err != nil {
+			return Object{}, s.fail("write", key, err)
+		}
+		s.batch.add(root, key, pendingWrite{tmp: tmpName, final: final})
+		committed = true
+		return Object{Key: key, Size: n, Encryption: EncryptionUnknown}, nil
 	}
 	if err := tmp.Sync(); err != nil {
 		return Object{}, s.fail("write", key, err)

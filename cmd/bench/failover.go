@@ -112,6 +112,17 @@ func stepLatencyGoal(ctx context.Context, label, goal string, d router.Driver, a
 	}
 	slices.Sort(times)
 	p := func(q float64) time.Duration { return times[int(q*float64(len(times)-1))].Round(10 * time.Microsecond) }
+	// A goal of the form "goal p99 ≤ N ms" is judged here, from the same figures.
+	if ms, ok := strings.CutPrefix(goal, "goal p99 ≤ "); ok {
+		var lim float64
+		if _, err := fmt.Sscanf(ms, "%g ms", &lim); err == nil {
+			verdict := "MET"
+			if p(0.99) > time.Duration(lim*float64(time.Millisecond)) {
+				verdict = "MISSED"
+			}
+			goal += ": " + verdict
+		}
+	}
 	fmt.Printf("   one step applied + read back, %s: p50 %s, p99 %s over %d steps (%s)\n", label, p(0.5), p(0.99), len(times), goal)
 	return nil
 }

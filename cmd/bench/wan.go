@@ -168,7 +168,7 @@ func wanSection(ctx context.Context, c config, cl *clouds, q *quickBundle, rc *r
 	}
 	if rcl != nil {
 		speedup := rcl.s.median().Seconds() / lb.s.median().Seconds()
-		fmt.Printf("   => over the WAN lifeboat quick verify is %.2fx as fast as rclone check; goal ≥ 3x: %s\n", speedup, verdict(speedup >= 3))
+		fmt.Printf("   => over the WAN lifeboat quick verify is %.2fx as fast as rclone check; goal ≥ 4x (issue 32): %s\n", speedup, verdict(speedup >= 4))
 		fmt.Printf("   => over the WAN lifeboat deep verify of S3 is %.2fx as fast as rclone check --download (no goal set)\n",
 			rclDeep.s.median().Seconds()/lbDeep.s.median().Seconds())
 	} else {

@@ -234,6 +234,7 @@ func (r *replicator) copyAll(ctx context.Context, rep *Report) {
 		})
 	}
 	g.Wait()
+	r.commit(ctx, rep)
 	for _, c := range rep.Files {
 		switch c.Outcome {
 		case OutcomeCopied:
@@ -241,6 +242,24 @@ func (r *replicator) copyAll(ctx context.Context, rep *Report) {
 			rep.Bytes += c.Size
 		case OutcomeFailed:
 			rep.Failed++
+		}
+	}
+}
+
+// commit makes a batching target's copies durable and visible (providers.Committer: a restore's
+// directory). It runs also when the run was interrupted, so that every copy that finished is
+// kept and a second run resumes after it. A copy whose commit failed is failed (a local write).
+func (r *replicator) commit(ctx context.Context, rep *Report) {
+	c, ok := providers.AsCommitter(r.to)
+	if !ok {
+		return
+	}
+	failed := c.Commit(ctx)
+	for i := range rep.Files {
+		f := &rep.Files[i]
+		if err, bad := failed[f.Path]; bad && f.Outcome == OutcomeCopied {
+			f.Outcome, f.Failure, f.Error = OutcomeFailed, FailLocalWrite, err.Error()
+			r.progress(-f.Size)
 		}
 	}
 }

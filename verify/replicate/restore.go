@@ -20,7 +20,8 @@ import (
 // dir is skipped only once proven intact (the same size and a SHA-256 re-read that matches the
 // manifest — a local directory keeps no native checksums); a file that differs, or is missing,
 // streams from the source straight into a temporary file that is renamed into place only after its
-// size and checksums matched. Files it writes are not read a second time.
+// size and checksums matched and it is on disk (fsynced, the copies' fsyncs batched after the last
+// byte arrived: providers.NewBatchFileStore). Files it writes are not read a second time.
 //
 // Before anything is written, every manifest path is checked to resolve inside dir (see
 // RestorePath): a path that is absolute, climbs out with "..", or runs through a symbolic link that
@@ -43,7 +44,10 @@ func Restore(ctx context.Context, m *manifest.Manifest, from providers.Store, di
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, err
 	}
-	to, err := providers.NewFileStore(abs, providers.Options{})
+	// Batched: every file's bytes are written and checked first, then all are fsynced, renamed
+	// into place and their directories fsynced together, when the last copy is done (Run commits
+	// before its check of the result) — not one copy waiting for its own fsync before the next.
+	to, err := providers.NewBatchFileStore(abs, providers.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,11 @@ func finish(rc *rest.Config, ns string, timeout time.Duration) *Cluster {
 	}
 	rc.Timeout = timeout
 	rc.UserAgent = "lifeboat"
+	if rc.QPS == 0 && rc.RateLimiter == nil {
+		// client-go's default, 5 requests/s with bursts of 10, would hold a failover step back:
+		// one spanning a dozen routes waits on the client, not on the API server.
+		rc.QPS, rc.Burst = 50, 100
+	}
 	// Lifeboat's own bound on answers; client-go reads whole bodies.
 	inner := rc.WrapTransport
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {

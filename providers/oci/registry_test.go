@@ -307,3 +307,54 @@ func TestRegistryChunkedUploadResumes(t *testing.T) {
 		t.Fatalf("read back: %v", err)
 	}
 }
+
+// A blob larger than one chunk whose SHA-256 is declared is streamed in the closing PUT itself
+// (no PATCH); a source whose bytes do not have the declared SHA-256 is reported as a content
+// mismatch, and the registry commits nothing.
+func TestRegistryStreamedPutDeclaredDigest(t *testing.T) {
+	t.Parallel()
+	reg := emulators.SharedRegistry(t)
+	up, _ := url.Parse("http://" + reg.Host)
+	cp := &cuttingProxy{starts: map[string]int{}}
+	srv := httptest.NewServer(cp.handler(httputil.NewSingleHostReverseProxy(up)))
+	defer srv.Close()
+	via := *reg
+	via.Host = strings.TrimPrefix(srv.URL, "http://")
+	o := testOptions()
+	o.PartSize = 1 << 20
+	o.DockerConfig = emulators.DockerConfig(t, &via)
+	s := open(t, via.Location("suite/streamput")+":v1", o)
+
+	const size = 3<<20 + 17
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*13 + i>>9)
+	}
+	sum := sha256.Sum256(data)
+	hexsum := hex.EncodeToString(sum[:])
+
+	bad := bytes.Clone(data)
+	bad[size-5] ^= 1
+	_, err := s.Write(t.Context(), "model/bad.safetensors", bytes.NewReader(bad), providers.WriteOptions{Size: size, Checksums: providers.Checksums{SHA256: hexsum}})
+	if !errors.Is(err, providers.ErrContentMismatch) {
+		t.Fatalf("write of a corrupt source: %v, want a content mismatch", err)
+	}
+
+	w, err := s.Write(t.Context(), "model/model.safetensors", bytes.NewReader(data), providers.WriteOptions{Size: size, Checksums: providers.Checksums{SHA256: hexsum}})
+	if err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if w.Revision != "sha256:"+hexsum {
+		t.Fatalf("revision %s", w.Revision)
+	}
+	if n := cp.patches.Load(); n != 0 {
+		t.Fatalf("%d PATCHes, want the bytes in the closing PUT", n)
+	}
+	var got []byte
+	if err := s.Read(t.Context(), "model/model.safetensors", providers.ReadOptions{}, func(r io.Reader) error {
+		got, err = io.ReadAll(r)
+		return err
+	}); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %v", err)
+	}
+}

@@ -312,14 +312,36 @@ func (sb *streamBody) kill() (int64, error) {
 	return sb.b.pos, sb.b.err
 }
 
-// patchStream sends the stream from u.offset on in one PATCH: with Content-Range and
+// patchStream sends the stream from u.offset on in one PATCH (in the closing PUT ?digest=put
+// when put is set): with Content-Range and
 // Content-Length when the size is declared (the spec's chunked upload, one chunk), streamed
 // (chunked transfer encoding, no Content-Range) when it is not.
-func (u *uploadSession) patchStream(b *blobStream) error {
+func (u *uploadSession) patchStream(b *blobStream, put digest.Digest) error {
 	body := &streamBody{b: b}
-	req, err := http.NewRequestWithContext(u.ctx, http.MethodPatch, u.location.String(), body)
+	method, target, want := http.MethodPatch, *u.location, http.StatusAccepted
+	if put != "" {
+		method, want = http.MethodPut, http.StatusCreated
+		q := target.Query()
+		q.Set("digest", put.String())
+		target.RawQuery = q.Encode()
+	}
+	req, err := http.NewRequestWithContext(u.ctx, method, target.String(), body)
 	if err != nil {
 		return err
+	}
+	// A request sent again (the auth client after a 401, a redirect) starts from the same
+	// offset, from the window, with a new body; the one before reads no more.
+	start := u.offset
+	req.GetBody = func() (io.ReadCloser, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		body.dead = true
+		if start < b.winStart || start > b.pos {
+			return nil, fmt.Errorf("%w: the PATCH from byte %d was asked again and bytes %d to %d are still in memory", providers.ErrUnreachable, start, b.winStart, b.winEnd)
+		}
+		b.pos = start
+		body = &streamBody{b: b}
+		return body, nil
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	if b.size > 0 {
@@ -339,10 +361,14 @@ func (u *uploadSession) patchStream(b *blobStream) error {
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusAccepted {
+	if resp.StatusCode != want {
 		return responseError(req, resp)
 	}
 	drain(resp)
+	if put != "" {
+		u.offset = pos
+		return nil
+	}
 	loc, err := u.s.uploadLocation(req, resp)
 	if err != nil {
 		return err
@@ -356,11 +382,12 @@ func (u *uploadSession) patchStream(b *blobStream) error {
 	return nil
 }
 
-// sendStream sends the whole stream in one PATCH, resuming from the registry's offset after a
-// failure (a new PATCH from there, the bytes still in the window).
-func (u *uploadSession) sendStream(b *blobStream, attempts int, backoff providers.RetryOptions) error {
+// sendStream sends the whole stream in one PATCH (or, with put, in the closing PUT ?digest=),
+// resuming from the registry's offset after a failure (a new request from there, the bytes
+// still in the window).
+func (u *uploadSession) sendStream(b *blobStream, attempts int, backoff providers.RetryOptions, put digest.Digest) error {
 	for attempt := 1; ; attempt++ {
-		last := u.patchStream(b)
+		last := u.patchStream(b, put)
 		if last == nil {
 			return nil
 		}
@@ -428,7 +455,7 @@ func (u *uploadSession) cancel() {
 // reading, hashing and sending overlap and the registry is asked to answer once, not once per
 // chunk. The last uploadWindow bytes sent (at least two chunks) stay in memory with the chunk
 // read ahead, so that a PATCH that fails is resumed from the registry's offset (see sendStream).
-func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64, d *providers.Digester) (digest.Digest, int64, error) {
+func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64, d *providers.Digester, sha256hex string) (digest.Digest, int64, error) {
 	chunk := s.partSize
 	src := providers.SourceReader{Ctx: ctx, R: r}
 	// chunk+1 bytes (size+1 when less is declared) tell content that fits in one request from
@@ -488,14 +515,25 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 	defer rd.stop()
 	b := &blobStream{rd: rd, chunk: int(chunk), size: max(size, 0), win: [][]byte{first[:chunk]}, bufs: [][]byte{first[:chunk]},
 		winEnd: chunk, maxWin: maxWin, spare: maxWin - 1}
-	if err := u.sendStream(b, attempts, s.retry); err != nil {
-		return "", 0, err
+	// With the SHA-256 declared, the stream goes in the closing PUT itself (the registry commits
+	// it only if the bytes have that digest): one round trip fewer than PATCH then PUT.
+	var put digest.Digest
+	if sha256hex != "" {
+		put = digest.NewDigestFromEncoded(digest.SHA256, sha256hex)
+	}
+	serr := u.sendStream(b, attempts, s.retry, put)
+	if serr != nil && put == "" {
+		return "", 0, serr
 	}
 	// Content past the declared size was not sent: read it to the end so that d.Check says how
-	// long it was.
+	// long it was (and, when the closing PUT failed, whether the source is what was declared: a
+	// corrupt source is reported as such, not as the registry's refusal).
 	for {
 		_, buf, more, err := rd.next()
 		if err != nil {
+			if serr != nil {
+				return "", 0, serr
+			}
 			return "", 0, err
 		}
 		if !more {
@@ -503,8 +541,22 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 		}
 		rd.free <- buf
 	}
-	if err := d.Check(size); err != nil {
-		return "", 0, err
+	cerr := d.Check(size)
+	if put != "" {
+		if serr != nil {
+			if cerr != nil {
+				return "", 0, cerr
+			}
+			return "", 0, serr
+		}
+		ok = true // committed: the registry holds bytes with the declared SHA-256
+		if cerr != nil {
+			return "", 0, cerr
+		}
+		return put, u.offset, nil
+	}
+	if cerr != nil {
+		return "", 0, cerr
 	}
 	dg := digest.NewDigestFromEncoded(digest.SHA256, d.Sum(providers.SHA256))
 	if err := u.commit(dg, nil); err != nil {

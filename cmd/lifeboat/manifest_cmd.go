@@ -603,8 +603,9 @@ byte) followed by the manifest upload, which happens only when every blob is the
 Credentials come from the Docker configuration (DOCKER_CONFIG or ~/.docker/config.json, with its
 credential helpers), as docker login and oras login leave them; never from the URL. Registries
 on loopback are spoken to over plain HTTP, all others over HTTPS. A blob up to 8 MiB goes up
-in one POST and PUT; a larger one in 8 MiB chunks (one PATCH each), and a chunk cut off is
-resumed from the offset the registry reports it holds. Run again, an interrupted push uploads
+in one POST and PUT; a larger one is streamed in the PUT too (the registry commits it only if
+its SHA-256 is the manifest's), and a PUT cut off is resumed from the offset the registry
+reports it holds (the last 16 MiB sent stay in memory for that). Run again, an interrupted push uploads
 only the blobs the repository still lacks (docs/registry.md, "Uploads").
 
 Exit codes: 0 pushed; 1 files missing or corrupt in --from; 2 bad input or refused credentials;

@@ -436,7 +436,16 @@ func (s *registryStore) Write(ctx context.Context, key string, r io.Reader, opts
 		}
 	}
 	d := providers.NewDigester(opts.Checksums, providers.SHA256)
-	dg, n, err := s.uploadBlob(ctx, r, opts.Size, d)
+	// The bytes can go in the closing PUT, committed by the registry's check of the SHA-256, only
+	// when nothing else is declared: every other checksum must hold before anything is committed.
+	put := ""
+	if rest := opts.Checksums; rest.SHA256 != "" {
+		rest.SHA256 = ""
+		if rest == (providers.Checksums{}) {
+			put = strings.ToLower(opts.Checksums.SHA256)
+		}
+	}
+	dg, n, err := s.uploadBlob(ctx, r, opts.Size, d, put)
 	if err != nil {
 		return providers.Object{}, s.fail("write", key, err)
 	}

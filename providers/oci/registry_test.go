@@ -250,14 +250,15 @@ func (c countBody) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// A chunked upload whose third chunk is cut off mid-body asks the registry how much it holds
-// (GET on the upload URL) and resumes from there: every byte reaches the registry exactly once
-// (the two chunks before the cut are not sent again), and the blob is whole.
+// A streamed upload (one PATCH for the whole blob) cut off half-way through its body asks the
+// registry how much it holds (GET on the upload URL) and resumes from there with one more PATCH
+// from the bytes still in memory (the blob is smaller than the upload's window): every byte
+// reaches the registry exactly once, and the blob is whole.
 func TestRegistryChunkedUploadResumes(t *testing.T) {
 	t.Parallel()
 	reg := emulators.SharedRegistry(t)
 	up, _ := url.Parse("http://" + reg.Host)
-	cp := &cuttingProxy{cutAt: 3, starts: map[string]int{}}
+	cp := &cuttingProxy{cutAt: 1, starts: map[string]int{}}
 	srv := httptest.NewServer(cp.handler(httputil.NewSingleHostReverseProxy(up)))
 	defer srv.Close()
 	via := *reg
@@ -292,8 +293,62 @@ func TestRegistryChunkedUploadResumes(t *testing.T) {
 	if cp.statuses.Load() != 1 {
 		t.Fatalf("%d upload status requests, want the one after the cut", cp.statuses.Load())
 	}
-	if cp.patches.Load() != 7 { // six chunks, one of them twice
+	if cp.patches.Load() != 2 { // the one cut, and the one that resumed
 		t.Fatalf("%d PATCHes", cp.patches.Load())
+	}
+	if cp.starts[fmt.Sprintf("0-%d", size-1)] != 1 {
+		t.Fatalf("the resumed PATCH did not carry the whole blob: %v", cp.starts)
+	}
+	var got []byte
+	if err := s.Read(t.Context(), "model/model.safetensors", providers.ReadOptions{}, func(r io.Reader) error {
+		got, err = io.ReadAll(r)
+		return err
+	}); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %v", err)
+	}
+}
+
+// A blob larger than one chunk whose SHA-256 is declared is streamed in the closing PUT itself
+// (no PATCH); a source whose bytes do not have the declared SHA-256 is reported as a content
+// mismatch, and the registry commits nothing.
+func TestRegistryStreamedPutDeclaredDigest(t *testing.T) {
+	t.Parallel()
+	reg := emulators.SharedRegistry(t)
+	up, _ := url.Parse("http://" + reg.Host)
+	cp := &cuttingProxy{starts: map[string]int{}}
+	srv := httptest.NewServer(cp.handler(httputil.NewSingleHostReverseProxy(up)))
+	defer srv.Close()
+	via := *reg
+	via.Host = strings.TrimPrefix(srv.URL, "http://")
+	o := testOptions()
+	o.PartSize = 1 << 20
+	o.DockerConfig = emulators.DockerConfig(t, &via)
+	s := open(t, via.Location("suite/streamput")+":v1", o)
+
+	const size = 3<<20 + 17
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*13 + i>>9)
+	}
+	sum := sha256.Sum256(data)
+	hexsum := hex.EncodeToString(sum[:])
+
+	bad := bytes.Clone(data)
+	bad[size-5] ^= 1
+	_, err := s.Write(t.Context(), "model/bad.safetensors", bytes.NewReader(bad), providers.WriteOptions{Size: size, Checksums: providers.Checksums{SHA256: hexsum}})
+	if !errors.Is(err, providers.ErrContentMismatch) {
+		t.Fatalf("write of a corrupt source: %v, want a content mismatch", err)
+	}
+
+	w, err := s.Write(t.Context(), "model/model.safetensors", bytes.NewReader(data), providers.WriteOptions{Size: size, Checksums: providers.Checksums{SHA256: hexsum}})
+	if err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if w.Revision != "sha256:"+hexsum {
+		t.Fatalf("revision %s", w.Revision)
+	}
+	if n := cp.patches.Load(); n != 0 {
+		t.Fatalf("%d PATCHes, want the bytes in the closing PUT", n)
 	}
 	var got []byte
 	if err := s.Read(t.Context(), "model/model.safetensors", providers.ReadOptions{}, func(r io.Reader) error {

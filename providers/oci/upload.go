@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -136,36 +137,6 @@ func (s *registryStore) uploadLocation(req *http.Request, resp *http.Response) (
 	return u, nil
 }
 
-// patch sends data as the bytes from offset on. It reports the registry's answer; a failure
-// before any answer is returned as is (the caller asks the registry where it stands).
-func (u *uploadSession) patch(data []byte) error {
-	req, err := http.NewRequestWithContext(u.ctx, http.MethodPatch, u.location.String(), bytes.NewReader(data))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set("Content-Range", strconv.FormatInt(u.offset, 10)+"-"+strconv.FormatInt(u.offset+int64(len(data))-1, 10))
-	resp, err := u.s.do(req)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusAccepted {
-		return responseError(req, resp)
-	}
-	drain(resp)
-	loc, err := u.s.uploadLocation(req, resp)
-	if err != nil {
-		return err
-	}
-	u.location = loc
-	end, ok := rangeEnd(resp.Header.Get("Range"))
-	if ok && end != u.offset+int64(len(data)) {
-		return fmt.Errorf("%w: the registry holds %d bytes of the upload after a chunk that ends at %d", providers.ErrUnreachable, end, u.offset+int64(len(data)))
-	}
-	u.offset += int64(len(data))
-	return nil
-}
-
 // status asks the registry how many bytes of the upload it holds: GET on the upload URL,
 // 204 with Range: 0-N (N+1 bytes; "0-0" is read as none — a registry gives it for an empty
 // upload).
@@ -221,23 +192,209 @@ func retryableUpload(err error) bool {
 	return true
 }
 
-// sendChunk sends data (the content from start on) so that the registry holds all of it,
-// resuming from the registry's offset after a failure.
-func (u *uploadSession) sendChunk(data []byte, start int64, attempts int, backoff providers.RetryOptions) error {
-	end := start + int64(len(data))
-	var last error
-	for attempt := 1; ; attempt++ {
-		if u.offset < start || u.offset > end {
-			return fmt.Errorf("%w: the registry holds %d bytes of the upload; this chunk is bytes %d to %d", providers.ErrUnreachable, u.offset, start, end)
+// uploadWindow is how much of a streamed upload's most recent content stays in memory (at least
+// two chunks): a PATCH cut off is resumed from the registry's offset when it falls inside it.
+const uploadWindow = 16 << 20
+
+// errBodyDone ends a PATCH body that the upload has given up on (the transport may still read a
+// failed request's body after the response, in a goroutine of its own).
+var errBodyDone = errors.New("the upload moved on from this request")
+
+// blobStream is the content of a streamed upload as PATCH bodies read it: the chunks the
+// chunkReader reads and hashes ahead, the last few of them kept (the window) so that a PATCH
+// that fails can be resumed from any offset inside it. One body reads it at a time.
+type blobStream struct {
+	mu       sync.Mutex
+	rd       *chunkReader
+	chunk    int
+	size     int64    // the declared size (0: unknown)
+	win      [][]byte // the window's chunks, oldest first, every byte of them sent at least once
+	bufs     [][]byte // their buffers
+	winStart int64    // the offset of win[0]
+	winEnd   int64
+	pos      int64 // the next byte to send
+	maxWin   int
+	spare    int // chunk buffers still to allocate
+	ended    bool
+	err      error // the source failed, or the content is shorter than declared
+}
+
+// read fills p from pos on: from the window, else from the next chunk read.
+func (b *blobStream) read(p []byte) (int, error) {
+	for {
+		if b.size > 0 && b.pos >= b.size {
+			return 0, io.EOF // the declared length is sent; content past it is found by d.Check
 		}
-		if u.offset == end {
-			return nil
+		if b.pos < b.winEnd {
+			off := b.pos - b.winStart
+			for _, c := range b.win {
+				if off < int64(len(c)) {
+					q := c[off:]
+					if b.size > 0 && int64(len(q)) > b.size-b.pos {
+						q = q[:b.size-b.pos]
+					}
+					n := copy(p, q)
+					b.pos += int64(n)
+					return n, nil
+				}
+				off -= int64(len(c))
+			}
 		}
-		last = u.patch(data[u.offset-start:])
-		if last == nil {
+		if b.err != nil {
+			return 0, b.err
+		}
+		if b.ended {
+			if b.size > 0 && b.pos < b.size {
+				b.err = fmt.Errorf("%w: read %d bytes, expected %d", providers.ErrContentMismatch, b.pos, b.size)
+				return 0, b.err
+			}
+			return 0, io.EOF
+		}
+		data, buf, more, err := b.rd.next()
+		if err != nil {
+			b.err = err
+			return 0, err
+		}
+		if !more {
+			b.ended = true
 			continue
 		}
-		if !retryableUpload(last) || attempt >= attempts {
+		b.win, b.bufs = append(b.win, data), append(b.bufs, buf)
+		b.winEnd += int64(len(data))
+		// A buffer for the reader to read ahead into: a new one while the window grows, then
+		// the oldest chunk's (every window chunk is sent: pos had reached winEnd).
+		if b.spare > 0 {
+			b.spare--
+			b.rd.free <- make([]byte, b.chunk)
+		} else {
+			b.rd.free <- b.bufs[0]
+			b.winStart += int64(len(b.win[0]))
+			b.win, b.bufs = b.win[1:], b.bufs[1:]
+		}
+	}
+}
+
+// rewind moves pos back to held, the bytes the registry says it holds, if the window has them.
+func (b *blobStream) rewind(held int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if held < b.winStart || held > b.pos {
+		return fmt.Errorf("%w: the registry holds %d bytes of the upload; %d were sent and bytes %d to %d are still in memory",
+			providers.ErrUnreachable, held, b.pos, b.winStart, b.winEnd)
+	}
+	b.pos = held
+	return nil
+}
+
+// streamBody is one PATCH's body: it reads the stream until the upload is done with it.
+type streamBody struct {
+	b    *blobStream
+	dead bool // guarded by b.mu
+}
+
+func (sb *streamBody) Read(p []byte) (int, error) {
+	sb.b.mu.Lock()
+	defer sb.b.mu.Unlock()
+	if sb.dead {
+		return 0, errBodyDone
+	}
+	return sb.b.read(p)
+}
+
+func (sb *streamBody) Close() error { return nil }
+
+// kill ends the body (a read in progress finishes first) and reports the stream's position and
+// its error, if the source failed.
+func (sb *streamBody) kill() (int64, error) {
+	sb.b.mu.Lock()
+	defer sb.b.mu.Unlock()
+	sb.dead = true
+	return sb.b.pos, sb.b.err
+}
+
+// patchStream sends the stream from u.offset on in one PATCH (in the closing PUT ?digest=put
+// when put is set): with Content-Range and
+// Content-Length when the size is declared (the spec's chunked upload, one chunk), streamed
+// (chunked transfer encoding, no Content-Range) when it is not.
+func (u *uploadSession) patchStream(b *blobStream, put digest.Digest) error {
+	body := &streamBody{b: b}
+	method, target, want := http.MethodPatch, *u.location, http.StatusAccepted
+	if put != "" {
+		method, want = http.MethodPut, http.StatusCreated
+		q := target.Query()
+		q.Set("digest", put.String())
+		target.RawQuery = q.Encode()
+	}
+	req, err := http.NewRequestWithContext(u.ctx, method, target.String(), body)
+	if err != nil {
+		return err
+	}
+	// A request sent again (the auth client after a 401, a redirect) starts from the same
+	// offset, from the window, with a new body; the one before reads no more.
+	start := u.offset
+	req.GetBody = func() (io.ReadCloser, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		body.dead = true
+		if start < b.winStart || start > b.pos {
+			return nil, fmt.Errorf("%w: the PATCH from byte %d was asked again and bytes %d to %d are still in memory", providers.ErrUnreachable, start, b.winStart, b.winEnd)
+		}
+		b.pos = start
+		body = &streamBody{b: b}
+		return body, nil
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if b.size > 0 {
+		req.ContentLength = b.size - u.offset
+		req.Header.Set("Content-Range", strconv.FormatInt(u.offset, 10)+"-"+strconv.FormatInt(b.size-1, 10))
+	} else {
+		req.ContentLength = -1
+	}
+	resp, err := u.s.do(req)
+	pos, serr := body.kill()
+	if serr != nil {
+		if resp != nil {
+			drain(resp)
+		}
+		return serr
+	}
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return responseError(req, resp)
+	}
+	drain(resp)
+	if put != "" {
+		u.offset = pos
+		return nil
+	}
+	loc, err := u.s.uploadLocation(req, resp)
+	if err != nil {
+		return err
+	}
+	u.location = loc
+	end, ok := rangeEnd(resp.Header.Get("Range"))
+	if ok && end != pos {
+		return fmt.Errorf("%w: the registry holds %d bytes of the upload after %d were sent", providers.ErrUnreachable, end, pos)
+	}
+	u.offset = pos
+	return nil
+}
+
+// sendStream sends the whole stream in one PATCH (or, with put, in the closing PUT ?digest=),
+// resuming from the registry's offset after a failure (a new request from there, the bytes
+// still in the window).
+func (u *uploadSession) sendStream(b *blobStream, attempts int, backoff providers.RetryOptions, put digest.Digest) error {
+	for attempt := 1; ; attempt++ {
+		last := u.patchStream(b, put)
+		if last == nil {
+			return nil
+		}
+		b.mu.Lock()
+		serr := b.err
+		b.mu.Unlock()
+		if serr != nil || !retryableUpload(last) || attempt >= attempts {
 			return last
 		}
 		if err := wait.Sleep(u.ctx, backoffDelay(backoff, attempt)); err != nil {
@@ -245,9 +402,12 @@ func (u *uploadSession) sendChunk(data []byte, start int64, attempts int, backof
 		}
 		held, err := u.status()
 		if err != nil {
-			return fmt.Errorf("%w: a chunk failed (%v) and the registry would not say how much of the upload it holds: %v", providers.ErrUnreachable, last, err)
+			return fmt.Errorf("%w: a PATCH failed (%v) and the registry would not say how much of the upload it holds: %v", providers.ErrUnreachable, last, err)
 		}
-		u.s.debugf("upload resumed at byte %d of the chunk %d-%d after: %v", held, start, end, last)
+		if err := b.rewind(held); err != nil {
+			return err
+		}
+		u.s.debugf("upload resumed at byte %d after: %v", held, last)
 		u.offset = held
 	}
 }
@@ -290,13 +450,12 @@ func (u *uploadSession) cancel() {
 // uploadBlob streams r into a new blob of the repository, hashing it with d, and commits it only
 // when d.check(size) passes. It returns the blob's digest and size.
 //
-// Content that fits in one chunk is read, hashed and sent in one PUT. Larger content goes up
-// chunk by chunk with the next chunk read and hashed while the one before is being sent (the
-// registry writing and hashing it on its side): two chunk buffers, allocated once and reused,
-// are the upload's memory, and reading, hashing and sending overlap instead of taking turns.
-// The chunk being sent stays in memory until the registry holds all of it, so that a PATCH
-// that fails is resumed from it (see sendChunk).
-func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64, d *providers.Digester) (digest.Digest, int64, error) {
+// Content that fits in one chunk is read, hashed and sent in one PUT. Larger content is streamed
+// in one PATCH, read and hashed a chunk ahead of what is being sent (in one goroutine), so that
+// reading, hashing and sending overlap and the registry is asked to answer once, not once per
+// chunk. The last uploadWindow bytes sent (at least two chunks) stay in memory with the chunk
+// read ahead, so that a PATCH that fails is resumed from the registry's offset (see sendStream).
+func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64, d *providers.Digester, sha256hex string) (digest.Digest, int64, error) {
 	chunk := s.partSize
 	src := providers.SourceReader{Ctx: ctx, R: r}
 	// chunk+1 bytes (size+1 when less is declared) tell content that fits in one request from
@@ -350,34 +509,61 @@ func (s *registryStore) uploadBlob(ctx context.Context, r io.Reader, size int64,
 	}
 	// first holds chunk+1 bytes: the first chunk, and the first byte of the second, which the
 	// reader carries over. Until the reader is done, it alone touches d and src.
+	maxWin := max(2, int(uploadWindow/chunk))
 	d.Write(first[:chunk])
-	rd := newChunkReader(src, d, first[chunk:], make([]byte, chunk))
+	rd := newChunkReader(src, d, first[chunk:], make([]byte, chunk), maxWin+1)
 	defer rd.stop()
-	start := int64(0)
-	part, buf := first[:chunk], first[:chunk]
+	b := &blobStream{rd: rd, chunk: int(chunk), size: max(size, 0), win: [][]byte{first[:chunk]}, bufs: [][]byte{first[:chunk]},
+		winEnd: chunk, maxWin: maxWin, spare: maxWin - 1}
+	// With the SHA-256 declared, the stream goes in the closing PUT itself (the registry commits
+	// it only if the bytes have that digest): one round trip fewer than PATCH then PUT.
+	var put digest.Digest
+	if sha256hex != "" {
+		put = digest.NewDigestFromEncoded(digest.SHA256, sha256hex)
+	}
+	serr := u.sendStream(b, attempts, s.retry, put)
+	if serr != nil && put == "" {
+		return "", 0, serr
+	}
+	// Content past the declared size was not sent: read it to the end so that d.Check says how
+	// long it was (and, when the closing PUT failed, whether the source is what was declared: a
+	// corrupt source is reported as such, not as the registry's refusal).
 	for {
-		if err := u.sendChunk(part, start, attempts, s.retry); err != nil {
-			return "", 0, err
-		}
-		start += int64(len(part))
-		rd.free <- buf
-		var more bool
-		if part, buf, more, err = rd.next(); err != nil {
+		_, buf, more, err := rd.next()
+		if err != nil {
+			if serr != nil {
+				return "", 0, serr
+			}
 			return "", 0, err
 		}
 		if !more {
 			break
 		}
+		rd.free <- buf
 	}
-	if err := d.Check(size); err != nil {
-		return "", 0, err
+	cerr := d.Check(size)
+	if put != "" {
+		if serr != nil {
+			if cerr != nil {
+				return "", 0, cerr
+			}
+			return "", 0, serr
+		}
+		ok = true // committed: the registry holds bytes with the declared SHA-256
+		if cerr != nil {
+			return "", 0, cerr
+		}
+		return put, u.offset, nil
+	}
+	if cerr != nil {
+		return "", 0, cerr
 	}
 	dg := digest.NewDigestFromEncoded(digest.SHA256, d.Sum(providers.SHA256))
 	if err := u.commit(dg, nil); err != nil {
 		return "", 0, err
 	}
 	ok = true
-	return dg, start, nil
+	return dg, u.offset, nil
 }
 
 // chunkReader reads and hashes the chunks of an upload ahead of the one being sent, in one
@@ -395,8 +581,10 @@ type chunkPart struct {
 	err       error
 }
 
-func newChunkReader(src io.Reader, d *providers.Digester, carry, buf []byte) *chunkReader {
-	c := &chunkReader{free: make(chan []byte, 2), parts: make(chan chunkPart), quit: make(chan struct{}), done: make(chan struct{})}
+// newChunkReader starts the reader with buf to read into; up to nbuf buffers in all come back
+// through free.
+func newChunkReader(src io.Reader, d *providers.Digester, carry, buf []byte, nbuf int) *chunkReader {
+	c := &chunkReader{free: make(chan []byte, nbuf), parts: make(chan chunkPart), quit: make(chan struct{}), done: make(chan struct{})}
 	c.free <- buf
 	go func() {
 		defer close(c.done)

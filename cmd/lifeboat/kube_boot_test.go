@@ -277,21 +277,33 @@ func TestKubeBootRefusesForeignObject(t *testing.T) {
 	}
 }
 
-// drillFleet gives b's fleet a file router and a state store, and writes a drill beside it that
-// loses gpu-eu (extra: more drill keys). It returns the fleet's directory and the drill file.
+// drillFleet gives b's fleet a file router, a state store and a second region, lost-eu (an
+// endpoint, no launcher), and writes a drill beside it that loses lost-eu (extra: more drill
+// keys), so that gpu-eu is the drill's kubernetes candidate: a drill never boots a candidate in
+// the region it loses. It returns the fleet's directory and the drill file.
 func (b *kubeBoot) drillFleet(t *testing.T, extra string) (string, string) {
 	t.Helper()
 	dir := filepath.Dir(b.fleet)
 	os.MkdirAll(filepath.Join(dir, "state"), 0o755)
-	os.WriteFile(filepath.Join(dir, "weights.json"), []byte(`{"version": 1, "classes": {"eu-only": {"gpu-eu": {"weight": 100}}}}`), 0o644)
-	f, err := os.OpenFile(b.fleet, os.O_APPEND|os.O_WRONLY, 0)
+	os.WriteFile(filepath.Join(dir, "weights.json"), []byte(`{"version": 1, "classes": {"eu-only": {"gpu-eu": {"weight": 50}, "lost-eu": {"weight": 50}}}}`), 0o644)
+	data, err := os.ReadFile(b.fleet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("router: {driver: file, path: weights.json}\nstate: ./state\nsla: {rto: 5m}\n")
-	f.Close()
+	text := string(data)
+	i := strings.Index(text, "    replica: ")
+	replica := text[i : i+strings.Index(text[i:], "\n")+1]
+	lost := "  lost-eu:\n" + replica + "    endpoint: http://127.0.0.1:9\n"
+	if !strings.Contains(text, "tenants:\n  eu-only: [gpu-eu]\n") {
+		t.Fatalf("the fleet's shape changed:\n%s", text)
+	}
+	text = strings.Replace(text, "tenants:\n  eu-only: [gpu-eu]\n", lost+"tenants:\n  eu-only: [gpu-eu, lost-eu]\n", 1)
+	text += "router: {driver: file, path: weights.json}\nstate: ./state\nsla: {rto: 5m}\n"
+	if err := os.WriteFile(b.fleet, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	drill := filepath.Join(dir, "drill.yaml")
-	if err := os.WriteFile(drill, []byte("name: lose-gpu-eu\nfleet: fleet.yaml\nlose: gpu-eu\n"+extra), 0o644); err != nil {
+	if err := os.WriteFile(drill, []byte("name: lose-lost-eu\nfleet: fleet.yaml\nlose: lost-eu\n"+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir, drill

@@ -433,6 +433,11 @@ func (e *Executor) LiveInput(ctx context.Context, o RunOptions) (PlanInput, erro
 	if err != nil {
 		return PlanInput{}, err
 	}
+	if (o.Event.Kind == Restore || o.Event.Kind == Abort) && h.baseline == nil {
+		// As run refuses it: a plan of a restore with nothing to restore would show a hold (a
+		// dwell it cannot observe) for a run that can only be refused.
+		return PlanInput{}, fmt.Errorf("%w: %w (the journal has no baseline to go back to)", ErrRefused, ErrNoneOpen)
+	}
 	rs, err := e.readRouter(ctx)
 	if err != nil {
 		return PlanInput{}, err

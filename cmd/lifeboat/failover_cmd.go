@@ -402,9 +402,9 @@ target and leaves the blocked ones untouched, each on a BLOCKED line with its ru
 its verdict says PARTIAL, what is left and the command to run when they can move, and it exits
 3, never 0. A plan that a blocked class refuses says which classes could move without it.
 
-Exit codes: 0 a plan that reaches its target (or nothing to do); 3 refused, or a plan that
-cannot reach its target (held for safety); 2 bad input; 4 the router or a store stayed
-unreachable.`,
+Exit codes: 0 a plan that reaches its target (or nothing to do); 3 refused (as the run would
+be: a restore with no failover open, say), or a plan that cannot reach its target (held for
+safety); 2 bad input; 4 the router or a store stayed unreachable.`,
 		Example: `  lifeboat failover plan --fleet fleet.yaml --region eu-west-1
   lifeboat failover plan --fleet fleet.yaml --region eu-west-1 --signals peak.json -o json
   lifeboat failover plan --fleet fleet.yaml --region eu-west-1 --action restore`,
@@ -451,7 +451,7 @@ unreachable.`,
 				defer closeFn()
 				in, err = e.LiveInput(ctx, failover.RunOptions{Event: ev, Immediate: ff.immediate, Overrides: rules, Classes: ff.classes, SkipBlocked: ff.skipBlocked})
 				if err != nil {
-					return pasteable(err, ff.fleet)
+					return &pasteableErr{err: err, fleet: ff.fleet, next: nextFailoverStep(&ff, cmd.Name(), ev, nil, err)}
 				}
 				in.OneReading = true // one probe of each region: no dwell can be seen
 			}

@@ -41,6 +41,21 @@ func TestFailoverPlanRestoreLiveNamesTheDwell(t *testing.T) {
 	}
 }
 
+// With no failover open there is nothing to restore: the live plan refuses as the run does
+// (exit 3, no dwell hold), and names the command that shows what is open.
+func TestFailoverPlanRestoreWithNothingOpenRefuses(t *testing.T) {
+	liveFleet(t)
+	r := cli(t, nil, "failover", "plan", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--action", "restore")
+	if r.code != 3 || strings.Contains(r.stdout, "HELD") || !strings.Contains(r.stderr, "no failover is open") ||
+		!strings.Contains(r.stderr, "lifeboat failover status --fleet fleet.yaml") {
+		t.Fatalf("plan --action restore with nothing open: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	run := cli(t, nil, "failover", "restore", "--fleet", "fleet.yaml", "--region", "eu-west-1", "--yes", "--reason", "test")
+	if run.code != r.code {
+		t.Fatalf("plan (exit %d) and restore (exit %d) disagree\n%s", r.code, run.code, run.stderr)
+	}
+}
+
 // A ramped evacuation of a DOWN region: the verdict line itself carries the warning (and
 // -o json a field), and the regions table never says the region being evacuated receives.
 func TestFailoverPlanDownRegionVerdictWarns(t *testing.T) {

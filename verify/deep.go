@@ -115,9 +115,10 @@ func (r *runner) deepFile(ctx context.Context, s providers.Store, f manifest.Fil
 // diagnose says, for a corrupt file on a store whose listing shows no CRC but whose Stat does
 // (S3), whether the store's own CRC64NVME describes the bytes read (the object was written with
 // them) or the manifest's (damaged after upload). That takes the CRC of the bytes, which the
-// first read does not compute: on every byte (~2 % of a deep verify's CPU; the S3 reader also
-// computes the CRC for its own integrity check, which it does not report) it would pay for a
-// diagnosis only a corrupt file needs. So the object is read again, once, for it.
+// first read does not compute: on every byte it would pay for a diagnosis only a corrupt file
+// needs (the S3 store's own CRC check of the body is skipped too: ReadOptions.Hashed). So the
+// object is read again, once, for it: right this time, the first read was damaged in transit;
+// wrong again with the same bytes, they are damaged at rest.
 func (r *runner) diagnose(ctx context.Context, s providers.Store, f manifest.File, obj providers.Object, fr FileResult, read *counter) FileResult {
 	st, err := r.stat(ctx, s, f.Path)
 	if err != nil || st.Revision != obj.Revision {
@@ -135,8 +136,18 @@ func (r *runner) diagnose(ctx context.Context, s providers.Store, f manifest.Fil
 	}
 	read.n.Add(f.Size)
 	again := h.verdict(f, st)
-	if again.Status == StatusOK {
+	switch {
+	case again.Status == StatusOK:
 		again.Detail += "; an earlier read of it hashed to something else (damaged in transit)"
+	case again.Status == StatusCorrupt && checksum.Equal(h.alg, again.Actual.Get(h.alg), fr.Actual.Get(h.alg)):
+		// Two reads, the same wrong bytes: what the store holds is wrong, not what crossed the
+		// network.
+		stored, _ := st.Checksum(providers.CRC64NVME)
+		if checksum.Equal(providers.CRC64NVME, stored.Value, want(f, providers.CRC64NVME)) {
+			again.Detail = fmt.Sprintf("%s of the bytes read differs from the manifest, the same on a second read, and the store's %s matches the manifest, not the bytes: damaged at rest, after upload", h.alg, providers.CRC64NVME)
+		} else {
+			again.Detail += "; the same on a second read: the store holds these bytes"
+		}
 	}
 	return again
 }
@@ -305,7 +316,9 @@ func (r *runner) stream(ctx context.Context, s providers.Store, key string, size
 	complete, split := false, false   // complete: the last attempt delivered every byte before failing
 	var waited, hashing time.Duration // in this attempt: blocked in the body's Read, in the hash
 	err := r.retry(ctx, func() error {
-		err := r.read(ctx, s, key, providers.ReadOptions{IfMatch: rev}, func(rd io.Reader) error {
+		// Hashed: every byte is proven by the hash here, so the store's own CRC of the body
+		// (S3) would only cost CPU; a wrong one is still diagnosed (see diagnose).
+		err := r.read(ctx, s, key, providers.ReadOptions{IfMatch: rev, Hashed: true}, func(rd io.Reader) error {
 			h.Reset() // the callback may be re-invoked by a retrying store
 			h.storeErr = nil
 			n, complete = 0, false
@@ -544,7 +557,7 @@ func (r *runner) pipeline(ctx context.Context, s providers.Store, key string, fr
 				defer fetches.Done()
 				defer close(sl.done)
 				sl.err = r.retry(ctx, func() error {
-					return r.read(ctx, s, key, providers.ReadOptions{Offset: off, Length: int64(len(sl.buf)), IfMatch: rev}, func(rd io.Reader) error {
+					return r.read(ctx, s, key, providers.ReadOptions{Offset: off, Length: int64(len(sl.buf)), IfMatch: rev, Hashed: true}, func(rd io.Reader) error {
 						return fillRange(rd, sl.buf) // refills from the start if re-invoked
 					})
 				})

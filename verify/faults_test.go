@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"lifeboat/internal/testbed"
 	"net/http"
 	"os"
@@ -222,25 +223,41 @@ func TestFaults(t *testing.T) {
 				})
 
 				t.Run("AlteredChecksumOnRead", func(t *testing.T) {
-					// The SDK validates a whole-object GET against its x-amz-checksum header and
-					// fails every read whose header disagrees with the bytes. Deep verification
-					// still hashes what arrived: the right bytes are OK — by their hash, and the
-					// verdict says the store complained — never OK on the store's word alone.
-					r := run(t, verify.ModeDeep, &faultproxy.Rule{Match: faultproxy.All(reads, faultproxy.PathContains("config.json")), Action: faultproxy.Header(func(h http.Header) {
-						if h.Get("x-amz-checksum-crc64nvme") != "" {
-							h.Set("x-amz-checksum-crc64nvme", base64.StdEncoding.EncodeToString([]byte("12345678")))
-						}
-					})})
+					// A whole-object GET's x-amz-checksum header disagrees with the bytes. Deep
+					// verification hashes every byte itself (ReadOptions.Hashed: the store's CRC
+					// check is skipped), so the right bytes are OK by their hash — never OK on the
+					// store's word alone — and a read of them for a copy still fails on the header
+					// (a replicate from this store is checked by the store as it reads).
+					wrong := func() *faultproxy.Rule {
+						return &faultproxy.Rule{Match: faultproxy.All(reads, faultproxy.PathContains("config.json")), Action: faultproxy.Header(func(h http.Header) {
+							if h.Get("x-amz-checksum-crc64nvme") != "" {
+								h.Set("x-amz-checksum-crc64nvme", base64.StdEncoding.EncodeToString([]byte("12345678")))
+							}
+						})}
+					}
+					rule := wrong()
+					r := run(t, verify.ModeDeep, rule)
+					fired(t, rule)
 					fr := testbed.ByPath(r)["model/config.json"]
-					if fr.Status != verify.StatusOK || !testbed.ProvenByRead(fr) || !strings.Contains(fr.Detail, "overrules") {
+					if fr.Status != verify.StatusOK || !testbed.ProvenByRead(fr) {
 						t.Errorf("config.json with a wrong checksum header on every read: %s (%s)", fr.Status, fr.Detail)
+					}
+					// A read that does not hash the bytes itself keeps the store's check.
+					s := b.Open(t, prefix, faultproxy.New(wrong()).Client())
+					err := s.Read(testbed.Ctx(t), "model/config.json", providers.ReadOptions{}, func(rd io.Reader) error {
+						_, err := io.Copy(io.Discard, rd)
+						return err
+					})
+					if !errors.Is(err, providers.ErrContentMismatch) {
+						t.Errorf("a plain read of config.json with a wrong checksum header: %v, want a content mismatch", err)
 					}
 				})
 
 				t.Run("RotAtRest", func(t *testing.T) {
 					// Bytes changed on the server's disk under the object's stored checksums:
-					// metadata still says OK (quick cannot know), every whole-object GET fails the
-					// SDK's check, and deep verification reports CORRUPT, not a network problem.
+					// metadata still says OK (quick cannot know); deep verification reports
+					// CORRUPT, not a network problem: read twice, the same wrong bytes, and the
+					// store's CRC64NVME is the manifest's.
 					rotPrefix := testbed.FreshPrefix("rot")
 					testbed.Seed(t, b.Open(t, rotPrefix, nil), f)
 					path := filepath.Join(b.S3.Dir, testbed.Bucket, rotPrefix, "model", "config.json")

@@ -352,7 +352,8 @@ func (s *s3Store) Read(ctx context.Context, key string, opts providers.ReadOptio
 	// The SDK validates a whole-object GET against its x-amz-checksum header with hash/crc64,
 	// which runs at about the speed of SHA-256 (~1.3 GB/s a core) and would double what a deep
 	// verification costs; its validator is taken out and the same check done here with the
-	// CLMUL CRCs (tens of GB/s). The SDK still asks for the checksum headers (ChecksumMode).
+	// CLMUL CRCs (tens of GB/s), or not at all when the caller hashes every byte itself
+	// (ReadOptions.Hashed). The SDK still asks for the checksum headers (ChecksumMode).
 	out, err := s.client.GetObject(ctx, in, withoutSDKResponseValidation)
 	if err != nil {
 		var re *smithyhttp.ResponseError
@@ -363,7 +364,7 @@ func (s *s3Store) Read(ctx context.Context, key string, opts providers.ReadOptio
 	}
 	defer out.Body.Close()
 	var body io.Reader = out.Body
-	if opts.Offset == 0 && opts.Length == 0 {
+	if opts.Offset == 0 && opts.Length == 0 && !opts.Hashed {
 		body = validatingBody(out.Body, s3Sums{out.ChecksumType, out.ChecksumCRC32, out.ChecksumCRC32C, out.ChecksumCRC64NVME, out.ChecksumSHA1, out.ChecksumSHA256})
 	}
 	return providers.ReadBody(body, fn, func(err error) error { return s.fail("read", key, err) })

@@ -667,6 +667,16 @@ func (g *Router) ApplyIf(ctx context.Context, desired router.RouterState, since 
 	return nil
 }
 
+// lastSeen is the route of class as this driver last read or wrote it back, nil if none.
+func (g *Router) lastSeen(class string) *unstructured.Unstructured {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if seen := g.seen[class]; len(seen) > 0 {
+		return seen[len(seen)-1]
+	}
+	return nil
+}
+
 // maxSeen bounds Router.seen per class.
 const maxSeen = 8
 
@@ -712,8 +722,10 @@ func (g *Router) update(ctx context.Context, class string, obj *unstructured.Uns
 	return nil
 }
 
-// Apply sets desired whatever the routes hold: each update is conditional on the route just
-// read, and a conflict re-reads (Attempts times). The executor writes with ApplyIf.
+// Apply sets desired whatever the routes hold: each update is conditional on the route as this
+// driver last read or wrote it (no GET first: one round trip a class instead of two), and a
+// conflict — a route changed since, or none read yet — reads it and tries again (Attempts
+// times). The executor writes with ApplyIf.
 func (g *Router) Apply(ctx context.Context, desired router.RouterState) error {
 	attempts := g.Attempts
 	if attempts <= 0 {
@@ -727,10 +739,15 @@ func (g *Router) Apply(ctx context.Context, desired router.RouterState) error {
 	for i, class := range classes {
 		wg.Go(func() {
 			var err error
-			for range attempts {
+			for attempt := range attempts {
 				var obj, next *unstructured.Unstructured
-				if obj, err = g.get(ctx, class); err != nil {
-					break
+				if attempt == 0 {
+					obj = g.lastSeen(class)
+				}
+				if obj == nil {
+					if obj, err = g.get(ctx, class); err != nil {
+						break
+					}
 				}
 				if next, err = g.rewrite(class, obj, desired); err != nil {
 					break

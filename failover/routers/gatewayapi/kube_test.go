@@ -268,6 +268,44 @@ func TestGatewayAPIConflictNeverOverwrites(t *testing.T) {
 	}
 }
 
+// Apply (unconditional: the bench's and a test's write) goes out on the route as last read,
+// without a GET first; a route changed since answers 409, and Apply reads it and writes again —
+// desired lands, and what the other client changed outside the weights stays.
+func TestGatewayAPIApplyOnAStaleReadRereads(t *testing.T) {
+	r := newKubeRig(t)
+	r.start(t)
+	ctx := testbed.Ctx(t)
+	g := r.driver(t)
+	if _, err := g.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := r.get(t, "route-eu").GetResourceVersion()
+	r.edit(t, "route-eu", func(rule map[string]any) { rule["timeouts"] = map[string]any{"request": "7s"} })
+	want := testStart.Clone()
+	want.Weights["eu-only"] = map[string]int{"eu-west-1": 0, "eu-central-1": 100}
+	if err := g.Apply(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	obj := r.get(t, "route-eu")
+	if got := backendRefs(t, obj); !slices.Equal(got, []string{"svc-eu-central-1:100", "svc-eu-west-1:0"}) {
+		t.Fatalf("Apply on a stale read: %v", got)
+	}
+	if rules, _, _ := unstructured.NestedSlice(obj.Object, "spec", "rules"); len(rules) != 1 || rules[0].(map[string]any)["timeouts"] == nil {
+		t.Fatalf("the other client's change was lost: %v", rules)
+	}
+	if obj.GetResourceVersion() == before {
+		t.Fatal("route not written")
+	}
+	// and a second Apply, on the route as this driver wrote it, needs no read
+	want.Weights["eu-only"] = map[string]int{"eu-west-1": 50, "eu-central-1": 50}
+	if err := g.Apply(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := g.Read(ctx); err != nil || len(router.Diff(want, got)) > 0 {
+		t.Fatalf("read back %v: %v", err, router.Diff(want, got))
+	}
+}
+
 // A route Lifeboat cannot map region by region is refused on read and never written.
 func TestGatewayAPIUnmappableRoutesRefused(t *testing.T) {
 	r := newKubeRig(t)

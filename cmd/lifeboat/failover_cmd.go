@@ -979,7 +979,7 @@ screen is redrawn; otherwise each refresh is a new block.`,
 				return pasteable(err, ff.fleet)
 			}
 			if a.output == "json" {
-				err = a.writePeerJSON(&statusDoc{Status: st, Runs: recent})
+				err = a.writePeerJSON(&statusDoc{Status: st, Runs: recent, DriftFix: newDriftFix(f, st)})
 			} else if err = renderStatus(a.stdout, f, st); err == nil {
 				err = renderRuns(a.stdout, recent)
 			}
@@ -1155,20 +1155,30 @@ func renderStatus(w io.Writer, f *fleet.Fleet, st *failover.Status) error {
 		for _, d := range st.Drift {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
-		fmt.Fprintln(w, driftFix(f, st))
+		fix := newDriftFix(f, st)
+		fmt.Fprintf(w, "  %s:\n    %s\n", fix.Why, strings.Join(fix.Commands, "\n    "))
 	}
 	return nil
 }
 
 // driftFix says how to put the router back where the journal says (docs/routers.md: a router
 // forgets runtime changes on reload, and resume re-applies the journal) — or, for a run past its
-// failover.expires, which resume refuses, what to do instead.
-func driftFix(f *fleet.Fleet, st *failover.Status) string {
-	if st.Expired && (!st.Done || !st.Closed) {
-		return "  the run expired, so resume refuses to re-apply it: fail back or undo it:\n    " +
-			failover.CommandLine(f.File, "restore", "--region", "REGION") + "\n    " + failover.CommandLine(f.File, "abort")
+// failover.expires, which resume refuses, what to do instead. Status prints it under DRIFT, and
+// -o json carries it as "drift_fix".
+type driftFix struct {
+	Why      string   `json:"why"`
+	Commands []string `json:"commands"`
+}
+
+func newDriftFix(f *fleet.Fleet, st *failover.Status) *driftFix {
+	if len(st.Drift) == 0 {
+		return nil
 	}
-	return "  re-apply the journal to the router (a reload or restart forgets runtime changes):\n    " + failover.CommandLine(f.File, "resume")
+	if st.Expired && (!st.Done || !st.Closed) {
+		return &driftFix{"the run expired, so resume refuses to re-apply it: fail back or undo it",
+			[]string{failover.CommandLine(f.File, "restore", "--region", "REGION"), failover.CommandLine(f.File, "abort")}}
+	}
+	return &driftFix{"re-apply the journal to the router (a reload or restart forgets runtime changes)", []string{failover.CommandLine(f.File, "resume")}}
 }
 
 // renderWaysOn says what resume would do with an unfinished run (for an abort or a rollback:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -124,6 +125,19 @@ func TestFailoverRunStatusCLI(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "failover expires at ") || strings.Contains(r.stdout, "  expires:") {
 		t.Errorf("status says what expires? want \"failover expires at\"\n%s", r.stdout)
+	}
+	// and -o json carries the same fix
+	r = cli(t, nil, "failover", "status", "--fleet", "fleet.yaml", "-o", "json")
+	var doc struct {
+		Drift    []string `json:"drift"`
+		DriftFix struct {
+			Why      string   `json:"why"`
+			Commands []string `json:"commands"`
+		} `json:"drift_fix"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 1 || len(doc.Drift) == 0 ||
+		!strings.HasPrefix(doc.DriftFix.Why, "re-apply the journal") || !slices.Equal(doc.DriftFix.Commands, []string{resume}) {
+		t.Fatalf("status -o json with drift: exit %d (%v) %+v\n%s", r.code, err, doc, r.stdout)
 	}
 	// resume, as named (with this test's signals file for the live prober), re-asserts a
 	// finished run's final state the router no longer holds

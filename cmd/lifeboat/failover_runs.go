@@ -18,6 +18,8 @@ const defaultStatusRuns = 10
 type statusDoc struct {
 	*failover.Status
 	Runs []failover.RunSummary `json:"runs"`
+	// DriftFix, when the router drifted from the journal, is what puts it back.
+	DriftFix *driftFix `json:"drift_fix,omitempty"`
 }
 
 // renderRuns prints the recent runs as a table, newest first; a run whose journal cannot be

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,6 +38,9 @@ func Binary(t testing.TB) string {
 		}
 		binary.dir, binary.path = dir, filepath.Join(dir, "lifeboat")
 		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-tags", "disable_grpc_modules", "-o", binary.path, "lifeboat/cmd/lifeboat")
+		// From the module's root: a test that has already changed to a temp dir (t.Chdir) and
+		// is the first to want the binary would otherwise build outside the module.
+		cmd.Dir = moduleRoot()
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binary.err = fmt.Errorf("go build lifeboat/cmd/lifeboat: %v\n%s", err, out)
@@ -46,6 +50,16 @@ func Binary(t testing.TB) string {
 		t.Fatal(binary.err)
 	}
 	return binary.path
+}
+
+// moduleRoot is the root of the module this file is in (two levels up), "" (the current
+// directory) when its path is not known (a -trimpath build of the tests).
+func moduleRoot() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return ""
+	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
 // RemoveBinary removes the built binary's directory (after the tests: Main, testbed.Main).

@@ -5,9 +5,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"lifeboat/internal/base/startgc"
 )
 
 func main() {
+	startgc.Restore() // the collector was off while the packages initialised
 	ctx, stop := signalContext()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -112,6 +112,11 @@ type Object struct {
 	// Encryption is what the store said about server-side encryption; EncryptionUnknown in S3
 	// listings, which do not say.
 	Encryption Encryption
+	// Confirmed, in the listing of a store that lists from an index (Capabilities.ListFromIndex:
+	// a registry's manifest), says the store itself answered for this object since it was opened
+	// — a write it committed, a HEAD that found it — so that the entry is not the index's word
+	// alone and needs no Stat to be believed.
+	Confirmed bool
 }
 
 // Checksum returns the full-object value of one algorithm, if the object has one. Values that

@@ -573,9 +573,10 @@ func (r *runner) quickFiles(ctx context.Context, m *manifest.Manifest, s provide
 			continue
 		}
 		fr, need := judgeQuick(f, obj, "listing", caps)
-		if caps.ListFromIndex {
+		if caps.ListFromIndex && !obj.Confirmed {
 			// The entry is the index's word (a registry's manifest), not the object's: never OK
-			// before a Stat (a HEAD of the blob) has seen it. Until then it is UNVERIFIED.
+			// before a Stat (a HEAD of the blob) has seen it. Until then it is UNVERIFIED. (An
+			// entry the store itself committed or found since it was opened is Confirmed.)
 			need = true
 			if fr.Status == StatusOK {
 				fr.Status = StatusUnverified

@@ -318,7 +318,11 @@ func (s *registryStore) List(ctx context.Context, dir string, fn func(providers.
 	var objs []providers.Object
 	for k, desc := range s.keys {
 		if d == "" || strings.HasPrefix(k, d) {
-			objs = append(objs, s.object(k, desc))
+			o := s.object(k, desc)
+			// Committed (or found by a HEAD) by this store: the registry's own word, a moment
+			// ago, and not only the manifest's (a push's check of what it wrote needs no HEADs).
+			o.Confirmed = s.wroteLocked(desc)
+			objs = append(objs, o)
 		}
 	}
 	s.mu.Unlock()
@@ -457,6 +461,11 @@ func (s *registryStore) Write(ctx context.Context, key string, r io.Reader, opts
 func (s *registryStore) wrote(d ocispec.Descriptor) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.wroteLocked(d)
+}
+
+// wroteLocked is wrote with s.mu held.
+func (s *registryStore) wroteLocked(d ocispec.Descriptor) bool {
 	for _, k := range s.written {
 		if k.Digest == d.Digest && k.Size == d.Size {
 			return true

@@ -42,7 +42,7 @@ var (
 
 // countingTransport counts requests by method.
 type countingTransport struct {
-	posts, puts, gets atomic.Int64
+	posts, puts, gets, heads atomic.Int64
 }
 
 func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -53,6 +53,8 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		c.puts.Add(1)
 	case http.MethodGet:
 		c.gets.Add(1)
+	case http.MethodHead:
+		c.heads.Add(1)
 	}
 	return http.DefaultTransport.RoundTrip(req)
 }
@@ -174,6 +176,51 @@ func TestRegistryStore(t *testing.T) {
 		t.Fatalf("stat without credentials: %v", err)
 	} else if bytes.Contains([]byte(err.Error()), []byte(reg.Password)) {
 		t.Fatal("credential in an error")
+	}
+}
+
+// A listing entry is Confirmed only when this store committed the blob (or found it with a
+// HEAD) since it was opened: a push's check of what it just wrote needs no HEADs, and a store
+// opened afterwards lists from the manifest alone, never Confirmed.
+func TestRegistryListConfirmsOnlyWhatItWrote(t *testing.T) {
+	reg := emulators.SharedRegistry(t)
+	t.Setenv("DOCKER_CONFIG", emulators.DockerConfig(t, reg))
+	ctx := t.Context()
+	url := reg.Location("suite/confirmed") + ":v1"
+	ct := &countingTransport{}
+	opts := testOptions()
+	opts.HTTPClient = &http.Client{Transport: ct}
+	s := open(t, url, opts)
+	data := []byte(`{"arch":"llama"}`)
+	sum := sha256.Sum256(data)
+	if _, err := s.Write(ctx, "model/config.json", bytes.NewReader(data), providers.WriteOptions{Size: int64(len(data)), Checksums: providers.Checksums{SHA256: hex.EncodeToString(sum[:])}}); err != nil {
+		t.Fatal(err)
+	}
+	confirmed := func(st providers.Store) map[string]bool {
+		out := map[string]bool{}
+		if err := st.List(ctx, "", func(o providers.Object) error { out[o.Key] = o.Confirmed; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	heads := ct.heads.Load()
+	if got := confirmed(s); !got["model/config.json"] {
+		t.Fatalf("the blob this store committed is not Confirmed: %v", got)
+	}
+	if n := ct.heads.Load() - heads; n != 0 {
+		t.Fatalf("%d HEADs to list", n)
+	}
+	cfg := []byte(`{"descriptor":{"name":"t"},"config":{},"modelfs":{"type":"layers","diff_ids":[]}}`)
+	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+		Config: ocispec.Descriptor{MediaType: "application/vnd.cncf.model.config.v1+json", Digest: digest.FromBytes(cfg), Size: int64(len(cfg)), Data: cfg},
+		Layers: []ocispec.Descriptor{{MediaType: "application/vnd.cncf.model.weight.v1.raw", Digest: digest.FromBytes(data), Size: int64(len(data)),
+			Annotations: map[string]string{oci.AnnotationFilepath: "model/config.json"}}}}
+	man, _ := json.Marshal(m)
+	if _, err := oci.PushManifest(ctx, s, man); err != nil {
+		t.Fatal(err)
+	}
+	if got := confirmed(open(t, url, opts)); len(got) != 1 || got["model/config.json"] {
+		t.Fatalf("a store opened afterwards: %v, want model/config.json listed from the manifest, not Confirmed", got)
 	}
 }
 

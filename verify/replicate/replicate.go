@@ -197,7 +197,7 @@ func (r *replicator) plan(ctx context.Context, rep *Report, tgt verify.ReplicaRe
 }
 
 // copyAll copies the planned files, Jobs at a time, and counts the outcomes. OnFile is called
-// for every file of the plan, one call at a time.
+// for every file of the plan, one call at a time (for a batching target, after the commit).
 func (r *replicator) copyAll(ctx context.Context, rep *Report) {
 	var total int64
 	n := 0
@@ -208,6 +208,9 @@ func (r *replicator) copyAll(ctx context.Context, rep *Report) {
 		}
 	}
 	r.addTotal(n, total)
+	// A batching target (a restore's directory) makes its copies durable and visible only at
+	// the commit: a copy is reported done after it, never before.
+	_, batching := providers.AsCommitter(r.to)
 	var g errgroup.Group
 	g.SetLimit(r.o.Jobs)
 	// Largest first: the big files set the length of the run, so they start at once and the small
@@ -229,12 +232,21 @@ func (r *replicator) copyAll(ctx context.Context, rep *Report) {
 		}
 		g.Go(func() error {
 			r.copyFile(ctx, c)
-			r.onFile(*c)
+			if !batching {
+				r.onFile(*c)
+			}
 			return nil
 		})
 	}
 	g.Wait()
 	r.commit(ctx, rep)
+	if batching {
+		for _, i := range order {
+			if c := rep.Files[i]; c.Attempts > 0 {
+				r.onFile(c)
+			}
+		}
+	}
 	for _, c := range rep.Files {
 		switch c.Outcome {
 		case OutcomeCopied:
@@ -306,7 +318,9 @@ type Options struct {
 	// possibly from several goroutines at once.
 	Total func(files, bytes int64)
 	// OnFile, if set, is called as each planned file is done (copied, failed or skipped), one
-	// call at a time (never concurrently), from the copying goroutines.
+	// call at a time (never concurrently), from the copying goroutines; into a batching target (a
+	// restore's directory) after the commit that makes the copies durable and visible, so that
+	// "copied" is never said of a file not yet under its name.
 	OnFile func(CopyResult)
 	Log    *slog.Logger
 	// Trust, for Restore only: the manifest's signature is enforced before anything is written
@@ -581,7 +595,11 @@ func (r *replicator) copyFile(ctx context.Context, c *CopyResult) {
 		err = r.copyOnce(ctx, f, c.From)
 		if err == nil {
 			c.Outcome, c.Failure, c.Error = OutcomeCopied, "", ""
-			r.o.Log.Debug("copied", "path", f.Path, "bytes", f.Size, "attempts", attempt)
+			msg := "copied"
+			if _, batching := providers.AsCommitter(r.to); batching {
+				msg = "copied, to be committed with the others" // fsync and rename come at the end
+			}
+			r.o.Log.Debug(msg, "path", f.Path, "bytes", f.Size, "attempts", attempt)
 			return
 		}
 		kind := failureKind(err)

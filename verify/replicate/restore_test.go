@@ -67,8 +67,14 @@ func TestRestoreFromReplicas(t *testing.T) {
 			data[len(data)/2] ^= 0x20
 			os.WriteFile(cfgPath, data, 0o644)
 
+			// Each copy is reported done only once committed: under its own name, with its bytes.
 			var done []string
-			rep, err = replicate.Restore(ctx, f.M, src, dir, replicate.Options{OnFile: func(c replicate.CopyResult) { done = append(done, c.Path) }})
+			rep, err = replicate.Restore(ctx, f.M, src, dir, replicate.Options{OnFile: func(c replicate.CopyResult) {
+				done = append(done, c.Path)
+				if got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.Path))); c.Outcome == replicate.OutcomeCopied && (err != nil || !bytes.Equal(got, f.Data(t, c.Path))) {
+					t.Errorf("%s reported %s before it was in place (%v)", c.Path, c.Outcome, err)
+				}
+			}})
 			if err != nil || rep.Status != replicate.OK || rep.Copied != 3 || rep.RereadOK != len(f.M.Files)-3 {
 				t.Fatalf("resume: %v %+v", err, rep)
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"lifeboat/internal/clitest"
+	"lifeboat/internal/emulators"
 	"lifeboat/internal/sample"
 	"lifeboat/manifest"
 )
@@ -108,4 +109,44 @@ func TestRestoreKilledAtAnyPointLeavesNoPartialFile(t *testing.T) {
 		t.Fatalf("only %d of %d restores were killed before they finished: the test did not test", midway, trials)
 	}
 	t.Logf("%d of %d restores killed mid-way", midway, trials)
+}
+
+// kill -9 of `lifeboat manifest push` at a random moment (blobs streaming, the manifest not yet
+// pushed, or done) never leaves a replica that verifies: the manifest goes up last, only when
+// every blob is there, so a killed push's tag resolves to nothing (quick verify exits non-zero)
+// or, if the kill came after it, to every blob intact. A second push completes it and a deep
+// verification proves every byte. Separate processes of the real binary, a real registry.
+func TestPushKilledAtAnyPointNeverVerifiesHalfDone(t *testing.T) {
+	reg := emulators.SharedRegistry(t)
+	env := []string{"DOCKER_CONFIG=" + emulators.DockerConfig(t, reg)}
+	l, man := fixture(t, sample.Options{TargetBytes: 48 << 20})
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 64))
+	const trials = 8
+	early := 0
+	for i := range trials {
+		target := "oci://" + reg.Host + "/lifeboat/killed-push-" + strings.ToLower(t.Name()) + "-" + string(rune('a'+i)) + ":v1"
+		p := clitest.Start(t, clitest.Options{Env: env}, "manifest", "push", man, "--from", l.Root, target, "-q")
+		time.Sleep(time.Duration(rng.IntN([]int{150, 1500}[i%2])) * time.Millisecond) // mid-upload, or also later
+		_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+		r := p.Wait()
+		v := cli(t, env, "verify", "--manifest", man, target, "-q")
+		switch {
+		case r.Code == 0 && v.code != 0:
+			t.Fatalf("trial %d: the push finished, yet quick verify exits %d\n%s", i, v.code, v.stderr)
+		case r.Code != 0 && v.code == 0:
+			t.Fatalf("trial %d: a push killed (exit %d) verifies OK", i, r.Code)
+		case r.Code != 0:
+			early++
+		}
+		if r := cli(t, env, "manifest", "push", man, "--from", l.Root, target, "-q"); r.code != 0 {
+			t.Fatalf("trial %d: push after kill -9: exit %d\n%s", i, r.code, r.stderr)
+		}
+		if v := cli(t, env, "verify", "--deep", "--manifest", man, target, "-q"); v.code != 0 {
+			t.Fatalf("trial %d: deep verify after the second push: exit %d\n%s", i, v.code, v.stderr)
+		}
+	}
+	if early < trials/4 {
+		t.Fatalf("only %d of %d pushes were killed before they finished: the test did not test", early, trials)
+	}
+	t.Logf("%d of %d pushes killed before they finished", early, trials)
 }

@@ -1,10 +1,3 @@
-// Package startgc keeps the garbage collector off while the binary starts: its packages'
-// initialisation allocates ~5.5 MB (SDK tables, protobuf descriptors, regexps) that is almost
-// all live, and collecting it cost two collections, a quarter of a 30 ms start-up, in every
-// command. Imported by main only; nothing else may depend on it.
-//
-// It runs early because Go initialises, at each step, the first package by import path whose
-// imports are all initialised, and this one needs runtime/debug only.
 package startgc
 
 import (
